@@ -1,0 +1,75 @@
+"""One error hierarchy for the whole package.
+
+Every error that comes from bytes on disk names the file and the byte offset
+inside it, and says what was expected and what was found, so a user can open
+the file at that offset and see the problem.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+
+class RmqError(Exception):
+    """Base class of every error raised on purpose by rmqsource."""
+
+
+class FormatError(RmqError):
+    """Bytes on disk do not follow the RocketMQ store format.
+
+    ``file`` is the path of the file (or a short description when the bytes did
+    not come from a file) and ``offset`` the byte position inside that file.
+    """
+
+    def __init__(self, message: str, *, file: Optional[str | os.PathLike] = None,
+                 offset: Optional[int] = None):
+        self.file = os.fspath(file) if file is not None else None
+        self.offset = offset
+        self.reason = message
+        where = []
+        if self.file is not None:
+            where.append(str(self.file))
+        if offset is not None:
+            where.append(f"offset {offset}")
+        prefix = (", ".join(where) + ": ") if where else ""
+        super().__init__(prefix + message)
+
+    def __reduce__(self):  # picklable across Spark workers
+        return (_rebuild_format_error, (type(self), self.reason, self.file, self.offset))
+
+
+def _rebuild_format_error(cls, reason, file, offset):
+    return cls(reason, file=file, offset=offset)
+
+
+class CorruptRecordError(FormatError):
+    """A CommitLog record, ConsumeQueue unit or IndexFile entry is damaged."""
+
+
+class UnsupportedLayoutError(FormatError):
+    """The directory holds a store layout rmqsource does not read (RocksDB CQ, DLedger, ...)."""
+
+
+class DecompressionError(FormatError):
+    """A compressed body could not be inflated, or would inflate past the size cap."""
+
+
+class StoreError(RmqError):
+    """The store as a whole cannot be used as asked (not a store, locked, shut down ...)."""
+
+
+class NotAStoreError(StoreError):
+    """The path is not a RocketMQ store root."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store's writer lock."""
+
+
+class DataLossError(StoreError):
+    """Requested offsets point at data that retention (or damage) removed."""
+
+
+class OptionError(RmqError, ValueError):
+    """A user-supplied option or argument is malformed or names something that does not exist."""
