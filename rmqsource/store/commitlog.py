@@ -1,0 +1,194 @@
+"""CommitLog, read side: segments, records at offsets, bounded walks, valid end.
+
+The valid end follows RocketMQ's recovery loop (spec §7.3): walk records from a
+start segment; a blank record moves to the next segment; the first position
+that is not a valid record (zeros, unknown magic, size mismatch, bad CRC) is
+the end.  Nothing after it is ever returned as a message.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from .. import limits
+from ..errors import CorruptRecordError
+from ..format.record import Decoded, Kind, MessageRecord, decode_record
+from ..io.segments import Segment, SegmentReader, list_segments
+from .layout import StoreLayout
+
+# Walks read this much at a time; a record longer than what is left in the
+# buffer triggers a read of exactly that record.
+WALK_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class WalkStep:
+    phy_offset: int
+    decoded: Decoded
+    segment: Segment
+
+
+class CommitLog:
+    """Read access to the CommitLog of a store (all segment directories merged)."""
+
+    def __init__(self, layout: StoreLayout, segment_size: Optional[int] = None):
+        self.layout = layout
+        segments: list[Segment] = []
+        for d in layout.commitlog_dirs:
+            segments.extend(list_segments(d))
+        segments.sort(key=lambda s: s.start_offset)
+        self.reader = SegmentReader(segments, segment_size)
+        self.segment_size = self.reader.segment_size
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.reader.segments
+
+    @property
+    def min_offset(self) -> int:
+        """CommitLog min offset: start of the first segment (0 when there is none)."""
+        return self.reader.min_offset
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def roll_next_file(self, offset: int) -> int:
+        z = self.segment_size or 1
+        return offset + z - offset % z
+
+    # -- single records -----------------------------------------------------
+    def decode_at(self, phy_offset: int, *, size_hint: Optional[int] = None, check_crc: bool = False,
+                  keep_raw: bool = False) -> tuple[Decoded, Optional[Segment]]:
+        """Decode whatever is at ``phy_offset``; (END, None) when no segment holds it.
+
+        With ``size_hint`` (the ConsumeQueue's size) one positioned read suffices.
+        """
+        seg = self.reader.find(phy_offset)
+        if seg is None:
+            return Decoded(Kind.END, 0, None, "no CommitLog segment holds this offset"), None
+        pos = phy_offset - seg.start_offset
+        remaining = max(seg.size_bytes, self.segment_size) - pos
+        buf = b""
+        if size_hint is not None and 8 <= size_hint <= remaining:
+            buf = self.reader.pread(seg, pos, size_hint)
+            if len(buf) < 8 or int.from_bytes(buf[:4], "big", signed=True) != size_hint:
+                buf = b""
+        if not buf:
+            head = self.reader.pread(seg, pos, 8)
+            if len(head) < 8:
+                return Decoded(Kind.END, 0, None, "file ends here"), seg
+            total = int.from_bytes(head[:4], "big", signed=True)
+            if 8 <= total <= min(remaining, limits.MAX_RECORD_BYTES_READ):
+                buf = self.reader.pread(seg, pos, total)
+            else:
+                buf = head
+        decoded = decode_record(buf, 0, len(buf), check_crc=check_crc, keep_raw=keep_raw)
+        if decoded.kind is Kind.BLANK:
+            decoded = Decoded(Kind.BLANK, remaining, None, decoded.reason)
+        elif decoded.kind is Kind.CORRUPT and len(buf) == 8:
+            total = int.from_bytes(buf[:4], "big", signed=True)
+            decoded = Decoded(Kind.CORRUPT, 0, None,
+                              f"totalSize {total} outside [{limits.MIN_RECORD_BYTES}, {remaining}]")
+        return decoded, seg
+
+    def read_message(self, phy_offset: int, size: Optional[int] = None, *, keep_raw: bool = True,
+                     check_crc: bool = False) -> MessageRecord:
+        """The message at ``phy_offset``; CorruptRecordError (file, position) when there is none."""
+        decoded, seg = self.decode_at(phy_offset, size_hint=size, keep_raw=keep_raw, check_crc=check_crc)
+        if decoded.kind is not Kind.MESSAGE:
+            where = seg.path if seg else str(self.layout.commitlog_dirs[0])
+            pos = phy_offset - seg.start_offset if seg else phy_offset
+            raise CorruptRecordError(f"no valid message at CommitLog offset {phy_offset}: {decoded.reason}",
+                                     file=where, offset=pos)
+        if size is not None and decoded.size != size:
+            raise CorruptRecordError(
+                f"ConsumeQueue says {size} bytes but the record's totalSize is {decoded.size}",
+                file=seg.path, offset=phy_offset - seg.start_offset)
+        return decoded.record
+
+    # -- walks --------------------------------------------------------------
+    def walk(self, start_offset: int, *, check_crc: bool = False, keep_raw: bool = False,
+             stop_offset: Optional[int] = None) -> Iterator[WalkStep]:
+        """Yield every entry from ``start_offset`` in CommitLog order.
+
+        Yields MESSAGE steps; a BLANK step at each segment end (then continues in
+        the next segment); stops after yielding the first END or CORRUPT step,
+        or at ``stop_offset``.  Bounded by the segment sizes.
+        """
+        seg_index = self._segment_index(start_offset)
+        if seg_index is None:
+            return
+        pos = start_offset - self.segments[seg_index].start_offset
+        while seg_index < len(self.segments):
+            seg = self.segments[seg_index]
+            seg_len = max(seg.size_bytes, self.segment_size)
+            chunk_start, chunk = pos, b""
+            while True:
+                phy = seg.start_offset + pos
+                if stop_offset is not None and phy >= stop_offset:
+                    return
+                rel = pos - chunk_start
+                if rel + 8 > len(chunk):
+                    chunk_start, chunk, rel = pos, self.reader.pread(seg, pos, min(WALK_CHUNK_BYTES, seg_len - pos)), 0
+                    if len(chunk) < 8:
+                        yield WalkStep(phy, Decoded(Kind.END, 0, None, "end of segment file"), seg)
+                        return
+                total = int.from_bytes(chunk[rel:rel + 4], "big", signed=True)
+                if rel + total > len(chunk) and 0 < total <= min(seg_len - pos, limits.MAX_RECORD_BYTES_READ):
+                    chunk_start, chunk, rel = pos, self.reader.pread(seg, pos, min(max(WALK_CHUNK_BYTES, total), seg_len - pos)), 0
+                limit = min(seg_len - chunk_start, len(chunk))
+                decoded = decode_record(chunk, rel, limit, check_crc=check_crc, keep_raw=keep_raw)
+                if decoded.kind is Kind.BLANK:
+                    decoded = Decoded(Kind.BLANK, seg_len - pos, None, decoded.reason)
+                yield WalkStep(phy, decoded, seg)
+                if decoded.kind is Kind.MESSAGE:
+                    pos += decoded.size
+                    continue
+                if decoded.kind is Kind.BLANK:
+                    break
+                return
+            seg_index += 1
+            pos = 0
+
+    def _segment_index(self, offset: int) -> Optional[int]:
+        seg = self.reader.find(offset)
+        if seg is None:
+            return None
+        return self.segments.index(seg)
+
+    def find_valid_end(self, start_segment_index: int = 0, *, check_crc: bool = True) -> int:
+        """Valid end of the CommitLog scanning from a segment (spec §7.3)."""
+        if not self.segments:
+            return 0
+        start_segment_index = max(0, min(start_segment_index, len(self.segments) - 1))
+        start = self.segments[start_segment_index].start_offset
+        end = start
+        for step in self.walk(start, check_crc=check_crc):
+            if step.decoded.kind is Kind.MESSAGE:
+                end = step.phy_offset + step.decoded.size
+            elif step.decoded.kind is Kind.BLANK:
+                # End stays at a blank record of the last segment; otherwise the
+                # next segment starts.
+                seg_end = step.segment.start_offset + max(step.segment.size_bytes, self.segment_size)
+                is_last = step.segment is self.segments[-1]
+                end = step.phy_offset if is_last else seg_end
+            else:
+                end = step.phy_offset
+                break
+        return end
+
+    def abnormal_recovery_start_index(self, min_timestamp_ms: int) -> int:
+        """Abnormal recovery start: last segment whose first record is older than the checkpoint."""
+        for i in range(len(self.segments) - 1, -1, -1):
+            decoded, _ = self.decode_at(self.segments[i].start_offset)
+            if decoded.kind is Kind.MESSAGE:
+                ts = decoded.record.store_timestamp_ms
+                if ts != 0 and ts <= min_timestamp_ms:
+                    return i
+        return 0
+
+    def segment_path_for(self, offset: int) -> str:
+        seg = self.reader.find(offset)
+        return seg.path if seg else os.fspath(self.layout.commitlog_dirs[0])

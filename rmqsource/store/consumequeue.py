@@ -1,0 +1,211 @@
+"""ConsumeQueue, read side: units of one (topic, queueId), min/max offsets (spec §3).
+
+Two implementations share one interface: :class:`ConsumeQueue` over the
+queue's files, and :class:`InMemoryConsumeQueue` over units re-derived from
+the CommitLog when the files are missing (a read-only view of what dispatch
+would rebuild).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import Optional
+
+import numpy as np
+
+from ..errors import CorruptRecordError
+from ..format.consumequeue import (CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix,
+                                   units_from_bytes)
+from ..io.segments import Segment, SegmentReader, list_segments
+
+DEFAULT_CQ_FILE_SIZE = 300_000 * CQ_UNIT_SIZE
+
+
+class ConsumeQueueBase:
+    topic: str
+    queue_id: int
+    units_per_file: int
+
+    # Subclasses provide: max_offset, max_physic_offset, first_file_start_offset, _read(start, count)
+    def read_units(self, start_offset: int, count: int) -> np.ndarray:
+        """Units [start_offset, start_offset + count) clipped to [0, max_offset)."""
+        start = max(0, start_offset)
+        end = min(self.max_offset, start_offset + max(0, count))
+        if end <= start:
+            return np.empty(0, dtype=CQ_UNIT_DTYPE)
+        return self._read(start, end - start)
+
+    def read_units_in_file(self, start_offset: int, max_count: int) -> np.ndarray:
+        """Like :meth:`read_units` but never past the end of the file holding ``start_offset``."""
+        file_end = (start_offset // self.units_per_file + 1) * self.units_per_file
+        return self.read_units(start_offset, min(max_count, file_end - start_offset))
+
+    def has_file_for(self, offset: int) -> bool:
+        return True
+
+    def unit_at(self, offset: int) -> Optional[tuple[int, int, int]]:
+        units = self.read_units(offset, 1)
+        if len(units) == 0:
+            return None
+        u = units[0]
+        return int(u["phy_offset"]), int(u["size"]), int(u["tags_code"])
+
+    def capped_max_offset(self, commitlog_end: int) -> int:
+        """Max offset ignoring units at or past the CommitLog's valid end (truncateDirtyLogicFiles)."""
+        hi = self.max_offset
+        lo = self.first_file_start_offset
+        if hi <= lo or self.max_physic_offset <= commitlog_end:
+            return hi
+        # Units are ordered by phyOffset: binary search the first unit starting at/after the end.
+        while lo < hi:
+            mid = (lo + hi) // 2
+            u = self._read(mid, 1)[0]
+            if int(u["size"]) != PRE_BLANK_SIZE and int(u["phy_offset"]) >= commitlog_end:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def min_offset(self, commitlog_min_offset: int, *, engine_v5: bool, max_offset: Optional[int] = None) -> int:
+        """The broker's minLogicOffset (spec §3.4), per engine generation.
+
+        4.9 scans only the first file for the first unit pointing at or above the
+        CommitLog min offset (and keeps the file start otherwise); 5.x searches
+        every file and treats a queue whose last unit is below it as fully expired.
+        """
+        max_off = self.max_offset if max_offset is None else max_offset
+        first = self.first_file_start_offset
+        if max_off <= first:
+            return max_off if engine_v5 else first
+        if engine_v5:
+            last = self._read(max_off - 1, 1)[0]
+            if int(last["phy_offset"]) < commitlog_min_offset and int(last["size"]) != PRE_BLANK_SIZE:
+                return max_off
+            lo, hi = first, max_off
+        else:
+            lo, hi = first, min(max_off, first + self.units_per_file)
+        end_of_scan = hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            u = self._read(mid, 1)[0]
+            live = int(u["size"]) != PRE_BLANK_SIZE and int(u["phy_offset"]) >= commitlog_min_offset
+            if live:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo >= end_of_scan:
+            # 4.9: nothing qualifying in the first file → value left unchanged.
+            return max_off if engine_v5 else first
+        return lo
+
+
+class ConsumeQueue(ConsumeQueueBase):
+    """One queue's files under ``consumequeue/{topic}/{queueId}/``."""
+
+    def __init__(self, directory: str | os.PathLike, topic: str, queue_id: int,
+                 file_size: Optional[int] = None):
+        self.directory = os.fspath(directory)
+        self.topic = topic
+        self.queue_id = queue_id
+        segments = list_segments(self.directory)
+        size = file_size or (segments[0].size_bytes if segments else DEFAULT_CQ_FILE_SIZE)
+        if size % CQ_UNIT_SIZE:
+            raise CorruptRecordError(f"ConsumeQueue file size {size} is not a multiple of {CQ_UNIT_SIZE}",
+                                     file=segments[0].path if segments else self.directory, offset=0)
+        self.file_size = size
+        self.units_per_file = size // CQ_UNIT_SIZE
+        self.reader = SegmentReader(segments, size)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.reader.segments
+
+    def close(self) -> None:
+        self.reader.close()
+
+    @cached_property
+    def first_file_start_offset(self) -> int:
+        return self.segments[0].start_offset // CQ_UNIT_SIZE if self.segments else 0
+
+    @cached_property
+    def _tail(self) -> tuple[int, int]:
+        """(max offset, max physic end) from the last file with a valid unit (spec §3.3).
+
+        Scans backwards over at most the last three files, as recovery does, so a
+        trailing all-zero file does not hide the data before it.
+        """
+        if not self.segments:
+            return 0, -1
+        for seg in reversed(self.segments[-3:]):
+            data = self.reader.pread(seg, 0, self.file_size)
+            units = units_from_bytes(data)
+            n = count_valid_prefix(units)
+            if n > 0:
+                last = units[n - 1]
+                phy_end = int(last["phy_offset"]) + int(last["size"]) if int(last["size"]) != PRE_BLANK_SIZE else -1
+                return seg.start_offset // CQ_UNIT_SIZE + n, phy_end
+        return self.segments[-1].start_offset // CQ_UNIT_SIZE, -1
+
+    @property
+    def max_offset(self) -> int:
+        return self._tail[0]
+
+    @property
+    def max_physic_offset(self) -> int:
+        """End (phyOffset + size) of the last valid unit's record; -1 when empty."""
+        return self._tail[1]
+
+    def has_file_for(self, offset: int) -> bool:
+        return self.reader.find(offset * CQ_UNIT_SIZE) is not None
+
+    def _read(self, start: int, count: int) -> np.ndarray:
+        out = []
+        offset = start
+        remaining = count
+        while remaining > 0:
+            byte_offset = offset * CQ_UNIT_SIZE
+            seg = self.reader.find(byte_offset)
+            if seg is None:
+                break
+            pos = byte_offset - seg.start_offset
+            n = min(remaining, (self.file_size - pos) // CQ_UNIT_SIZE)
+            data = self.reader.pread(seg, pos, n * CQ_UNIT_SIZE)
+            units = units_from_bytes(data)
+            if len(units) == 0:
+                break
+            out.append(units)
+            offset += len(units)
+            remaining -= len(units)
+            if len(units) < n:
+                break
+        if not out:
+            return np.empty(0, dtype=CQ_UNIT_DTYPE)
+        return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+class InMemoryConsumeQueue(ConsumeQueueBase):
+    """Units held in memory (re-derived from the CommitLog), same interface as ConsumeQueue."""
+
+    def __init__(self, topic: str, queue_id: int, units: np.ndarray, *, first_offset: int = 0,
+                 units_per_file: int = 300_000):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.units = units.astype(CQ_UNIT_DTYPE, copy=False)
+        self.first_file_start_offset = first_offset
+        self.units_per_file = units_per_file
+
+    @property
+    def max_offset(self) -> int:
+        return self.first_file_start_offset + len(self.units)
+
+    @property
+    def max_physic_offset(self) -> int:
+        if len(self.units) == 0:
+            return -1
+        u = self.units[-1]
+        return int(u["phy_offset"]) + int(u["size"])
+
+    def _read(self, start: int, count: int) -> np.ndarray:
+        i = start - self.first_file_start_offset
+        return self.units[max(0, i):max(0, i + count)]

@@ -1,0 +1,366 @@
+"""IndexFiles, write and raw lookup: RocketMQ's IndexService / IndexFile (spec §5).
+
+Writing follows ``IndexService.buildIndex`` and ``IndexFile.putKey`` exactly:
+the last file is fetched (or created, inheriting the previous file's end
+phyOffset/timestamp) on *every* dispatched record, keys are UNIQ_KEY then each
+non-empty KEYS piece, ROLLBACK records are skipped, entries chain newest-first
+through the hash slots.  Header fields reach the file when Java's setters would
+write them (``indexCount`` of a fresh file stays 0 on disk until the first
+put or a flush).
+
+Files are memory-mapped (an IndexFile is 420 MB by default and written at
+random slots); only the newest file is written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import mmap
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from .. import limits
+from ..errors import CorruptRecordError
+from ..format.indexfile import (INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexHeader, index_file_size,
+                                time_diff_seconds)
+from ..format.javahash import index_key_hash
+from ..format.properties import split_keys
+from ..format.record import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_ENTRY = struct.Struct(">iqii")
+_HEADER = struct.Struct(">qqqqii")
+_NAME_DIGITS = 17
+
+
+def time_millis_to_human_string(ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: local ``yyyyMMddHHmmssSSS``."""
+    t = _dt.datetime.fromtimestamp(ms / 1000.0)
+    return t.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
+
+
+class IndexFile:
+    """One mapped IndexFile with its header held in memory (IndexHeader)."""
+
+    def __init__(self, path: str, hash_slot_num: int, index_num: int, *, create: bool,
+                 end_phy_offset: int = 0, end_timestamp_ms: int = 0, writable: bool = True):
+        self.path = path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.file_size = index_file_size(hash_slot_num, index_num)
+        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * 4
+        flags = os.O_RDWR if writable else os.O_RDONLY
+        if create:
+            flags |= os.O_CREAT | os.O_EXCL
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            if create:
+                os.ftruncate(fd, self.file_size)
+            size = os.fstat(fd).st_size
+            if size != self.file_size:
+                raise CorruptRecordError(
+                    f"IndexFile is {size} bytes, expected {self.file_size} for maxHashSlotNum={hash_slot_num}"
+                    f" maxIndexNum={index_num}", file=path, offset=0)
+            self._mm = mmap.mmap(fd, self.file_size,
+                                 access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self.writable = writable
+        self.header = IndexHeader.decode(self._mm, 0) if not create else IndexHeader()
+        if create:
+            # IndexFile constructor: the setters write inherited values straight into the buffer.
+            if end_phy_offset > 0:
+                self.header.begin_phy_offset = self.header.end_phy_offset = end_phy_offset
+                _I64.pack_into(self._mm, 16, end_phy_offset)
+                _I64.pack_into(self._mm, 24, end_phy_offset)
+            if end_timestamp_ms > 0:
+                self.header.begin_timestamp_ms = self.header.end_timestamp_ms = end_timestamp_ms
+                _I64.pack_into(self._mm, 0, end_timestamp_ms)
+                _I64.pack_into(self._mm, 8, end_timestamp_ms)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def is_write_full(self) -> bool:
+        return self.header.index_count >= self.index_num
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp_ms: int) -> bool:
+        """``IndexFile.putKey``; False when the file is full."""
+        h = self.header
+        count = h.index_count
+        if count >= self.index_num:
+            return False
+        mm = self._mm
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4
+        slot_value = _I32.unpack_from(mm, slot_pos)[0]
+        if slot_value <= 0 or slot_value > count:
+            slot_value = 0
+        time_diff = time_diff_seconds(store_timestamp_ms, h.begin_timestamp_ms)
+        _ENTRY.pack_into(mm, self._entries_base + count * INDEX_ENTRY_SIZE,
+                         key_hash, phy_offset, time_diff, slot_value)
+        _I32.pack_into(mm, slot_pos, count)
+        if count <= 1:
+            h.begin_phy_offset = phy_offset
+            h.begin_timestamp_ms = store_timestamp_ms
+            _I64.pack_into(mm, 16, phy_offset)
+            _I64.pack_into(mm, 0, store_timestamp_ms)
+        if slot_value == 0:
+            h.hash_slot_count += 1
+            _I32.pack_into(mm, 32, h.hash_slot_count)
+        h.index_count = count + 1
+        h.end_phy_offset = phy_offset
+        h.end_timestamp_ms = store_timestamp_ms
+        _I32.pack_into(mm, 36, h.index_count)
+        _I64.pack_into(mm, 24, phy_offset)
+        _I64.pack_into(mm, 8, store_timestamp_ms)
+        return True
+
+    def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
+        b, e = self.header.begin_timestamp_ms, self.header.end_timestamp_ms
+        return (begin_ms < b and end_ms > e) or (b <= begin_ms <= e) or (b <= end_ms <= e)
+
+    def select_phy_offsets(self, out: list[int], key: str, max_num: int, begin_ms: int, end_ms: int) -> None:
+        """``IndexFile.selectPhyOffset``: walk one hash chain newest-first (bounded)."""
+        mm = self._mm
+        count = self.header.index_count
+        key_hash = index_key_hash(key)
+        slot_value = _I32.unpack_from(mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4)[0]
+        if slot_value <= 0 or slot_value > count or count <= 1:
+            return
+        begin_ts = self.header.begin_timestamp_ms
+        entry_no = slot_value
+        for _ in range(min(count, limits.MAX_INDEX_CHAIN_STEPS) + 1):
+            if len(out) >= max_num:
+                return
+            hash_read, phy_read, diff, prev = _ENTRY.unpack_from(mm, self._entries_base + entry_no * INDEX_ENTRY_SIZE)
+            if diff < 0:
+                return
+            time_read = begin_ts + diff * 1000
+            if hash_read == key_hash and begin_ms <= time_read <= end_ms:
+                out.append(phy_read)
+            if prev <= 0 or prev > count or prev == entry_no or time_read < begin_ms:
+                return
+            entry_no = prev
+
+    def flush(self) -> None:
+        """``IndexFile.flush``: write the whole in-memory header, then force to disk."""
+        if not self.writable or self._mm is None:
+            return
+        self._mm[0:INDEX_HEADER_SIZE] = self.header.encode()
+        self._mm.flush()
+
+    def sync(self) -> None:
+        if self.writable and self._mm is not None:
+            self._mm.flush()
+
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+
+class IndexService:
+    """All IndexFiles of a store: ``put_keys`` (buildIndex) and ``query_offsets`` (queryOffset).
+
+    ``on_full_file_flushed(end_timestamp_ms)`` is called when a full file has
+    been flushed (RocketMQ then stores it as checkpoint.indexMsgTimestamp).
+    ``clock_ms`` names new files (local ``yyyyMMddHHmmssSSS``); names are made
+    strictly increasing even within one millisecond.
+    """
+
+    def __init__(self, index_dir: str | os.PathLike, hash_slot_num: int, index_num: int, *,
+                 writable: bool = True, max_msgs_num_batch: int = limits.DEFAULT_MAX_MSGS_NUM_BATCH,
+                 clock_ms: Optional[Callable[[], int]] = None,
+                 on_full_file_flushed: Optional[Callable[[int], None]] = None):
+        self.index_dir = os.fspath(index_dir)
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.writable = writable
+        self.max_msgs_num_batch = max_msgs_num_batch
+        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._on_full = on_full_file_flushed
+        self._lock = threading.RLock()
+        self.files: list[IndexFile] = []
+        self.index_msg_timestamp_ms = 0   # endTimestamp of the newest full file flushed
+        self._load()
+
+    # -- lifecycle ------------------------------------------------------------
+    def _load(self) -> None:
+        d = Path(self.index_dir)
+        if not d.is_dir():
+            return
+        names = sorted(n for n in os.listdir(d) if n.isdigit() and (d / n).is_file())
+        for i, n in enumerate(names):
+            last = i == len(names) - 1
+            self.files.append(IndexFile(str(d / n), self.hash_slot_num, self.index_num, create=False,
+                                        writable=self.writable and last))
+
+    def delete_files_after(self, index_msg_timestamp_ms: int) -> list[str]:
+        """Abnormal-start rule (spec §5.6): drop files whose endTimestamp > the checkpoint's."""
+        removed = []
+        with self._lock:
+            keep = []
+            for f in self.files:
+                if f.header.end_timestamp_ms > index_msg_timestamp_ms:
+                    f.close()
+                    os.unlink(f.path)
+                    removed.append(f.path)
+                else:
+                    keep.append(f)
+            self.files = keep
+            self._reopen_last_writable()
+        return removed
+
+    def delete_all(self) -> None:
+        """Remove every IndexFile (used by a rebuild from scratch)."""
+        with self._lock:
+            for f in self.files:
+                f.close()
+                os.unlink(f.path)
+            self.files = []
+
+    def _reopen_last_writable(self) -> None:
+        if self.writable and self.files and not self.files[-1].writable:
+            last = self.files[-1]
+            last.close()
+            self.files[-1] = IndexFile(last.path, self.hash_slot_num, self.index_num, create=False)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self.files and self.files[-1].writable:
+                self.files[-1].flush()
+
+    def close(self) -> None:
+        """Shutdown: flush the file being written, unmap all."""
+        with self._lock:
+            self.flush()
+            for f in self.files:
+                f.close()
+            self.files = []
+
+    # -- writing ----------------------------------------------------------------
+    def _new_file_name(self) -> str:
+        ms = self._clock_ms()
+        if self.files:
+            last = int(self.files[-1].name) if self.files[-1].name.isdigit() else 0
+            name = time_millis_to_human_string(ms)
+            # Same millisecond (or a clock step back): next free number keeps names increasing.
+            if int(name) <= last:
+                name = f"{last + 1:0{_NAME_DIGITS}d}"
+            return name
+        return time_millis_to_human_string(ms)
+
+    def get_and_create_last_index_file(self) -> IndexFile:
+        """``getAndCreateLastIndexFile``: the last file if not full, else a new one inheriting its end."""
+        if self.files and not self.files[-1].is_write_full():
+            return self.files[-1]
+        prev = self.files[-1] if self.files else None
+        end_phy = prev.header.end_phy_offset if prev else 0
+        end_ts = prev.header.end_timestamp_ms if prev else 0
+        os.makedirs(self.index_dir, exist_ok=True)
+        name = self._new_file_name()
+        f = IndexFile(os.path.join(self.index_dir, name), self.hash_slot_num, self.index_num,
+                      create=True, end_phy_offset=end_phy, end_timestamp_ms=end_ts)
+        self.files.append(f)
+        if prev is not None:
+            self._flush_full(prev)
+        return f
+
+    def _flush_full(self, f: IndexFile) -> None:
+        """``IndexService.flush(f)``: a full file's endTimestamp becomes indexMsgTimestamp."""
+        ts = f.header.end_timestamp_ms if f.is_write_full() else 0
+        f.flush()
+        if ts > 0:
+            self.index_msg_timestamp_ms = ts
+            if self._on_full is not None:
+                self._on_full(ts)
+
+    def put_keys(self, topic: str, phy_offset: int, store_timestamp_ms: int, sys_flag: int,
+                 uniq_key: Optional[str], keys: Optional[str]) -> None:
+        """``IndexService.buildIndex`` for one dispatched record.
+
+        Records already indexed are skipped: phyOffset below the file's
+        endPhyOffset (RocketMQ's rule), and also the record *at* endPhyOffset
+        when the file already holds it, so dispatching twice changes nothing
+        (RocketMQ would index that last record a second time).
+        """
+        with self._lock:
+            f = self.get_and_create_last_index_file()
+            h = f.header
+            end = h.end_phy_offset
+            if phy_offset < end or (phy_offset == end and (h.index_count > 1 or end > 0)):
+                return
+            if sys_flag & TRANSACTION_MASK == TRANSACTION_ROLLBACK_TYPE:
+                return
+            if uniq_key is not None:
+                f = self._put_key(f, f"{topic}#{uniq_key}", phy_offset, store_timestamp_ms)
+            if keys:
+                for piece in split_keys(keys):
+                    f = self._put_key(f, f"{topic}#{piece}", phy_offset, store_timestamp_ms)
+
+    def _put_key(self, f: IndexFile, key: str, phy_offset: int, store_timestamp_ms: int) -> IndexFile:
+        # At most one new file per key: a fresh file always has room.
+        for _ in range(2):
+            if f.put_key(key, phy_offset, store_timestamp_ms):
+                return f
+            f = self.get_and_create_last_index_file()
+        raise CorruptRecordError("a fresh IndexFile refused a key (maxIndexNum < 2?)", file=f.path, offset=0)
+
+    def sync(self) -> None:
+        with self._lock:
+            if self.files:
+                self.files[-1].sync()
+
+    # -- reading ----------------------------------------------------------------
+    def query_offsets(self, topic: str, key: str, max_num: int, begin_ms: int,
+                      end_ms: int) -> tuple[list[int], int, int]:
+        """``IndexService.queryOffset`` (spec §5.4).
+
+        Returns (phyOffsets newest-first as collected, indexLastUpdatePhyoffset,
+        indexLastUpdateTimestamp).  Hash collisions are NOT filtered (the caller
+        decodes each message and checks the key).  max_num is capped at
+        maxMsgsNumBatch.
+        """
+        out: list[int] = []
+        last_phy = last_ts = 0
+        max_num = min(max_num, self.max_msgs_num_batch)
+        full_key = f"{topic}#{key}"
+        with self._lock:
+            n = len(self.files)
+            for i in range(n, 0, -1):
+                f = self.files[i - 1]
+                if i == n:
+                    last_ts = f.header.end_timestamp_ms
+                    last_phy = f.header.end_phy_offset
+                if f.is_time_matched(begin_ms, end_ms):
+                    f.select_phy_offsets(out, full_key, max_num, begin_ms, end_ms)
+                if f.header.begin_timestamp_ms < begin_ms:
+                    break
+                if len(out) >= max_num:
+                    break
+        return out, last_phy, last_ts
+
+    @property
+    def last_file(self) -> Optional[IndexFile]:
+        return self.files[-1] if self.files else None
+
+
+def open_index_service_for_read(index_dir: str | os.PathLike, hash_slot_num: int, index_num: int,
+                                max_msgs_num_batch: int = limits.DEFAULT_MAX_MSGS_NUM_BATCH) -> IndexService:
+    """A read-only IndexService (files mapped read-only; nothing is created)."""
+    return IndexService(index_dir, hash_slot_num, index_num, writable=False,
+                        max_msgs_num_batch=max_msgs_num_batch)
+
+
+def index_keys_of(uniq_key: Optional[str], keys: Optional[str]) -> Iterable[str]:
+    """The keys buildIndex adds for a record, in order (without the topic prefix)."""
+    if uniq_key is not None:
+        yield uniq_key
+    yield from split_keys(keys)

@@ -1,0 +1,532 @@
+"""Read side of the store engine: getMessage, view by msgId, query by key.
+
+Opening never writes.  The CommitLog's valid end is computed the way recovery
+would (spec §7.3): from the ConsumeQueues' max physical end after a clean
+shutdown, with the abnormal scan when an ``abort`` file says the last run
+crashed.  ConsumeQueue units at or past that end are ignored, and a store
+whose ``consumequeue/`` is missing is served from units re-derived from the
+CommitLog in memory, as dispatch would rebuild them.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Optional
+
+import numpy as np
+
+from .. import limits
+from ..errors import CorruptRecordError, OptionError
+from ..format.checkpoint import Checkpoint
+from ..format.consumequeue import CQ_UNIT_DTYPE, PRE_BLANK_SIZE
+from ..format.indexfile import (IndexEntry, IndexHeader, decode_slot, entry_position, index_file_size, index_key,
+                                slot_position)
+from ..format.javahash import index_key_hash, java_string_hash
+from ..format.msgid import decode_offset_msg_id
+from ..format.properties import split_keys
+from ..format.record import Kind, MessageRecord
+from ..format.tagscode import consume_queue_tags_code
+from ..io.segments import list_segments
+from .commitlog import CommitLog
+from .config import StoreConfig
+from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
+from .layout import StoreLayout
+
+# Defaults of MessageStoreConfig used by getMessage that corpora never override.
+ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO = 40
+MAX_TRANSFER_BYTES_ON_MESSAGE_IN_DISK = 64 * 1024
+MAX_TRANSFER_COUNT_ON_MESSAGE_IN_DISK = 8
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(frozen=True)
+class CqUnit:
+    commit_log_offset: int
+    size: int
+    tags_code: int
+
+
+@dataclass(frozen=True)
+class FoundMessage:
+    record: MessageRecord
+    cq: Optional[CqUnit]
+
+
+@dataclass
+class GetMessageResult:
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[FoundMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    topic: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    cq_max_physic_offset: int
+
+
+@dataclass
+class ViewResult:
+    store_host: str
+    commit_log_offset: int
+    message: Optional[FoundMessage]
+
+
+@dataclass
+class QueryResult:
+    messages: list[FoundMessage]
+    index_last_update_phy_offset: int
+    index_last_update_timestamp_ms: int
+
+
+class TagFilter:
+    """Store-level tag filter: CQ tagsCode against the hashes of ``A || B`` (FilterAPI)."""
+
+    def __init__(self, expression: Optional[str]):
+        expr = (expression or "").strip()
+        self.expression = expr or "*"
+        self.match_all = self.expression == "*"
+        tags = [t.strip() for t in self.expression.split("||")] if not self.match_all else []
+        self.tags = frozenset(t for t in tags if t)
+        self.codes = frozenset(java_string_hash(t) for t in self.tags)
+
+    def matches_code(self, tags_code: int) -> bool:
+        if self.match_all:
+            return True
+        # isMatchedByConsumeQueue compares tagsCode.intValue(): int64 truncated to int32.
+        as_int = ((tags_code + (1 << 31)) % (1 << 32)) - (1 << 31)
+        return as_int in self.codes
+
+    def code_mask(self, tags_codes: np.ndarray) -> np.ndarray:
+        if self.match_all:
+            return np.ones(len(tags_codes), dtype=bool)
+        as_int = tags_codes.astype(np.int64).astype(np.int32)
+        return np.isin(as_int, np.fromiter(self.codes, dtype=np.int32, count=len(self.codes)))
+
+
+def _total_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+class MessageStoreReader:
+    """Read-only engine over one store root."""
+
+    def __init__(self, root: str | os.PathLike, config: Optional[StoreConfig] = None):
+        self.config = config or StoreConfig()
+        self.layout = StoreLayout.for_root(root, self.config.store_path_commit_log or None)
+        self.layout.check_is_store()
+        # Segment sizes come from the files (they must all be equal); the
+        # configured size only matters for a store with no segment yet.
+        self.commitlog = CommitLog(self.layout)
+        self._queues: dict[tuple[str, int], ConsumeQueueBase] = {}
+        self._memory_bytes = int(_total_memory_bytes() * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO / 100)
+
+    # -- lifecycle ------------------------------------------------------------
+    def close(self) -> None:
+        self.commitlog.close()
+        for q in self._queues.values():
+            if isinstance(q, ConsumeQueue):
+                q.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def engine_v5(self) -> bool:
+        return self.config.is_v5
+
+    @cached_property
+    def checkpoint(self) -> Checkpoint:
+        try:
+            return Checkpoint.decode(self.layout.checkpoint_path.read_bytes())
+        except FileNotFoundError:
+            return Checkpoint()
+
+    @cached_property
+    def abort_file_existed(self) -> bool:
+        return self.layout.abort_exists()
+
+    # -- queues -----------------------------------------------------------------
+    @cached_property
+    def _queue_keys_on_disk(self) -> list[tuple[str, int]]:
+        return self.layout.list_queues()
+
+    @cached_property
+    def _rederived_queues(self) -> Optional[dict[tuple[str, int], InMemoryConsumeQueue]]:
+        """Units re-derived from the CommitLog when consumequeue/ holds no queue at all."""
+        if self._queue_keys_on_disk or not self.commitlog.segments:
+            return None
+        per_queue: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+        first_offsets: dict[tuple[str, int], int] = {}
+        delays = self.config.message_delay_levels_ms
+        for step in self.commitlog.walk(self.commitlog.min_offset, check_crc=self.config.check_crc_on_recover):
+            if step.decoded.kind is not Kind.MESSAGE:
+                continue
+            r = step.decoded.record
+            if not r.enters_consume_queue:
+                continue
+            key = (r.topic, r.queue_id)
+            units = per_queue.setdefault(key, [])
+            first_offsets.setdefault(key, r.queue_offset)
+            expected = first_offsets[key] + len(units)
+            if r.queue_offset != expected:
+                continue  # duplicate or out-of-order offsets: dispatch would skip them too
+            units.append((step.phy_offset, step.decoded.size,
+                          consume_queue_tags_code(r.topic, r.properties, r.store_timestamp_ms, delays)))
+        upf = self.config.consume_queue_units_per_file
+        return {k: InMemoryConsumeQueue(k[0], k[1], np.array(v, dtype=CQ_UNIT_DTYPE),
+                                        first_offset=first_offsets[k], units_per_file=upf)
+                for k, v in per_queue.items()}
+
+    def queue_keys(self) -> list[tuple[str, int]]:
+        if self._rederived_queues is not None:
+            return sorted(self._rederived_queues)
+        return list(self._queue_keys_on_disk)
+
+    def topics(self) -> list[str]:
+        return sorted({t for t, _ in self.queue_keys()})
+
+    def consume_queue(self, topic: str, queue_id: int) -> Optional[ConsumeQueueBase]:
+        key = (topic, int(queue_id))
+        q = self._queues.get(key)
+        if q is None:
+            if self._rederived_queues is not None:
+                q = self._rederived_queues.get(key)
+            elif key in set(self._queue_keys_on_disk):
+                q = ConsumeQueue(self.layout.queue_dir(topic, queue_id), topic, int(queue_id))
+            if q is None:
+                return None
+            self._queues[key] = q
+        return q
+
+    # -- CommitLog end ------------------------------------------------------------
+    @cached_property
+    def commit_log_max_offset(self) -> int:
+        """Valid end of the CommitLog as recovery would find it."""
+        cl = self.commitlog
+        if not cl.segments:
+            return 0
+        if self.abort_file_existed:
+            start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
+            return cl.find_valid_end(start, check_crc=self.config.check_crc_on_recover)
+        # Clean shutdown: trust the ConsumeQueues and scan only from the segment
+        # holding their max physical end (5.3.2+ normal recovery).
+        max_cq_end = -1
+        for key in self._queue_keys_on_disk:
+            q = self.consume_queue(*key)
+            max_cq_end = max(max_cq_end, q.max_physic_offset)
+        start_index = max(0, len(cl.segments) - 3)
+        if max_cq_end >= 0:
+            start_index = max((i for i, seg in enumerate(cl.segments) if seg.start_offset <= max_cq_end), default=0)
+        return cl.find_valid_end(start_index, check_crc=self.config.check_crc_on_recover)
+
+    def _abnormal_min_timestamp(self) -> int:
+        cp = self.checkpoint
+        if self.config.message_index_enable and self.config.message_index_safe:
+            return cp.min_timestamp_index_ms()
+        return cp.min_timestamp_ms()
+
+    def queue_max_offset(self, q: ConsumeQueueBase) -> int:
+        return q.capped_max_offset(self.commit_log_max_offset)
+
+    def queue_min_offset(self, q: ConsumeQueueBase, max_offset: Optional[int] = None) -> int:
+        mx = self.queue_max_offset(q) if max_offset is None else max_offset
+        return q.min_offset(self.commitlog.min_offset, engine_v5=self.engine_v5, max_offset=mx)
+
+    def queue_infos(self) -> list[QueueInfo]:
+        infos = []
+        for topic, qid in self.queue_keys():
+            q = self.consume_queue(topic, qid)
+            mx = self.queue_max_offset(q)
+            mn = self.queue_min_offset(q, mx)
+            last_end = -1
+            if mx > q.first_file_start_offset:
+                u = q.unit_at(mx - 1)
+                if u and u[1] != PRE_BLANK_SIZE:
+                    last_end = u[0] + u[1]
+            infos.append(QueueInfo(topic, qid, mn, mx, last_end))
+        return infos
+
+    # -- getMessage -------------------------------------------------------------
+    def _is_in_disk(self, phy_offset: int) -> bool:
+        return (self.commit_log_max_offset - phy_offset) > self._memory_bytes
+
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                    tag_expression: Optional[str] = None) -> GetMessageResult:
+        """RocketMQ's ``DefaultMessageStore.getMessage`` on a master (spec §9.3)."""
+        if max_msg_nums <= 0:
+            raise OptionError(f"maxMsgNums must be positive, got {max_msg_nums}")
+        tag_filter = TagFilter(tag_expression)
+        q = self.consume_queue(topic, queue_id)
+        if q is None:
+            # The engine creates a missing queue on demand: an empty queue.
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+        max_offset = self.queue_max_offset(q)
+        min_offset = self.queue_min_offset(q, max_offset)
+        if max_offset == 0:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if offset < min_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if offset == max_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+        if offset > max_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset)
+        if not q.has_file_for(offset):
+            nxt = offset + q.units_per_file - offset % q.units_per_file
+            return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
+        file_end = (offset // q.units_per_file + 1) * q.units_per_file
+        units = q.read_units(offset, min(file_end, max_offset) - offset)
+        if self.engine_v5:
+            return self._scan_v5(q, units, offset, max_offset, min_offset, max_msg_nums, tag_filter)
+        return self._scan_v4(units, offset, min_offset, max_offset, max_msg_nums, tag_filter)
+
+    def _batch_full(self, size: int, max_msg_nums: int, buffer_total: int, message_total: int,
+                    in_disk: bool) -> bool:
+        if buffer_total == 0 or message_total == 0:
+            return False
+        if max_msg_nums <= message_total:
+            return True
+        if in_disk:
+            return (buffer_total + size > MAX_TRANSFER_BYTES_ON_MESSAGE_IN_DISK
+                    or message_total > MAX_TRANSFER_COUNT_ON_MESSAGE_IN_DISK - 1)
+        return (buffer_total + size > self.config.max_transfer_bytes_on_message_in_memory
+                or message_total > self.config.max_transfer_count_on_message_in_memory - 1)
+
+    def _fetch(self, phy: int, size: int, tags_code: int) -> Optional[FoundMessage]:
+        """The record a unit points at; None when its CommitLog data was removed."""
+        if phy < self.commitlog.min_offset or self.commitlog.reader.find(phy) is None:
+            return None
+        record = self.commitlog.read_message(phy, size, keep_raw=True)
+        return FoundMessage(record, CqUnit(phy, size, tags_code))
+
+    def _scan_v4(self, units, offset, min_offset, max_offset, max_msg_nums, tag_filter) -> GetMessageResult:
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        messages: list[FoundMessage] = []
+        buffer_total = 0
+        next_phy_file_start = None
+        max_filter_units = max(16000, max_msg_nums * 20) // 20
+        i = 0
+        n = min(len(units), max_filter_units)
+        phys = units["phy_offset"].tolist()
+        sizes = units["size"].tolist()
+        codes = units["tags_code"].tolist()
+        while i < n:
+            phy, size, code = phys[i], sizes[i], codes[i]
+            if next_phy_file_start is not None and phy < next_phy_file_start:
+                i += 1
+                continue
+            if self._batch_full(size, max_msg_nums, buffer_total, len(messages), self._is_in_disk(phy)):
+                break
+            if not tag_filter.matches_code(code):
+                if buffer_total == 0:
+                    status = GetMessageStatus.NO_MATCHED_MESSAGE
+                i += 1
+                continue
+            found = self._fetch(phy, size, code)
+            if found is None:
+                if buffer_total == 0:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = self.commitlog.roll_next_file(phy)
+                i += 1
+                continue
+            messages.append(found)
+            buffer_total += size
+            status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+            i += 1
+        return GetMessageResult(status, offset + i, min_offset, max_offset, messages)
+
+    def _scan_v5(self, q, units, offset, max_offset, min_offset, max_msg_nums, tag_filter) -> GetMessageResult:
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        messages: list[FoundMessage] = []
+        buffer_total = 0
+        next_begin = offset
+        next_phy_file_start = None
+        max_filter_bytes = max(self.config.max_filter_message_size_bytes, max_msg_nums * 20)
+        phys = units["phy_offset"].tolist()
+        sizes = units["size"].tolist()
+        codes = units["tags_code"].tolist()
+        for k in range(len(phys)):
+            queue_offset = offset + k
+            if queue_offset >= max_offset:
+                break
+            phy, size, code = phys[k], sizes[k], codes[k]
+            if (queue_offset - offset) * 20 > max_filter_bytes:
+                break
+            if self._batch_full(size, max_msg_nums, buffer_total, len(messages), self._is_in_disk(phy)):
+                break
+            next_begin = queue_offset + 1
+            if next_phy_file_start is not None and phy < next_phy_file_start:
+                continue
+            if not tag_filter.matches_code(code):
+                if buffer_total == 0:
+                    status = GetMessageStatus.NO_MATCHED_MESSAGE
+                continue
+            found = self._fetch(phy, size, code)
+            if found is None:
+                if buffer_total == 0:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = self.commitlog.roll_next_file(phy)
+                continue
+            messages.append(found)
+            buffer_total += size
+            status = GetMessageStatus.FOUND
+            next_phy_file_start = None
+        return GetMessageResult(status, next_begin, min_offset, max_offset, messages)
+
+    def get_loop(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                 tag_expression: Optional[str] = None, max_calls: int = 10_000_000):
+        """Call getMessage from ``offset`` until the queue end, as a consumer pulls.
+
+        Yields every :class:`GetMessageResult`; stops when a call makes no
+        progress, returns a corrective status, or reaches the queue's max offset.
+        """
+        calls = 0
+        while calls < max_calls:
+            result = self.get_message(group, topic, queue_id, offset, max_msg_nums, tag_expression)
+            calls += 1
+            yield result
+            if result.status not in (GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE,
+                                     GetMessageStatus.MESSAGE_WAS_REMOVING):
+                return
+            if result.next_begin_offset <= offset or result.next_begin_offset >= result.max_offset:
+                return
+            offset = result.next_begin_offset
+
+    # -- view by msgId -------------------------------------------------------------
+    def cq_unit_for(self, record: MessageRecord) -> Optional[CqUnit]:
+        """The unit at the record's (topic, queueId, queueOffset), as the engine's printer shows it."""
+        q = self.consume_queue(record.topic, record.queue_id)
+        if q is None:
+            return None
+        u = q.unit_at(record.queue_offset) if record.queue_offset < q.max_offset else None
+        return CqUnit(*u) if u else None
+
+    def view(self, msg_id: str) -> ViewResult:
+        """``viewMessage``: decode the offset msgId and read the record at its offset."""
+        mid = decode_offset_msg_id(msg_id)
+        message = self.message_at(mid.phy_offset)
+        return ViewResult(mid.store_host, mid.phy_offset, message)
+
+    def message_at(self, phy_offset: int) -> Optional[FoundMessage]:
+        if phy_offset < 0 or phy_offset >= self.commit_log_max_offset:
+            return None
+        decoded, _ = self.commitlog.decode_at(phy_offset, keep_raw=True)
+        if decoded.kind is not Kind.MESSAGE:
+            return None
+        return FoundMessage(decoded.record, self.cq_unit_for(decoded.record))
+
+    # -- query by key ------------------------------------------------------------
+    @cached_property
+    def _index_files(self) -> list[str]:
+        d = self.layout.index_dir
+        if not d.is_dir():
+            return []
+        names = sorted(n for n in os.listdir(d) if n.isdigit() and len(n) == 17)
+        return [str(d / n) for n in names]
+
+    @cached_property
+    def index_geometry(self) -> tuple[int, int]:
+        """(hashSlotNum, indexNum): configured, or inferred from the file size when N = 4H."""
+        h, n = self.config.max_hash_slot_num, self.config.max_index_num
+        if self._index_files:
+            size = os.path.getsize(self._index_files[-1])
+            if size != index_file_size(h, n) and (size - 40) % 84 == 0:
+                h = (size - 40) // 84
+                n = 4 * h
+        return h, n
+
+    def query_offsets(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int):
+        """IndexFile hash walk (spec §5.4): (phy offsets newest first, lastUpdatePhy, lastUpdateTs)."""
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        h_slots, index_num = self.index_geometry
+        key_hash = index_key_hash(index_key(topic, key))
+        slot = key_hash % h_slots
+        offsets: list[int] = []
+        last_phy = last_ts = 0
+        for n, path in enumerate(reversed(self._index_files)):
+            try:
+                with open(path, "rb") as f:
+                    header = IndexHeader.decode(f.read(40))
+                    if n == 0:
+                        last_phy, last_ts = header.end_phy_offset, header.end_timestamp_ms
+                    f_begin, f_end = header.begin_timestamp_ms, header.end_timestamp_ms
+                    overlaps = ((begin_ms < f_begin and end_ms > f_end) or f_begin <= begin_ms <= f_end
+                                or f_begin <= end_ms <= f_end)
+                    if overlaps:
+                        f.seek(slot_position(slot))
+                        entry_no = decode_slot(f.read(4), 0)
+                        count = header.index_count
+                        if not (entry_no <= 0 or entry_no > count or count <= 1):
+                            steps = 0
+                            while len(offsets) < max_num and steps < min(index_num, limits.MAX_INDEX_CHAIN_STEPS):
+                                steps += 1
+                                pos = entry_position(h_slots, entry_no)
+                                f.seek(pos)
+                                raw = f.read(20)
+                                if len(raw) < 20:
+                                    raise CorruptRecordError(f"index entry {entry_no} lies past the end of the file",
+                                                             file=path, offset=pos)
+                                e = IndexEntry.decode(raw, 0)
+                                if e.time_diff_s < 0:
+                                    break
+                                time_read = f_begin + e.time_diff_s * 1000
+                                if e.key_hash == key_hash and begin_ms <= time_read <= end_ms:
+                                    offsets.append(e.phy_offset)
+                                if (e.prev_entry <= 0 or e.prev_entry > count or e.prev_entry == entry_no
+                                        or time_read < begin_ms):
+                                    break
+                                entry_no = e.prev_entry
+            except FileNotFoundError:
+                continue
+            if f_begin < begin_ms or len(offsets) >= max_num:
+                break
+        return offsets, last_phy, last_ts
+
+    def query(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
+              end_ms: int = (1 << 63) - 1, *, only_matching: bool = False) -> QueryResult:
+        """``queryMessage``: IndexFile hits sorted by offset; ``only_matching`` drops hash collisions."""
+        offsets, last_phy, last_ts = self.query_offsets(topic, key, max_num, begin_ms, end_ms)
+        if not offsets:
+            return QueryResult([], 0, 0)
+        messages = []
+        for phy in sorted(offsets):
+            found = self.message_at(phy)
+            if found is None:
+                continue
+            if only_matching and not key_matches(found.record, topic, key):
+                continue
+            messages.append(found)
+        return QueryResult(messages, last_phy, last_ts)
+
+
+def key_matches(record: MessageRecord, topic: str, key: str) -> bool:
+    """Whether the record really carries ``key`` (hash collisions are possible in the index)."""
+    if record.topic != topic:
+        return False
+    return record.uniq_key == key or key in split_keys(record.keys)

@@ -1,0 +1,69 @@
+"""Discovery of the real-engine corpora in ../shared/golden, read in place.
+
+Every folder holding an ``inputs.jsonl`` is a corpus; its crash cases are the
+folders under ``crash/``.  New corpora are picked up without code changes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from urllib.parse import unquote
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_ROOT = PROJECT_ROOT.parent / "shared" / "golden"
+
+
+def corpora() -> list[Path]:
+    if not GOLDEN_ROOT.is_dir():
+        return []
+    return sorted(p for p in GOLDEN_ROOT.iterdir() if (p / "inputs.jsonl").is_file())
+
+
+def crash_cases() -> list[Path]:
+    cases = []
+    for corpus in corpora():
+        crash = corpus / "crash"
+        if crash.is_dir():
+            cases.extend(sorted(p for p in crash.iterdir() if (p / "store").is_dir()))
+    return cases
+
+
+def corpus_of(case: Path) -> Path:
+    return case.parent.parent
+
+
+def case_id(path: Path) -> str:
+    return str(path.relative_to(GOLDEN_ROOT))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_config(corpus: Path):
+    from rmqsource.store.config import StoreConfig
+    return StoreConfig.from_properties_file(corpus / "store.properties")
+
+
+def expected_get_files(expected_dir: Path) -> list[tuple[str, int, Path]]:
+    """(topic, queueId, file) for every ``expected/get/<topic>/<queueId>.jsonl``."""
+    out = []
+    get_dir = expected_dir / "get"
+    for topic_dir in sorted(get_dir.iterdir()):
+        for f in sorted(topic_dir.glob("*.jsonl")):
+            out.append((topic_dir.name, int(f.stem), f))
+    return out
+
+
+def tag_expression_from_file_name(stem: str) -> str:
+    """Inverse of the corpus file-name encoding: ``_or_`` -> ``||``, ``%XX`` -> bytes."""
+    return "||".join(unquote(part) for part in stem.split("_or_"))
+
+
+def copy_store(src: Path, dst: Path) -> Path:
+    """Writable copy of a store (links dereferenced, read-only bits dropped)."""
+    shutil.copytree(src, dst, symlinks=False, copy_function=shutil.copyfile)
+    return dst

@@ -1,0 +1,137 @@
+"""The read engine against the real engines' own answers (get, tag get, edge get, view, query, recover)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmqsource.store.reader import MessageStoreReader
+from rmqsource.store.shapes import message_json, query_json, queue_json, status_json, view_json
+
+from golden import (case_id, corpora, corpus_of, crash_cases, expected_get_files, load_config, read_jsonl,
+                    tag_expression_from_file_name)
+
+pytestmark = pytest.mark.golden
+
+CORPORA = corpora()
+
+
+def open_reader(store_dir, corpus):
+    return MessageStoreReader(store_dir, load_config(corpus))
+
+
+def replay_loop(reader, topic, queue_id, offset, tag=None, max_msgs=100000):
+    messages, calls, last = [], 0, None
+    for result in reader.get_loop("rmq-golden", topic, queue_id, offset, max_msgs, tag):
+        calls += 1
+        last = result
+        messages.extend(message_json(m) for m in result.messages)
+    return messages, status_json(last, count=len(messages), calls=calls)
+
+
+def test_corpora_present():
+    assert CORPORA, "no golden corpus found under ../shared/golden"
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_get_loop_equals_engine(corpus):
+    with open_reader(corpus / "store", corpus) as reader:
+        files = expected_get_files(corpus / "expected")
+        assert files
+        for topic, queue_id, path in files:
+            expected = read_jsonl(path)
+            messages, status = replay_loop(reader, topic, queue_id, 0)
+            assert status == expected[-1], (topic, queue_id)
+            assert len(messages) == len(expected) - 1
+            for got, want in zip(messages, expected[:-1]):
+                assert got == want, (topic, queue_id, want["queueOffset"])
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_tag_filtered_get_equals_engine(corpus):
+    tag_dir = corpus / "expected" / "get_tag"
+    index = read_jsonl(tag_dir / "INDEX.jsonl")
+    assert index
+    with open_reader(corpus / "store", corpus) as reader:
+        for entry in index:
+            expected = read_jsonl(tag_dir / entry["file"])
+            topic_dir, stem = entry["file"].rsplit("/", 1)
+            assert tag_expression_from_file_name(stem[:-6].split("__", 1)[1]) == entry["tagExpression"]
+            messages, status = replay_loop(reader, entry["topic"], entry["queueId"], 0, entry["tagExpression"])
+            assert status == expected[-1], entry["file"]
+            assert messages == expected[:-1], entry["file"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_edge_gets_equal_engine(corpus):
+    with open_reader(corpus / "store", corpus) as reader:
+        for call in read_jsonl(corpus / "expected" / "get_edge.jsonl"):
+            assert not call["loop"]
+            result = reader.get_message("rmq-golden", call["topic"], call["queueId"], call["offset"],
+                                        call["maxMsgNums"], call["tag"])
+            got = [message_json(m) for m in result.messages]
+            assert status_json(result, count=len(got), calls=1) == call["status"], call["label"]
+            assert got == call["messages"], call["label"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_view_equals_engine(corpus):
+    with open_reader(corpus / "store", corpus) as reader:
+        for call in read_jsonl(corpus / "expected" / "view.jsonl"):
+            assert view_json(reader.view(call["msgId"])) == call["result"], call["label"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_query_equals_engine(corpus):
+    with open_reader(corpus / "store", corpus) as reader:
+        for call in read_jsonl(corpus / "expected" / "query.jsonl"):
+            begin = call["beginTimestamp"] if call["beginTimestamp"] is not None else 0
+            end = call["endTimestamp"] if call["endTimestamp"] is not None else (1 << 63) - 1
+            result = reader.query(call["topic"], call["key"], call["maxNum"], begin, end)
+            got = query_json(result, call["topic"], call["key"])
+            assert got["summary"] == call["summary"], call["label"]
+            assert got["hits"] == call["hits"], call["label"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_filtered_query_drops_hash_collisions(corpus):
+    with open_reader(corpus / "store", corpus) as reader:
+        calls = [c for c in read_jsonl(corpus / "expected" / "query.jsonl")
+                 if any(not h["keyMatch"] for h in c["hits"])]
+        assert calls, "corpus has no hash-colliding key query"
+        for call in calls:
+            result = reader.query(call["topic"], call["key"], call["maxNum"], only_matching=True)
+            want = [h["commitLogOffset"] for h in call["hits"] if h["keyMatch"]]
+            assert [m.record.phy_offset for m in result.messages] == want
+
+
+def _recovered_queue_view(reader):
+    return {(q.topic, q.queue_id): queue_json(q) for q in reader.queue_infos()}
+
+
+@pytest.mark.parametrize("case", crash_cases(), ids=case_id)
+def test_crash_store_reads_as_recovered_view(case):
+    """Opened read-only, a damaged store shows the engine's recovered offsets and messages."""
+    corpus = corpus_of(case)
+    expected = __import__("json").loads((case / "expected" / "recover.json").read_text())
+    starts = __import__("json").loads((case / "case.json").read_text())["checks"].get("get_start_offsets", {})
+    with open_reader(case / "store", corpus) as reader:
+        assert reader.commit_log_max_offset == expected["summary"]["commitLogMaxOffset"]
+        assert reader.commitlog.min_offset == expected["summary"]["commitLogMinOffset"]
+        view = _recovered_queue_view(reader)
+        for q in expected["queues"]:
+            key = (q["topic"], q["queueId"])
+            if key not in view:  # in-memory queues of the engine with no directory
+                assert q["maxOffset"] == 0
+                continue
+            got = view[key]
+            assert (got["minOffset"], got["maxOffset"]) == (q["minOffset"], q["maxOffset"]), key
+        for topic, queue_id, path in expected_get_files(case / "expected"):
+            want = read_jsonl(path)
+            start = starts.get(f"{topic}/{queue_id}", 0)
+            messages, status = replay_loop(reader, topic, queue_id, start)
+            assert status == want[-1], (topic, queue_id)
+            got = [{"queueOffset": m["queueOffset"], "commitLogOffset": m["commitLogOffset"],
+                    "storeSize": m["storeSize"], "tagsCode": m["cq"]["tagsCode"],
+                    "rawCrc32": __import__("zlib").crc32(__import__("base64").b64decode(m["raw"]))}
+                   for m in messages]
+            assert got == want[:-1], (topic, queue_id)
