@@ -304,7 +304,7 @@ class StoreConfig:
         # Validate (and normalize) every field, also when constructed directly.
         for key, spec in _KEYS.items():
             value = getattr(self, spec.attr)
-            if isinstance(value, enum.Enum) or value is None or isinstance(value, (bool, int, tuple, str)):
+            if isinstance(value, enum.Enum) or value is None or isinstance(value, (bool, int, tuple, list, str)):
                 checked = spec.parse(key, value)
                 if checked != value or type(checked) is not type(value):
                     object.__setattr__(self, spec.attr, checked)
@@ -440,6 +440,17 @@ class StoreConfig:
     @property
     def max_delay_level(self) -> int:
         return len(self.message_delay_levels_ms)
+
+    @property
+    def message_delay_level(self) -> str:
+        """``messageDelayLevel`` as RocketMQ writes it (``"1s 5s ... 2h"``)."""
+        return format_message_delay_level(self.message_delay_levels_ms)
+
+    def delay_level_ms(self, level: int) -> int:
+        """Delay of ``DELAY=level``; levels above the maximum are clamped to it (spec §10.2)."""
+        if isinstance(level, bool) or not isinstance(level, int) or level < 1:
+            raise OptionError(f"delay level {level!r} must be an int >= 1")
+        return self.message_delay_levels_ms[min(level, self.max_delay_level) - 1]
 
     @property
     def disk_max_used_space_ratio_effective_percent(self) -> int:

@@ -130,14 +130,12 @@ class ConsumeQueueWriter:
         """Append one unit; False when it was a duplicate and was ignored."""
         if phy_offset + size <= self.max_physic_offset:
             return False
-        if not self._has_files and self.write_offset == len(self._pending) // CQ_UNIT_SIZE + self._pending_start \
-                and self._first_start is None:
-            # First file of the queue: created for the unit's index; earlier slots pre-blank.
+        if self._first_start is None:
+            # First unit of a queue without files: its first file is the one holding
+            # cq_offset, and the slots before it in that file are pre-blank (fillPreBlank).
             start = cq_offset - cq_offset % self.units_per_file
-            self._first_start = start
-            self._pending_start = start
-            self.write_offset = start
-            if cq_offset != start:
+            self._first_start = self._pending_start = self.write_offset = start
+            if cq_offset > start:
                 self._pending += PRE_BLANK_UNIT * (cq_offset - start)
                 self.write_offset = cq_offset
         elif cq_offset != 0 and cq_offset < self.write_offset:
@@ -268,8 +266,7 @@ class Dispatcher:
         key = (topic, queue_id)
         q = self._queues.get(key)
         if q is None:
-            directory = str(safe_join(self.cq_dir, topic, str(int(queue_id)))) if os.path.isdir(self.cq_dir) \
-                else os.path.join(self.cq_dir, topic, str(int(queue_id)))
+            directory = str(safe_join(self.cq_dir, topic, str(int(queue_id))))
             q = ConsumeQueueWriter(directory, topic, queue_id, self.cq_file_size)
             self._queues[key] = q
         return q
