@@ -1,0 +1,24 @@
+# Sourced by the set-up scripts: creates .venv with Python 3.11 and installs
+# rmqsource with its test extras (idempotent; a second run only re-checks).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+py="${PYTHON:-}"
+if [ -z "$py" ]; then
+  for cand in python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1; then py="$cand"; break; fi
+  done
+fi
+"$py" -c 'import sys; assert sys.version_info[:2] >= (3, 11), sys.version' \
+  || { echo "rmqsource needs Python 3.11+" >&2; exit 1; }
+command -v java >/dev/null 2>&1 || { echo "Spark needs a Java runtime (17) on PATH" >&2; exit 1; }
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+stamp=.venv/.rmqsource-installed
+if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+  .venv/bin/python -m pip install --quiet -e '.[test]'
+  touch "$stamp"
+fi
+export PATH="$here/.venv/bin:$PATH"
