@@ -498,7 +498,9 @@ class MessageStoreReader:
                                 time_read = f_begin + e.time_diff_s * 1000
                                 if e.key_hash == key_hash and begin_ms <= time_read <= end_ms:
                                     offsets.append(e.phy_offset)
-                                if (e.prev_entry <= 0 or e.prev_entry > count or e.prev_entry == entry_no
+                                # Entries are appended in order, so a chain only goes to lower
+                                # entry numbers; anything else is a loop in a damaged file.
+                                if (e.prev_entry <= 0 or e.prev_entry > count or e.prev_entry >= entry_no
                                         or time_read < begin_ms):
                                     break
                                 entry_no = e.prev_entry

@@ -1,0 +1,748 @@
+"""``rmq``: command line front end of the store engine.
+
+Subcommands (store settings by their MessageStoreConfig names, ``--config
+FILE`` for a ``.properties`` file and repeated ``-C key=value``)::
+
+    rmq put STORE [--from FILE ...] [--json]          JSON lines on stdin (inputs.jsonl shape)
+    rmq get STORE TOPIC QUEUE_ID OFFSET MAX [--tag EXPR] [--loop] [--group G] [--json]
+    rmq view STORE MSGID [--json]
+    rmq query STORE TOPIC KEY [MAXNUM [BEGIN END]] [--only-matching] [--json]
+    rmq recover STORE [--all] [--json]
+    rmq topics STORE [--json]
+    rmq queues STORE [TOPIC] [--json]
+
+With ``--json`` the output lines have exactly the shapes of the golden
+corpora's expected files (``expected/get/*``, ``view.jsonl`` results,
+``query.jsonl`` hits and summary, ``recover.json``, ``put.jsonl``).  Without
+it every command prints aligned, readable tables.
+
+Exit codes: 0 success, 1 store / format errors (the message names the file
+and offset), 2 argument / option errors, 130 on Ctrl-C.  A closed pipe
+(``rmq get ... | head``) ends the command quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as _dt
+import json
+import os
+import sys
+import unicodedata
+from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
+
+from .errors import OptionError, RmqError
+
+PROG = "rmq"
+DEFAULT_GROUP = "rmq-cli"
+JAVA_LONG_MAX = (1 << 63) - 1
+EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+class _Usage(Exception):
+    """argparse reported a usage error (it already printed usage and message)."""
+
+    def __init__(self, code: int):
+        self.code = code
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main(argv)`` always returns."""
+
+    def exit(self, status: int = 0, message: Optional[str] = None):
+        if message:
+            self._print_message(message, sys.stderr)
+        raise _Usage(status)
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+# --------------------------------------------------------------- output helpers
+
+class Output:
+    """Buffered writer over the command's stdout (one ``write`` per chunk)."""
+
+    def __init__(self, stream: TextIO, json_mode: bool):
+        self.stream = stream
+        self.json = json_mode
+        self._buf: list[str] = []
+        self._size = 0
+
+    def line(self, text: str = "") -> None:
+        self._buf.append(text)
+        self._buf.append("\n")
+        self._size += len(text) + 1
+        if self._size >= (1 << 16):
+            self.flush()
+
+    def json_line(self, obj: Any) -> None:
+        self.line(_dumps(obj))
+
+    def lines(self, texts: Iterable[str]) -> None:
+        for t in texts:
+            self.line(t)
+
+    def flush(self) -> None:
+        if self._buf:
+            data = "".join(self._buf)
+            self._buf.clear()
+            self._size = 0
+            self.stream.write(data)
+        self.stream.flush()
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(c) for c in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    gap = width - display_width(text)
+    if gap <= 0:
+        return text
+    return (" " * gap + text) if right else (text + " " * gap)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                 numeric: Optional[Sequence[bool]] = None) -> list[str]:
+    """Aligned columns; numeric columns right-aligned, the last column not padded."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    n = len(headers)
+    if numeric is None:
+        numeric = [all(isinstance(row[i], int) and not isinstance(row[i], bool) for row in rows) and bool(rows)
+                   for i in range(n)]
+    widths = [display_width(h) for h in headers]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], display_width(c))
+    out = []
+
+    def render(row: Sequence[str]) -> str:
+        parts = []
+        for i, c in enumerate(row):
+            last = i == n - 1
+            parts.append(_pad(c, widths[i], numeric[i]) if not (last and not numeric[i]) else c)
+        return "  ".join(parts).rstrip()
+
+    out.append(render(list(headers)))
+    out.append("  ".join("-" * w for w in widths))
+    out.extend(render(row) for row in cells)
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value)
+    if not text.isprintable():
+        text = _escape_controls(text)
+    return text
+
+
+def _escape_controls(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+def truncate(text: str, limit: int) -> str:
+    if limit <= 0 or display_width(text) <= limit:
+        return text
+    out, w = [], 0
+    for ch in text:
+        cw = _char_width(ch)
+        if w + cw > limit - 1:
+            break
+        out.append(ch)
+        w += cw
+    return "".join(out) + "…"
+
+
+def body_preview(body: Optional[bytes], sys_flag: int = 0, limit: int = 60) -> str:
+    """Body as text when it is printable UTF-8 (inflated when compressed), else hex."""
+    if not body:
+        return ""
+    prefix = ""
+    data = body
+    from .format.compression import is_compressed, inflate_body
+    if is_compressed(sys_flag):
+        try:
+            data = inflate_body(body, sys_flag, max_bytes=1 << 20)
+            prefix = "[inflated] "
+        except (RmqError, Exception):  # noqa: BLE001 - a preview never fails the command
+            data = body
+            prefix = "[compressed] "
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\n\r\t" for c in text):
+        return prefix + truncate(_escape_controls(text), limit)
+    hex_chars = max(8, (limit - 16) // 2 * 2)
+    shown = data[:hex_chars // 2].hex()
+    more = "…" if len(data) > hex_chars // 2 else ""
+    return f"{prefix}hex:{shown}{more} ({len(data)} B)"
+
+
+def format_ms(ms: Optional[int]) -> str:
+    """Epoch milliseconds as ``YYYY-MM-DD HH:MM:SS.mmm`` (UTC); raw number if out of range."""
+    if ms is None:
+        return "-"
+    try:
+        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+
+
+def parse_time_ms(text: str, what: str) -> int:
+    """Epoch ms (integer) or an ISO-8601 date/time (UTC when no zone is given)."""
+    t = text.strip()
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        d = _dt.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise OptionError(f"{what} {text!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.timezone.utc)
+    return int(d.timestamp() * 1000)
+
+
+# --------------------------------------------------------------- config / store
+
+def load_config(args) -> "StoreConfig":  # noqa: F821
+    from .store.config import StoreConfig, parse_override_args
+    overrides = parse_override_args(args.config_overrides or [])
+    if args.config:
+        return StoreConfig.from_properties_file(args.config, overrides)
+    try:
+        return StoreConfig.from_mapping(overrides)
+    except OptionError as e:
+        raise OptionError(f"-C: {e}") from None
+
+
+def open_reader(args):
+    from .store.reader import MessageStoreReader
+    return MessageStoreReader(args.store, load_config(args))
+
+
+# --------------------------------------------------------------- get
+
+def _message_rows(found_messages, limit: int):
+    rows = []
+    for f in found_messages:
+        r = f.record
+        rows.append([r.queue_offset, r.phy_offset, r.store_size, format_ms(r.store_timestamp_ms),
+                     r.tags, r.keys, body_preview(r.body, r.sys_flag, limit)])
+    return rows
+
+
+_MESSAGE_HEADERS = ["queueOffset", "commitLogOffset", "size", "storeTime (UTC)", "tags", "keys", "body"]
+_MESSAGE_NUMERIC = [True, True, True, False, False, False, False]
+
+
+def cmd_get(args, out: Output) -> int:
+    from .store.shapes import message_json, status_json
+    with open_reader(args) as reader:
+        if reader.consume_queue(args.topic, args.queue_id) is None:
+            known = reader.queue_keys()
+            if args.topic not in {t for t, _ in known}:
+                note = f"topic {args.topic!r} has no ConsumeQueue in this store"
+            else:
+                note = f"topic {args.topic!r} has no queue {args.queue_id} in this store"
+            print(f"{PROG}: note: {note} (the engine answers NO_MESSAGE_IN_QUEUE)", file=sys.stderr)
+        if args.loop:
+            results = reader.get_loop(args.group, args.topic, args.queue_id, args.offset, args.max, args.tag)
+        else:
+            results = [reader.get_message(args.group, args.topic, args.queue_id, args.offset, args.max, args.tag)]
+        count = calls = 0
+        last = None
+        rows_pending = []
+        for result in results:
+            calls += 1
+            last = result
+            count += len(result.messages)
+            if out.json:
+                for m in result.messages:
+                    out.json_line(message_json(m))
+            else:
+                rows_pending.extend(_message_rows(result.messages, args.body_chars))
+                if len(rows_pending) >= 512:
+                    _flush_message_rows(out, rows_pending)
+                    rows_pending = []
+        if out.json:
+            out.json_line(status_json(last, count=count, calls=calls))
+        else:
+            if rows_pending or count == 0:
+                _flush_message_rows(out, rows_pending)
+            out.line()
+            out.line(f"status {last.status.value}  nextBeginOffset {last.next_begin_offset}  "
+                     f"minOffset {last.min_offset}  maxOffset {last.max_offset}  "
+                     f"messages {count}  calls {calls}")
+    return EXIT_OK
+
+
+def _flush_message_rows(out: Output, rows) -> None:
+    if not rows:
+        out.line("(no messages)")
+        return
+    out.lines(format_table(_MESSAGE_HEADERS, rows, _MESSAGE_NUMERIC))
+
+
+# --------------------------------------------------------------- view
+
+def _message_details(found, out: Output, body_chars: int) -> None:
+    r = found.record
+    cq = found.cq
+    fields = [
+        ("msgId", r.msg_id),
+        ("topic", r.topic),
+        ("queueId", r.queue_id),
+        ("queueOffset", r.queue_offset),
+        ("commitLogOffset", r.phy_offset),
+        ("storeSize", r.store_size),
+        ("magic", f"0x{r.magic & 0xFFFFFFFF:08X}"),
+        ("bodyCRC", r.body_crc),
+        ("flag", r.flag),
+        ("sysFlag", f"{r.sys_flag} (0x{r.sys_flag & 0xFFFFFFFF:X})"),
+        ("bornTimestamp", f"{r.born_timestamp_ms} ({format_ms(r.born_timestamp_ms)} UTC)"),
+        ("bornHost", r.born_host),
+        ("storeTimestamp", f"{r.store_timestamp_ms} ({format_ms(r.store_timestamp_ms)} UTC)"),
+        ("storeHost", r.store_host),
+        ("reconsumeTimes", r.reconsume_times),
+        ("preparedTransactionOffset", r.prepared_transaction_offset),
+        ("tags", r.tags),
+        ("keys", r.keys),
+        ("cq unit", "-" if cq is None else
+         f"commitLogOffset {cq.commit_log_offset}  size {cq.size}  tagsCode {cq.tags_code}"),
+        ("body", f"{len(r.body)} B  {body_preview(r.body, r.sys_flag, body_chars)}"),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for k, v in fields:
+        out.line(f"{k.ljust(width)}  {_cell(v)}")
+    props = sorted(r.properties.items())
+    if props:
+        out.line()
+        out.lines(format_table(["property", "value"], [[k, truncate(_cell(v), 120)] for k, v in props],
+                               [False, False]))
+
+
+def cmd_view(args, out: Output) -> int:
+    from .store.shapes import view_json
+    with open_reader(args) as reader:
+        result = reader.view(args.msg_id)
+        if out.json:
+            out.json_line(view_json(result))
+            return EXIT_OK
+        out.line(f"msgId {args.msg_id}: storeHost {result.store_host}, commitLogOffset {result.commit_log_offset}")
+        if result.message is None:
+            out.line("no message at that offset (removed, past the CommitLog end, or not a record start)")
+            return EXIT_OK
+        out.line()
+        _message_details(result.message, out, args.body_chars)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------- query
+
+def cmd_query(args, out: Output) -> int:
+    from .store.shapes import query_json
+    rest = list(args.rest)
+    if len(rest) not in (0, 1, 3):
+        raise OptionError("query takes TOPIC KEY [MAXNUM [BEGIN END]]: give MAXNUM alone or MAXNUM BEGIN END")
+    max_num = 32
+    begin, end = 0, JAVA_LONG_MAX
+    if rest:
+        try:
+            max_num = int(rest[0])
+        except ValueError:
+            raise OptionError(f"MAXNUM {rest[0]!r} is not an integer") from None
+        if max_num <= 0:
+            raise OptionError(f"MAXNUM must be positive, got {max_num}")
+    if len(rest) == 3:
+        begin = parse_time_ms(rest[1], "BEGIN")
+        end = parse_time_ms(rest[2], "END")
+    with open_reader(args) as reader:
+        result = reader.query(args.topic, args.key, max_num, begin, end, only_matching=args.only_matching)
+        doc = query_json(result, args.topic, args.key)
+        if out.json:
+            for hit in doc["hits"]:
+                out.json_line(hit)
+            out.json_line(doc["summary"])
+            return EXIT_OK
+        rows = []
+        for found, hit in zip(result.messages, doc["hits"]):
+            r = found.record
+            rows.append([r.phy_offset, r.queue_id, r.queue_offset, format_ms(r.store_timestamp_ms),
+                         hit["keyMatch"], r.keys, r.uniq_key, body_preview(r.body, r.sys_flag, args.body_chars)])
+        if rows:
+            out.lines(format_table(["commitLogOffset", "queueId", "queueOffset", "storeTime (UTC)", "keyMatch",
+                                    "keys", "uniqKey", "body"], rows,
+                                   [True, True, True, False, False, False, False, False]))
+        else:
+            out.line("(no hits)")
+        s = doc["summary"]
+        out.line()
+        out.line(f"hits {s['count']}  indexLastUpdatePhyoffset {s['indexLastUpdatePhyoffset']}  "
+                 f"indexLastUpdateTimestamp {s['indexLastUpdateTimestamp']}")
+        collisions = sum(1 for h in doc["hits"] if not h["keyMatch"])
+        if collisions:
+            out.line(f"{collisions} hit(s) are index hash collisions (keyMatch no); --only-matching drops them")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------- recover / queues / topics
+
+def _queue_entries(reader, config, include_memory_queues: bool) -> list[dict]:
+    from .names import SCHEDULE_TOPIC
+    from .store.config import BrokerRole
+    from .store.shapes import queue_json
+    entries = {(q.topic, q.queue_id): queue_json(q) for q in reader.queue_infos()}
+    if include_memory_queues and not config.is_v5 and config.broker_role is not BrokerRole.SLAVE:
+        # 4.x ScheduleMessageService creates one in-memory queue per delay level.
+        for qid in range(config.max_delay_level):
+            entries.setdefault((SCHEDULE_TOPIC, qid), {"topic": SCHEDULE_TOPIC, "queueId": qid, "minOffset": 0,
+                                                       "maxOffset": 0, "cqMaxPhysicOffset": -1})
+    return [entries[k] for k in sorted(entries)]
+
+
+def recover_report_readonly(reader, config, *, all_queues: bool = True) -> dict:
+    """The ``recover.json`` document of a store, computed without writing to it."""
+    queues = _queue_entries(reader, config, include_memory_queues=True)
+    max_offset = reader.commit_log_max_offset
+    summary = {
+        "abortFileExisted": bool(reader.abort_file_existed),
+        "loadOk": True,
+        "commitLogMinOffset": reader.commitlog.min_offset if reader.commitlog.segments else 0,
+        "commitLogMaxOffset": max_offset,
+        "confirmOffset": max_offset if config.is_v5 else -1,
+        "dispatchBehindBytes": 0,
+        "topicQueueTable": {f"{q['topic']}-{q['queueId']}": q["maxOffset"]
+                            for q in sorted(queues, key=lambda q: f"{q['topic']}-{q['queueId']}")},
+    }
+    if not all_queues:
+        queues = [q for q in queues if q["maxOffset"] > 0 or q["cqMaxPhysicOffset"] >= 0]
+    return {"command": "recover STORE --all" if all_queues else "recover STORE", "queues": queues,
+            "summary": summary}
+
+
+def run_recovery(args, config) -> dict:
+    """Recover the store in place when the recovery module exists, else report read-only."""
+    from .store.reader import MessageStoreReader
+    recover_fn = _recovery_function()
+    if recover_fn is None:
+        with MessageStoreReader(args.store, config) as reader:
+            doc = recover_report_readonly(reader, config, all_queues=args.all)
+        doc["_readOnly"] = True
+        return doc
+    report = recover_fn(args.store, config)
+    return _report_to_doc(report, args, config)
+
+
+def _recovery_function() -> Optional[Callable]:
+    try:
+        from .store import recovery  # noqa: F401
+    except ImportError:
+        return None
+    for name in ("recover_store", "recover", "recover_in_place"):
+        fn = getattr(recovery, name, None)
+        if callable(fn):
+            return fn
+    return None
+
+
+def _report_to_doc(report, args, config) -> dict:
+    """Shape a recovery module's report as ``recover.json``."""
+    if isinstance(report, dict):
+        doc = dict(report)
+    else:
+        to_json = getattr(report, "to_json", None) or getattr(report, "as_json", None)
+        doc = to_json() if callable(to_json) else None
+        if doc is None:
+            from .store.reader import MessageStoreReader
+            with MessageStoreReader(args.store, config) as reader:
+                return recover_report_readonly(reader, config, all_queues=args.all)
+    doc.setdefault("command", "recover STORE --all" if args.all else "recover STORE")
+    if not args.all and "queues" in doc:
+        doc["queues"] = [q for q in doc["queues"] if q["maxOffset"] > 0 or q["cqMaxPhysicOffset"] >= 0]
+    return doc
+
+
+def cmd_recover(args, out: Output) -> int:
+    config = load_config(args)
+    doc = run_recovery(args, config)
+    read_only = doc.pop("_readOnly", False)
+    if out.json:
+        out.json_line({k: doc[k] for k in ("command", "queues", "summary") if k in doc}
+                      | {k: v for k, v in doc.items() if k not in ("command", "queues", "summary")})
+        return EXIT_OK
+    s = doc["summary"]
+    if read_only:
+        out.line("(recovery module not available: report computed read-only, nothing was written)")
+    rows = [[k, s[k]] for k in ("abortFileExisted", "loadOk", "commitLogMinOffset", "commitLogMaxOffset",
+                                "confirmOffset", "dispatchBehindBytes") if k in s]
+    out.lines(format_table(["summary", "value"], rows, [False, True]))
+    out.line()
+    out.lines(_queue_table(doc["queues"]))
+    return EXIT_OK
+
+
+def _queue_table(queues: list[dict]) -> list[str]:
+    rows = [[q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"],
+             q["cqMaxPhysicOffset"]] for q in queues]
+    if not rows:
+        return ["(no queues)"]
+    return format_table(["topic", "queueId", "minOffset", "maxOffset", "messages", "cqMaxPhysicOffset"], rows,
+                        [False, True, True, True, True, True])
+
+
+def cmd_queues(args, out: Output) -> int:
+    config = load_config(args)
+    from .store.reader import MessageStoreReader
+    with MessageStoreReader(args.store, config) as reader:
+        queues = _queue_entries(reader, config, include_memory_queues=False)
+        if args.topic is not None:
+            topics = sorted({q["topic"] for q in queues})
+            queues = [q for q in queues if q["topic"] == args.topic]
+            if not queues:
+                raise OptionError(f"topic {args.topic!r} has no ConsumeQueue in {args.store}; "
+                                  f"topics: {', '.join(topics) or '(none)'}")
+        if out.json:
+            for q in queues:
+                out.json_line(q)
+            return EXIT_OK
+        out.lines(_queue_table(queues))
+        out.line()
+        out.line(f"commitLog [{reader.commitlog.min_offset if reader.commitlog.segments else 0}, "
+                 f"{reader.commit_log_max_offset})  segments {len(reader.commitlog.segments)}  "
+                 f"queues {len(queues)}")
+    return EXIT_OK
+
+
+def cmd_topics(args, out: Output) -> int:
+    config = load_config(args)
+    from .store.reader import MessageStoreReader
+    with MessageStoreReader(args.store, config) as reader:
+        queues = _queue_entries(reader, config, include_memory_queues=False)
+        per_topic: dict[str, list[dict]] = {}
+        for q in queues:
+            per_topic.setdefault(q["topic"], []).append(q)
+        docs = []
+        for topic in sorted(per_topic):
+            qs = per_topic[topic]
+            docs.append({"topic": topic, "queueIds": [q["queueId"] for q in qs],
+                         "messages": sum(q["maxOffset"] - q["minOffset"] for q in qs),
+                         "minOffset": min(q["minOffset"] for q in qs),
+                         "maxOffset": max(q["maxOffset"] for q in qs)})
+        if out.json:
+            for d in docs:
+                out.json_line(d)
+            return EXIT_OK
+        rows = [[d["topic"], len(d["queueIds"]), d["messages"], d["minOffset"], d["maxOffset"],
+                 ",".join(str(i) for i in d["queueIds"])] for d in docs]
+        if rows:
+            out.lines(format_table(["topic", "queues", "messages", "minOffset", "maxOffset", "queueIds"], rows,
+                                   [False, True, True, True, True, False]))
+        else:
+            out.line("(no topics)")
+        out.line()
+        out.line(f"topics {len(docs)}  messages {sum(d['messages'] for d in docs)}  "
+                 f"commitLogMaxOffset {reader.commit_log_max_offset}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------- put
+
+def cmd_put(args, out: Output) -> int:
+    raise OptionError("put is not available yet: the writer module is missing")
+
+
+# --------------------------------------------------------------- parser
+
+def _int_arg(what: str, minimum: Optional[int] = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer, got {text!r}") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{what} must be >= {minimum}, got {value}")
+        return value
+    parse.__name__ = what
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _ArgumentParser(add_help=False)
+    g = common.add_argument_group("store settings")
+    g.add_argument("--config", metavar="FILE",
+                   help="MessageStoreConfig .properties file (e.g. broker.conf or a corpus's store.properties)")
+    g.add_argument("-C", dest="config_overrides", metavar="KEY=VALUE", action="append", default=[],
+                   help="override one MessageStoreConfig setting (repeatable), e.g. -C maxHashSlotNum=512")
+    common.add_argument("--json", action="store_true", help="print JSON lines in the golden corpus shapes")
+    common.add_argument("--body-chars", type=_int_arg("--body-chars", 0), default=60, metavar="N",
+                        help="body preview width in readable output (default 60; 0 = no limit)")
+
+    parser = _ArgumentParser(prog=PROG, description="Read and write Apache RocketMQ store directories.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
+    sub.required = True
+
+    p = sub.add_parser("put", parents=[common], help="append messages (JSON lines on stdin, or --from files)",
+                       description="Append messages to STORE (created if missing). Input: JSON lines on stdin "
+                                   "in the shape of a corpus's inputs.jsonl, or Parquet / Arrow IPC files.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--from", dest="from_files", metavar="FILE", action="append", default=[],
+                   help="Parquet (.parquet) or Arrow IPC (.arrow/.feather/.ipc) file with columns topic, body "
+                        "and optionally queueId, tags, keys, properties, flag, bornTimestamp, ... (repeatable)")
+    p.add_argument("--input", metavar="FILE", help="read JSON lines from FILE instead of stdin")
+    p.set_defaults(func=cmd_put)
+
+    p = sub.add_parser("get", parents=[common], help="getMessage from a queue",
+                       description="DefaultMessageStore.getMessage on TOPIC/QUEUE_ID from OFFSET, at most MAX "
+                                   "messages per call (--loop repeats from nextBeginOffset).")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("queue_id", metavar="QUEUE_ID", type=_int_arg("QUEUE_ID", 0))
+    p.add_argument("offset", metavar="OFFSET", type=_int_arg("OFFSET"))
+    p.add_argument("max", metavar="MAX", type=_int_arg("MAX", 1))
+    p.add_argument("--tag", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' ('*' = all)")
+    p.add_argument("--loop", action="store_true", help="call getMessage until the end of the queue")
+    p.add_argument("--group", default=DEFAULT_GROUP, help=f"consumer group (default {DEFAULT_GROUP})")
+    p.set_defaults(func=cmd_get)
+
+    p = sub.add_parser("view", parents=[common], help="view a message by its offset msgId",
+                       description="Decode an offset msgId (storeHost + commitLogOffset) and read that record.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("msg_id", metavar="MSGID")
+    p.set_defaults(func=cmd_view)
+
+    p = sub.add_parser("query", parents=[common], help="query messages by key (IndexFile)",
+                       description="queryMessage: IndexFile lookup of TOPIC#KEY. MAXNUM (default 32, capped at "
+                                   "maxMsgsNumBatch); BEGIN/END in epoch ms or ISO-8601 (UTC).")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("key", metavar="KEY")
+    p.add_argument("rest", nargs="*", metavar="MAXNUM [BEGIN END]")
+    p.add_argument("--only-matching", action="store_true",
+                   help="drop index hash collisions (hits whose KEYS/UNIQ_KEY do not equal KEY)")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("recover", parents=[common], help="recover a store and report queues and offsets",
+                       description="Run recovery on STORE (in place) and report per-queue offsets and the "
+                                   "CommitLog range, in the shape of a corpus's recover.json.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--all", action="store_true", help="list every queue, also empty / in-memory ones")
+    p.set_defaults(func=cmd_recover)
+
+    p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
+    p.add_argument("store", metavar="STORE")
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("queues", parents=[common], help="list queues with min/max offsets")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("topic", metavar="TOPIC", nargs="?", help="only this topic's queues")
+    p.set_defaults(func=cmd_queues)
+    return parser
+
+
+# --------------------------------------------------------------- main
+
+def _silence_stdout_after_broken_pipe(stream) -> None:
+    """Point fd 1 at /dev/null so the interpreter's final flush cannot fail again."""
+    if stream is not sys.__stdout__:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[TextIO] = None) -> int:
+    """Run one ``rmq`` command; returns the exit code (never raises for bad input)."""
+    stream = stdout if stdout is not None else sys.stdout
+    try:
+        args = build_parser().parse_args(list(argv) if argv is not None else None)
+    except _Usage as u:
+        return u.code
+    out = Output(stream, args.json)
+    try:
+        code = args.func(args, out)
+        out.flush()
+        return code
+    except BrokenPipeError:
+        _silence_stdout_after_broken_pipe(stream)
+        return EXIT_OK
+    except KeyboardInterrupt:
+        _safe_flush(out)
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OptionError as e:
+        _safe_flush(out)
+        print(f"{PROG} {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except RmqError as e:
+        _safe_flush(out)
+        print(f"{PROG} {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_STORE_ERROR
+    except OSError as e:
+        _safe_flush(out)
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"{PROG} {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return EXIT_STORE_ERROR
+    except Exception as e:  # noqa: BLE001 - last line of defence: no traceback for bad input
+        _safe_flush(out)
+        if os.environ.get("RMQ_DEBUG"):
+            raise
+        print(f"{PROG} {args.command}: internal error: {type(e).__name__}: {_one_line(e)} "
+              f"(set RMQ_DEBUG=1 for a traceback)", file=sys.stderr)
+        return EXIT_STORE_ERROR
+
+
+def _safe_flush(out: Output) -> None:
+    try:
+        out.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        _silence_stdout_after_broken_pipe(out.stream)
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def entry_point() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,0 +1,142 @@
+"""Damaged and hostile stores: typed errors naming file and offset, never a crash or a hang."""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+from rmqsource.errors import CorruptRecordError, NotAStoreError, OptionError, RmqError
+from rmqsource.format.indexfile import entry_position, slot_position
+from rmqsource.format.javahash import index_key_hash
+from rmqsource.store.commitlog import CommitLog
+from rmqsource.store.reader import GetMessageStatus, MessageStoreReader
+
+from golden import copy_store, corpora, load_config
+
+pytestmark = pytest.mark.unit
+
+CORPUS = corpora()[0] if corpora() else None
+needs_corpus = pytest.mark.skipif(CORPUS is None, reason="no golden corpus")
+
+
+@pytest.fixture
+def store(tmp_path):
+    return copy_store(CORPUS / "store", tmp_path / "store")
+
+
+def first_unit(store: Path, topic="TopicTest", qid=0, n=0):
+    cq = sorted((store / "consumequeue" / topic / str(qid)).iterdir())[0]
+    phy, size, code = struct.unpack_from(">qiq", cq.read_bytes(), n * 20)
+    return phy, size, code
+
+
+def poke(path: Path, offset: int, data: bytes):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+@needs_corpus
+@pytest.mark.parametrize("field_offset,value", [
+    (0, struct.pack(">i", 0x7FFFFFFF)),        # huge totalSize
+    (0, struct.pack(">i", -5)),                # negative totalSize
+    (4, b"\xde\xad\xbe\xef"),                   # bad magic
+])
+def test_damaged_record_under_a_unit_is_a_typed_error(store, field_offset, value):
+    phy, size, _ = first_unit(store, n=1)
+    segment = store / "commitlog" / f"{0:020d}"
+    poke(segment, phy + field_offset, value)
+    with MessageStoreReader(store, load_config(CORPUS)) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.get_message("g", "TopicTest", 0, 1, 1)
+    assert info.value.file == str(segment)
+    assert info.value.offset == phy
+    assert str(segment) in str(info.value) and f"offset {phy}" in str(info.value)
+
+
+@needs_corpus
+def test_negative_body_length_is_a_typed_error(store):
+    phy, size, _ = first_unit(store, n=2)
+    segment = store / "commitlog" / f"{0:020d}"
+    sys_flag = struct.unpack_from(">i", segment.read_bytes(), phy + 36)[0]
+    body_length_at = 68 + (20 if sys_flag & 0x10 else 8) + (20 if sys_flag & 0x20 else 8)
+    poke(segment, phy + body_length_at, struct.pack(">i", -1000))
+    with MessageStoreReader(store, load_config(CORPUS)) as reader:
+        with pytest.raises(CorruptRecordError):
+            reader.get_message("g", "TopicTest", 0, 2, 1)
+
+
+@needs_corpus
+def test_walk_over_random_bytes_stops_without_raising(store):
+    rng = random.Random(7)
+    segment = store / "commitlog" / f"{262144:020d}"
+    data = bytearray(segment.read_bytes())
+    for i in range(1000, len(data), 997):
+        data[i:i + 8] = rng.randbytes(8)
+    segment.write_bytes(bytes(data))
+    cl = CommitLog(store and __import__("rmqsource.store.layout", fromlist=["StoreLayout"]).StoreLayout.for_root(store))
+    steps = list(cl.walk(262144, check_crc=True))
+    assert steps and steps[-1].decoded.kind.name in ("END", "CORRUPT")
+    cl.close()
+
+
+@needs_corpus
+def test_index_chain_loop_terminates(store):
+    config = load_config(CORPUS)
+    h = config.max_hash_slot_num
+    index = sorted((store / "index").iterdir())[0]
+    data = bytearray(index.read_bytes())
+    slot = index_key_hash("TopicTest#k1") % h
+    entry_no = struct.unpack_from(">i", data, slot_position(slot))[0]
+    assert entry_no > 0
+    # Point the chain's first entry at itself and at a later entry: a loop.
+    struct.pack_into(">i", data, entry_position(h, entry_no) + 16, entry_no)
+    index.write_bytes(bytes(data))
+    with MessageStoreReader(store, config) as reader:
+        result = reader.query("TopicTest", "k1", 64)
+    assert len(result.messages) <= 1
+
+
+@needs_corpus
+def test_consume_queue_unit_pointing_into_garbage(store):
+    cq = sorted((store / "consumequeue" / "TopicTest" / "0").iterdir())[0]
+    phy, size, code = first_unit(store, n=3)
+    poke(cq, 3 * 20, struct.pack(">qiq", phy + 7, size, code))  # misaligned
+    with MessageStoreReader(store, load_config(CORPUS)) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.get_message("g", "TopicTest", 0, 3, 1)
+        assert "commitlog" in info.value.file
+
+
+@needs_corpus
+def test_truncated_segment_file_is_not_a_crash(store):
+    segment = store / "commitlog" / f"{786432:020d}"
+    with open(segment, "r+b") as f:
+        f.truncate(50_000)
+    with MessageStoreReader(store, load_config(CORPUS)) as reader:
+        assert reader.commit_log_max_offset <= 786432 + 50_000
+        for topic, qid in reader.queue_keys():
+            for result in reader.get_loop("g", topic, qid, 0, 64):
+                for m in result.messages:
+                    assert m.record.phy_offset + m.record.store_size <= reader.commit_log_max_offset
+
+
+@needs_corpus
+def test_hostile_topic_names_never_leave_the_store(store):
+    with MessageStoreReader(store, load_config(CORPUS)) as reader:
+        result = reader.get_message("g", "../x", 0, 0, 1)
+        assert result.status is GetMessageStatus.NO_MESSAGE_IN_QUEUE
+        with pytest.raises(OptionError):
+            reader.layout.queue_dir("../../etc", 0)
+
+
+def test_not_a_store(tmp_path):
+    with pytest.raises(NotAStoreError):
+        MessageStoreReader(tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RmqError):
+        MessageStoreReader(tmp_path / "file")
