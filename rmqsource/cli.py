@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime as _dt
+import functools
 import json
 import os
 import sys
@@ -436,7 +437,7 @@ def _queue_entries(reader, config, include_memory_queues: bool) -> list[dict]:
 
 
 def recover_report_readonly(reader, config, *, all_queues: bool = True) -> dict:
-    """The ``recover.json`` document of a store, computed without writing to it."""
+    """The ``recover.json`` document of a store, computed without writing to it (``--dry-run``)."""
     queues = _queue_entries(reader, config, include_memory_queues=True)
     max_offset = reader.commit_log_max_offset
     summary = {
@@ -455,62 +456,82 @@ def recover_report_readonly(reader, config, *, all_queues: bool = True) -> dict:
             "summary": summary}
 
 
+def refuse_read_only_store(store: str, command: str) -> None:
+    """``put``/``recover`` write in place: refuse a store whose root has no write permission bits.
+
+    Running as root ignores permissions, so a read-only reference store (a
+    golden corpus) would otherwise be modified; the mode bits state the intent.
+    """
+    import stat
+    from .errors import StoreError
+    try:
+        mode = os.stat(store).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise StoreError(f"{store}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode) and not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise StoreError(f"{store} is read-only (mode {stat.filemode(mode)}); {command} writes in place - "
+                         f"work on a copy (cp -r) or make it writable")
+
+
 def run_recovery(args, config) -> dict:
-    """Recover the store in place when the recovery module exists, else report read-only."""
+    """Recover the store in place (under the writer lock) and return the recover.json document."""
     from .store.reader import MessageStoreReader
-    recover_fn = _recovery_function()
-    if recover_fn is None:
+    from .store.shapes import queue_json
+    if args.dry_run:
         with MessageStoreReader(args.store, config) as reader:
             doc = recover_report_readonly(reader, config, all_queues=args.all)
-        doc["_readOnly"] = True
+        doc["dryRun"] = True
         return doc
-    report = recover_fn(args.store, config)
-    return _report_to_doc(report, args, config)
-
-
-def _recovery_function() -> Optional[Callable]:
-    try:
-        from .store import recovery  # noqa: F401
-    except ImportError:
-        return None
-    for name in ("recover_store", "recover", "recover_in_place"):
-        fn = getattr(recovery, name, None)
-        if callable(fn):
-            return fn
-    return None
-
-
-def _report_to_doc(report, args, config) -> dict:
-    """Shape a recovery module's report as ``recover.json``."""
-    if isinstance(report, dict):
-        doc = dict(report)
-    else:
-        to_json = getattr(report, "to_json", None) or getattr(report, "as_json", None)
-        doc = to_json() if callable(to_json) else None
-        if doc is None:
-            from .store.reader import MessageStoreReader
-            with MessageStoreReader(args.store, config) as reader:
-                return recover_report_readonly(reader, config, all_queues=args.all)
-    doc.setdefault("command", "recover STORE --all" if args.all else "recover STORE")
-    if not args.all and "queues" in doc:
-        doc["queues"] = [q for q in doc["queues"] if q["maxOffset"] > 0 or q["cqMaxPhysicOffset"] >= 0]
-    return doc
+    from .io.lock import StoreLock
+    from .store.layout import StoreLayout
+    from .store.recovery import recover_store
+    StoreLayout.for_root(args.store, config.store_path_commit_log or None).check_is_store()
+    refuse_read_only_store(args.store, "recover")
+    with StoreLock(args.store):
+        report = recover_store(args.store, config, mark_clean=True)
+    queues = [queue_json(q) for q in report.queues]
+    summary = {
+        "abortFileExisted": bool(report.abort_file_existed),
+        "loadOk": True,
+        "commitLogMinOffset": report.commit_log_min_offset,
+        "commitLogMaxOffset": report.commit_log_max_offset,
+        "confirmOffset": report.confirm_offset,
+        "dispatchBehindBytes": report.dispatch_behind_bytes,
+        "topicQueueTable": dict(report.topic_queue_table),
+    }
+    if not args.all:
+        queues = [q for q in queues if q["maxOffset"] > 0 or q["cqMaxPhysicOffset"] >= 0]
+    return {"command": "recover STORE --all" if args.all else "recover STORE", "queues": queues,
+            "summary": summary,
+            "actions": {"deletedSegments": [os.path.basename(p) for p in report.deleted_segments],
+                        "zeroedTailBytes": report.zeroed_tail_bytes,
+                        "redispatchedFrom": report.redispatched_from}}
 
 
 def cmd_recover(args, out: Output) -> int:
     config = load_config(args)
     doc = run_recovery(args, config)
-    read_only = doc.pop("_readOnly", False)
     if out.json:
-        out.json_line({k: doc[k] for k in ("command", "queues", "summary") if k in doc}
-                      | {k: v for k, v in doc.items() if k not in ("command", "queues", "summary")})
+        out.json_line(doc)
         return EXIT_OK
     s = doc["summary"]
-    if read_only:
-        out.line("(recovery module not available: report computed read-only, nothing was written)")
-    rows = [[k, s[k]] for k in ("abortFileExisted", "loadOk", "commitLogMinOffset", "commitLogMaxOffset",
-                                "confirmOffset", "dispatchBehindBytes") if k in s]
-    out.lines(format_table(["summary", "value"], rows, [False, True]))
+    if doc.get("dryRun"):
+        out.line("dry run: report computed read-only, nothing was written")
+    else:
+        a = doc["actions"]
+        did = []
+        if a["deletedSegments"]:
+            did.append(f"deleted CommitLog segments {', '.join(a['deletedSegments'])}")
+        if a["zeroedTailBytes"]:
+            did.append(f"zero-filled {a['zeroedTailBytes']} bytes of torn tail")
+        if a["redispatchedFrom"] is not None:
+            did.append(f"re-dispatched from CommitLog offset {a['redispatchedFrom']}")
+        out.line("recovered: " + ("; ".join(did) if did else "store was consistent, nothing to repair"))
+    for k in ("abortFileExisted", "loadOk", "commitLogMinOffset", "commitLogMaxOffset", "confirmOffset",
+              "dispatchBehindBytes"):
+        out.line(f"{k.ljust(20)} {_cell(s[k])}")
     out.line()
     out.lines(_queue_table(doc["queues"]))
     return EXIT_OK
@@ -582,8 +603,297 @@ def cmd_topics(args, out: Output) -> int:
 
 # --------------------------------------------------------------- put
 
+PUT_CHUNK_BYTES = 8 << 20            # stdin is read and parsed in chunks of about this size
+PUT_CHUNK_LINES = 32768               # at most this many messages per put_messages call
+
+_ARROW_ALIASES = {
+    "queueId": "queue_id", "bornTimestamp": "born_timestamp_ms", "bornHost": "born_host",
+    "storeHost": "store_host", "sysFlag": "sys_flag", "reconsumeTimes": "reconsume_times",
+    "preparedTransactionOffset": "prepared_transaction_offset", "storeTimestamp": "store_timestamp_ms",
+    "propertiesString": "properties", "born_timestamp": "born_timestamp_ms",
+    "store_timestamp": "store_timestamp_ms",
+}
+_IGNORED_INPUT_FIELDS = frozenset({"plaintext"})
+
+
+def _json_chunks(stream, what: str):
+    """(line numbers, [parsed objects]) per chunk of a JSON-lines byte stream.
+
+    Fast path: a chunk's lines are joined into one JSON array and parsed by a
+    single ``json.loads`` call; only when that fails are blank lines dropped and
+    lines parsed one by one, to name the bad line.
+    """
+    lineno = 1
+    pending = b""
+    eof = False
+    while not eof:
+        data = stream.read(PUT_CHUNK_BYTES)
+        if not data:
+            eof = True
+            block, pending = pending, b""
+        else:
+            data = pending + data
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                continue
+            block, pending = data[:cut + 1], data[cut + 1:]
+        if not block:
+            continue
+        lines = block.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        first = lineno
+        lineno += len(lines)
+        try:
+            yield range(first, first + len(lines)), json.loads(b"[" + b",".join(lines) + b"]")
+            continue
+        except (ValueError, UnicodeDecodeError):
+            pass
+        numbers, kept = [], []
+        for i, line in enumerate(lines):
+            if line.strip():
+                kept.append(line)
+                numbers.append(first + i)
+        if kept:
+            yield numbers, _parse_json_lines(kept, numbers, what)
+
+
+def _parse_json_lines(lines: list[bytes], numbers: Sequence[int], what: str) -> list:
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]")
+    except (ValueError, UnicodeDecodeError):
+        pass
+    for line, n in zip(lines, numbers):       # find the bad line for the message
+        try:
+            json.loads(line)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise OptionError(f"{what} line {n}: not valid JSON: {e}") from None
+    raise OptionError(f"{what}: lines {numbers[0]}-{numbers[-1]}: not valid JSON lines")
+
+
+def _messages_from_json(objs: list, numbers: Sequence[int], what: str) -> list:
+    import binascii
+    from .store.writer import MessageExtBrokerInner
+    from_json = MessageExtBrokerInner.from_json_dict
+    a2b = binascii.a2b_base64
+    msgs = []
+    for obj, n in zip(objs, numbers):
+        try:
+            if not isinstance(obj, dict):
+                raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
+            if "topic" not in obj:
+                raise KeyError("topic")
+            body = obj.get("body")
+            if body:
+                if not isinstance(body, str):
+                    raise TypeError(f"body must be a base64 string, got {type(body).__name__}")
+                a2b(body, strict_mode=True)           # from_json_dict decodes leniently
+            msgs.append(from_json(obj))
+        except KeyError as e:
+            raise OptionError(f"{what} line {n}: missing field {e.args[0]!r}") from None
+        except binascii.Error as e:
+            raise OptionError(f"{what} line {n}: body is not base64: {e}") from None
+        except (TypeError, ValueError, AttributeError, RmqError) as e:
+            raise OptionError(f"{what} line {n}: {_one_line(e)}") from None
+    return msgs
+
+
+def _arrow_batches(path: str):
+    """Record batches of a Parquet or Arrow IPC (file or stream) file."""
+    import pyarrow as pa
+    lower = path.lower()
+    if lower.endswith((".parquet", ".pq")):
+        import pyarrow.parquet as pq
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowException, OSError) as e:
+            raise OptionError(f"{path}: not a readable Parquet file: {_one_line(e)}") from None
+        yield from pf.iter_batches(batch_size=PUT_CHUNK_LINES)
+        return
+    try:
+        source = pa.memory_map(path)
+    except (pa.ArrowException, OSError) as e:
+        raise OptionError(f"{path}: cannot open: {_one_line(e)}") from None
+    try:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+        return
+    except pa.ArrowInvalid:
+        pass
+    try:
+        source.seek(0)
+        yield from pa.ipc.open_stream(source)
+    except pa.ArrowInvalid as e:
+        raise OptionError(f"{path}: neither Parquet (.parquet) nor an Arrow IPC file/stream: {_one_line(e)}") \
+            from None
+
+
+def _messages_from_batch(batch, path: str, first_row: int) -> list:
+    from .store.writer import MessageExtBrokerInner
+    allowed = set(MessageExtBrokerInner.__dataclass_fields__)
+    cols = {}
+    for i, name in enumerate(batch.schema.names):
+        if name in _IGNORED_INPUT_FIELDS:
+            continue
+        field_name = _ARROW_ALIASES.get(name, name)
+        if field_name not in allowed:
+            raise OptionError(f"{path}: unknown column {name!r}; expected some of "
+                              f"{', '.join(sorted(allowed | set(_ARROW_ALIASES)))}")
+        if field_name in cols:
+            raise OptionError(f"{path}: columns {name!r} and another alias both give {field_name!r}")
+        cols[field_name] = batch.column(i).to_pylist()
+    if "topic" not in cols:
+        raise OptionError(f"{path}: a 'topic' column is required")
+    n = batch.num_rows
+    msgs = []
+    names = list(cols)
+    values = [cols[k] for k in names]
+    for r in range(n):
+        kw = {}
+        for k, v in zip(names, values):
+            x = v[r]
+            if x is None:
+                continue
+            if k == "body" and isinstance(x, str):
+                x = x.encode("utf-8")
+            elif k == "properties" and isinstance(x, list):      # map<string,string> column
+                x = dict(x)
+            kw[k] = x
+        if "queue_id" not in kw:
+            kw["queue_id"] = 0
+        try:
+            msgs.append(MessageExtBrokerInner(**kw))
+        except (TypeError, ValueError, RmqError) as e:
+            raise OptionError(f"{path} row {first_row + r}: {_one_line(e)}") from None
+    return msgs
+
+
+def _input_view(m, trailing: bool) -> tuple[int, str]:
+    """(tagsCode, propertiesString) computed before the put, as the corpora's put.jsonl holds them."""
+    from .format.properties import parse_properties, serialize_properties
+    props = m.properties
+    if isinstance(props, str):
+        text = props
+    else:
+        items = []
+        if m.tags is not None:
+            items.append(("TAGS", m.tags))
+        if m.keys is not None:
+            items.append(("KEYS", m.keys))
+        if props:
+            items.extend(props.items())
+        text = serialize_properties(items, trailing_separator=trailing)
+    return _tags_code_cached(parse_properties(text).get("TAGS")), text
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags_code_cached(tags: Optional[str]) -> int:
+    from .format.javahash import tags_code
+    return tags_code(tags)
+
+
 def cmd_put(args, out: Output) -> int:
-    raise OptionError("put is not available yet: the writer module is missing")
+    import time
+    from .io.segments import list_segments
+    from .store.writer import MessageStoreWriter
+    config = load_config(args)
+    if args.from_files and args.input:
+        raise OptionError("give either --from (Parquet/Arrow files) or --input (JSON lines), not both")
+    stdin = args.stdin
+    if not args.from_files and not args.input and stdin is None:
+        raise OptionError("put reads JSON lines from stdin (or --input FILE / --from FILE)")
+    for f in args.from_files:
+        if not os.path.isfile(f):
+            raise OptionError(f"--from {f}: no such file")
+    refuse_read_only_store(args.store, "put")
+    trailing = config.trailing_property_separator
+    started = time.perf_counter()
+    total = ok = 0
+    failures: list[tuple[int, Any]] = []
+    writer = MessageStoreWriter(args.store, config)
+    try:
+        def put_batch(msgs):
+            nonlocal total, ok
+            results = writer.put_messages(msgs)
+            base = total
+            total += len(results)
+            for j, r in enumerate(results):
+                if r.ok:
+                    ok += 1
+                elif len(failures) < 1000:
+                    failures.append((base + j, r))
+            if out.json:
+                for j, (m, r) in enumerate(zip(msgs, results)):
+                    doc = {"i": base + j}
+                    doc.update(r.to_json_dict())
+                    doc["tagsCode"], doc["propertiesString"] = _input_view(m, trailing)
+                    if r.reason:
+                        doc["reason"] = r.reason
+                    out.json_line(doc)
+
+        if args.from_files:
+            for path in args.from_files:
+                row = 0
+                for batch in _arrow_batches(path):
+                    msgs = _messages_from_batch(batch, path, row)
+                    row += batch.num_rows
+                    if msgs:
+                        put_batch(msgs)
+        else:
+            if args.input:
+                try:
+                    stream = open(args.input, "rb")
+                except OSError as e:
+                    raise OptionError(f"--input {args.input}: {e.strerror or e}") from None
+                what = args.input
+            else:
+                stream, what = stdin, "stdin"
+            try:
+                for numbers, objs in _json_chunks(stream, what):
+                    for k in range(0, len(objs), PUT_CHUNK_LINES):
+                        put_batch(_messages_from_json(objs[k:k + PUT_CHUNK_LINES],
+                                                      numbers[k:k + PUT_CHUNK_LINES], what))
+            finally:
+                if args.input:
+                    stream.close()
+        max_offset = writer.commit_log_max_offset
+    except BaseException:
+        try:
+            writer.close()
+        finally:
+            if total:
+                print(f"{PROG} put: {ok} of {total} messages were stored before the error", file=sys.stderr)
+        raise
+    writer.close()
+    elapsed = time.perf_counter() - started
+    starts = [seg.start_offset for d in config.commit_log_dirs(args.store) for seg in list_segments(d)]
+    min_offset = min(starts) if starts else 0
+    clean = getattr(writer, "clean_shutdown", True)
+    summary = {"done": total, "commitLogMinOffset": min_offset, "commitLogMaxOffset": max_offset,
+               "dispatchBehindBytes": 0, "shutdown": "clean" if clean else "dirty"}
+    if total != ok:
+        summary["failed"] = total - ok
+    if out.json:
+        out.json_line(summary)
+    else:
+        rate = f"{total / elapsed:,.0f} msg/s" if elapsed > 0 else "-"
+        out.line(f"stored {ok} of {total} messages in {args.store} ({elapsed:.2f} s, {rate})")
+        out.line(f"commitLog [{min_offset}, {max_offset})  dispatchBehindBytes 0  "
+                 f"shutdown {summary['shutdown']}")
+        if failures:
+            out.line()
+            out.lines(format_table(["#", "status", "topic", "queueId", "reason"],
+                                   [[i, r.status.value, r.topic, r.queue_id, r.reason] for i, r in failures[:20]],
+                                   [True, False, False, True, False]))
+            if total - ok > 20:
+                out.line(f"... and {total - ok - 20} more failures")
+    if total != ok:
+        out.flush()
+        print(f"{PROG} put: {total - ok} of {total} messages were refused (see status/reason)", file=sys.stderr)
+        return EXIT_STORE_ERROR
+    return EXIT_OK
 
 
 # --------------------------------------------------------------- parser
@@ -661,6 +971,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "CommitLog range, in the shape of a corpus's recover.json.")
     p.add_argument("store", metavar="STORE")
     p.add_argument("--all", action="store_true", help="list every queue, also empty / in-memory ones")
+    p.add_argument("--dry-run", action="store_true", help="only report what recovery would find; write nothing")
     p.set_defaults(func=cmd_recover)
 
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
@@ -688,13 +999,31 @@ def _silence_stdout_after_broken_pipe(stream) -> None:
         pass
 
 
-def main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[TextIO] = None) -> int:
-    """Run one ``rmq`` command; returns the exit code (never raises for bad input)."""
+def _default_stdin():
+    """Binary stdin, or None when it is a terminal (put then needs --input/--from)."""
+    stdin = sys.stdin
+    if stdin is None:
+        return None
+    try:
+        if stdin.isatty():
+            return None
+    except (AttributeError, ValueError, OSError):
+        pass
+    return getattr(stdin, "buffer", None)
+
+
+def main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[TextIO] = None, stdin=None) -> int:
+    """Run one ``rmq`` command; returns the exit code (never raises for bad input).
+
+    ``stdout`` (text) and ``stdin`` (binary) replace the process streams, for
+    in-process use.
+    """
     stream = stdout if stdout is not None else sys.stdout
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
     except _Usage as u:
         return u.code
+    args.stdin = stdin if stdin is not None else (_default_stdin() if args.command == "put" else None)
     out = Output(stream, args.json)
     try:
         code = args.func(args, out)

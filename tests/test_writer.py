@@ -76,7 +76,7 @@ def test_record_fits_exactly_with_eight_spare_bytes(tmp_path):
     with MessageStoreWriter(tmp_path, cfg()) as w:
         size0 = w.put_message(msg(0, body=b"")).size     # empty body: base size
         # Fill so that the next record leaves exactly 8 bytes: it must stay in segment 0.
-        body_len = SEG - size0 - 8 - size0
+        body_len = SEG - 3 * size0 - 8
         r1 = w.put_message(msg(1, body=b"a" * body_len))
         assert r1.ok and r1.commit_log_offset == size0
         r2 = w.put_message(msg(2, body=b""))

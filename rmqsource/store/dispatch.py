@@ -16,32 +16,20 @@ per queue and written with one ``pwrite`` per queue per batch.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..errors import CorruptRecordError
-from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_UNIT, encode_unit, units_from_bytes
-from ..format.javahash import tags_code as _tags_code
-from ..format.properties import DELAY, KEYS, TAGS, UNIQ_KEY
+from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_UNIT, encode_unit
+from ..format.tagscode import consume_queue_tags_code
+from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind,
                              MessageRecord)
 from ..io.segments import list_segments, offset_to_file_name
-from ..names import SCHEDULE_TOPIC, safe_join
+from ..names import safe_join
 from .consumequeue import ConsumeQueue
 from .index_service import IndexService
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]{1,10}")
-
-
-def java_parse_int(text: Optional[str]) -> Optional[int]:
-    """``Integer.parseInt`` or None when Java would throw."""
-    if text is None or not _JAVA_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -(1 << 31) <= value < (1 << 31) else None
-
 
 @dataclass(frozen=True, slots=True)
 class DispatchRequest:
@@ -59,25 +47,8 @@ class DispatchRequest:
     sys_flag: int
 
 
-def compute_tags_code(topic: str, properties: dict, store_timestamp_ms: int,
-                      delay_levels_ms: Sequence[int]) -> int:
-    """tagsCode as ``checkMessageAndReturnSize`` computes it (spec §4).
-
-    Hash of TAGS; for SCHEDULE_TOPIC_XXXX with a DELAY property the deliver time
-    ``storeTimestamp + delay[min(level, maxLevel)]`` (unknown level: +1000 ms).
-    """
-    code = _tags_code(properties.get(TAGS))
-    if topic == SCHEDULE_TOPIC:
-        raw = properties.get(DELAY)
-        if raw is not None:
-            level = java_parse_int(raw)
-            if level is not None:
-                max_level = len(delay_levels_ms)
-                if level > max_level:
-                    level = max_level
-                if level > 0:
-                    code = store_timestamp_ms + (delay_levels_ms[level - 1] if level <= max_level else 1000)
-    return code
+# One tagsCode rule for dispatch, the writer and the read-side re-derivation.
+compute_tags_code = consume_queue_tags_code
 
 
 def request_from_record(record: MessageRecord, delay_levels_ms: Sequence[int]) -> DispatchRequest:
@@ -303,6 +274,8 @@ class Dispatcher:
         index = self.index_service
         touched = self._touched
         queues = self._queues
+        if not isinstance(requests, list):
+            requests = list(requests)
         for r in requests:
             tran = r.sys_flag & TRANSACTION_MASK
             if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
@@ -313,9 +286,9 @@ class Dispatcher:
                 if q.put(r.commit_log_offset, r.msg_size, r.tags_code, r.consume_queue_offset):
                     touched.add(key)
                     self.logics_msg_timestamp_ms = r.store_timestamp_ms
-            if index is not None:
-                index.put_keys(r.topic, r.commit_log_offset, r.store_timestamp_ms, r.sys_flag,
-                               r.uniq_key, r.keys)
+        # CQ units and index keys are independent files, so per-batch order is enough.
+        if index is not None:
+            index.put_keys_batch(requests)
         self.write_pending()
 
     def write_pending(self) -> None:
@@ -390,9 +363,3 @@ class Dispatcher:
         if errors:
             raise errors[0]
 
-
-def read_queue_units(directory: str, file_size: int):
-    """All units of a queue directory as one array (test/debug helper)."""
-    segs = list_segments(directory)
-    data = b"".join(open(s.path, "rb").read() for s in segs)
-    return units_from_bytes(data)

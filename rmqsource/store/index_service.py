@@ -15,6 +15,7 @@ random slots); only the newest file is written.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import mmap
 import os
 import struct
@@ -28,6 +29,8 @@ from ..errors import CorruptRecordError
 from ..format.indexfile import (INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexHeader, index_file_size,
                                 time_diff_seconds)
 from ..format.javahash import index_key_hash
+
+import numpy as np
 from ..format.properties import split_keys
 from ..format.record import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 
@@ -42,6 +45,35 @@ def time_millis_to_human_string(ms: int) -> str:
     """``UtilAll.timeMillisToHumanString``: local ``yyyyMMddHHmmssSSS``."""
     t = _dt.datetime.fromtimestamp(ms / 1000.0)
     return t.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
+
+
+@functools.lru_cache(maxsize=8)
+def _powers_of_31(width: int) -> np.ndarray:
+    out = np.empty(width, dtype=np.uint64)
+    v = 1
+    for k in range(width):
+        out[k] = v
+        v = (v * 31) & 0xFFFFFFFF
+    return out
+
+
+def index_key_hashes(keys: list[str]) -> list[int]:
+    """``index_key_hash`` of many keys at once (numpy; BMP-only keys, others one by one)."""
+    if not keys:
+        return []
+    arr = np.array(keys)
+    width = arr.dtype.itemsize // 4
+    if width == 0 or len(keys) < 16:
+        return [index_key_hash(k) for k in keys]
+    cps = arr.view(np.uint32).reshape(len(keys), width).astype(np.uint64)
+    lengths = np.char.str_len(arr)
+    exps = np.clip(lengths[:, None] - 1 - np.arange(width)[None, :], 0, None)
+    h = ((cps * _powers_of_31(width)[exps]).sum(axis=1) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    h = np.where(h == np.int32(-(2 ** 31)), 0, np.abs(h.astype(np.int64))).tolist()
+    non_bmp = np.flatnonzero(cps.max(axis=1) > 0xFFFF)
+    for i in non_bmp.tolist():          # surrogate pairs: exact scalar path
+        h[i] = index_key_hash(keys[i])
+    return h
 
 
 class IndexFile:
@@ -90,14 +122,16 @@ class IndexFile:
     def is_write_full(self) -> bool:
         return self.header.index_count >= self.index_num
 
-    def put_key(self, key: str, phy_offset: int, store_timestamp_ms: int) -> bool:
+    def put_key(self, key: str, phy_offset: int, store_timestamp_ms: int,
+                key_hash: Optional[int] = None) -> bool:
         """``IndexFile.putKey``; False when the file is full."""
         h = self.header
         count = h.index_count
         if count >= self.index_num:
             return False
         mm = self._mm
-        key_hash = index_key_hash(key)
+        if key_hash is None:
+            key_hash = index_key_hash(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4
         slot_value = _I32.unpack_from(mm, slot_pos)[0]
         if slot_value <= 0 or slot_value > count:
@@ -305,10 +339,38 @@ class IndexService:
                 for piece in split_keys(keys):
                     f = self._put_key(f, f"{topic}#{piece}", phy_offset, store_timestamp_ms)
 
-    def _put_key(self, f: IndexFile, key: str, phy_offset: int, store_timestamp_ms: int) -> IndexFile:
+    def put_keys_batch(self, requests) -> None:
+        """``put_keys`` for many DispatchRequest-like records (hashes computed in one numpy pass)."""
+        with self._lock:
+            keyed = []
+            flat: list[str] = []
+            for r in requests:
+                ks = []
+                if r.uniq_key is not None:
+                    ks.append(f"{r.topic}#{r.uniq_key}")
+                if r.keys:
+                    ks.extend(f"{r.topic}#{piece}" for piece in split_keys(r.keys))
+                keyed.append((r, len(flat), len(ks)))
+                flat.extend(ks)
+            hashes = index_key_hashes(flat)
+            for r, start, n in keyed:
+                f = self.get_and_create_last_index_file()
+                h = f.header
+                end = h.end_phy_offset
+                p = r.commit_log_offset
+                if p < end or (p == end and (h.index_count > 1 or end > 0)):
+                    continue
+                if r.sys_flag & TRANSACTION_MASK == TRANSACTION_ROLLBACK_TYPE:
+                    continue
+                ts = r.store_timestamp_ms
+                for j in range(start, start + n):
+                    f = self._put_key(f, flat[j], p, ts, hashes[j])
+
+    def _put_key(self, f: IndexFile, key: str, phy_offset: int, store_timestamp_ms: int,
+                 key_hash: Optional[int] = None) -> IndexFile:
         # At most one new file per key: a fresh file always has room.
         for _ in range(2):
-            if f.put_key(key, phy_offset, store_timestamp_ms):
+            if f.put_key(key, phy_offset, store_timestamp_ms, key_hash):
                 return f
             f = self.get_and_create_last_index_file()
         raise CorruptRecordError("a fresh IndexFile refused a key (maxIndexNum < 2?)", file=f.path, offset=0)

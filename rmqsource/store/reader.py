@@ -29,7 +29,6 @@ from ..format.msgid import decode_offset_msg_id
 from ..format.properties import split_keys
 from ..format.record import Kind, MessageRecord
 from ..format.tagscode import consume_queue_tags_code
-from ..io.segments import list_segments
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue

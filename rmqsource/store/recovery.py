@@ -156,7 +156,14 @@ def recover_store(root: str | os.PathLike, config: Optional[StoreConfig] = None,
         # Catch-up dispatch (reput): from where the ConsumeQueues end to the CommitLog end.
         commitlog = CommitLog(layout)
         try:
-            resume = max(dispatcher.max_physic_offset(), commitlog.min_offset)
+            resume = dispatcher.max_physic_offset()
+            index = dispatcher.index_service
+            if index is not None:
+                # IndexFiles may lag the ConsumeQueues (deleted after a crash): catch them up too;
+                # already-present units and entries are skipped by dispatch's duplicate rules.
+                last = index.last_file
+                resume = min(resume, last.header.end_phy_offset if last is not None else 0)
+            resume = max(resume, commitlog.min_offset)
             if commitlog.segments and resume < end:
                 redispatched_from = resume if redispatched_from is None else min(redispatched_from, resume)
                 dispatcher.dispatch_from_commitlog(commitlog, resume, end_offset=end)

@@ -29,7 +29,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from .. import limits
 from ..errors import OptionError, StoreError
-from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
+from ..format.checkpoint import Checkpoint
+from ..format.javahash import tags_code as _tags_code
 from ..format.msgid import create_offset_msg_id, parse_host
 from ..format.properties import (CRC32, DELAY, KEYS, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, REAL_QID,
                                  REAL_TOPIC, TAGS, UNIQ_KEY, parse_properties)
@@ -40,11 +41,12 @@ from ..io.durable import fsync_dir, write_file_atomically
 from ..io.lock import StoreLock
 from ..io.segments import list_segments, offset_to_file_name
 from ..names import RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
-from .commitlog import CommitLog
 from .config import FlushDiskType, StoreConfig
-from .dispatch import Dispatcher, DispatchRequest, compute_tags_code, java_parse_int
+from ..format.tagscode import java_parse_int
+from .dispatch import Dispatcher, DispatchRequest, compute_tags_code
 from .index_service import IndexService
 from .layout import StoreLayout
+from .recovery import recover_store
 
 __all__ = [
     "AppendMessageResult", "AppendMessageStatus", "Message", "MessageExtBrokerInner",
@@ -128,12 +130,21 @@ Message = MessageExtBrokerInner
 
 @dataclass(frozen=True, slots=True)
 class AppendMessageResult:
+    """Where a record went.  ``msg_id`` (offset msgId) is derived on access, not per put."""
+
     status: AppendMessageStatus
     wrote_offset: int = 0
     wrote_bytes: int = 0
-    msg_id: str = ""
+    store_addr: bytes = b""
     store_timestamp_ms: int = 0
     logics_offset: int = 0
+    store_port: int = 0
+
+    @property
+    def msg_id(self) -> str:
+        if self.status is not AppendMessageStatus.PUT_OK:
+            return ""
+        return create_offset_msg_id(self.store_addr, self.store_port, self.wrote_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,8 +354,6 @@ class MessageStoreWriter:
                                               c.max_index_num, max_msgs_num_batch=c.max_msgs_num_batch,
                                               clock_ms=self._clock_ms,
                                               on_full_file_flushed=self._on_index_full)
-            if self.abort_existed:
-                self.index_service.delete_files_after(self._checkpoint.index_msg_timestamp_ms)
         self.dispatcher = Dispatcher(self.root, cq_file_size=c.mapped_file_size_consume_queue_bytes,
                                      delay_levels_ms=self._delay_levels, index_service=self.index_service)
         self._segments: list[_Segment] = []
@@ -361,42 +370,23 @@ class MessageStoreWriter:
         self._writable = True
 
     def _recover(self) -> None:
-        """Find the CommitLog's valid end, drop what lies after it, catch up dispatch (spec §7.3)."""
+        """Repair the store in place (recovery.py), then reopen its segments for appending."""
+        z = self.segment_size
+        for d in self.commitlog_dirs:
+            for s in list_segments(d):
+                if s.size_bytes != z:
+                    raise StoreError(f"CommitLog segment {s.path} is {s.size_bytes} bytes; "
+                                     f"mappedFileSizeCommitLog is {z}")
+        report = recover_store(self.root, self.config, dispatcher=self.dispatcher)
+        end = report.commit_log_max_offset
         segs = []
         for d in self.commitlog_dirs:
             segs.extend(list_segments(d))
         segs.sort(key=lambda s: s.start_offset)
         if not segs:
-            if self.abort_existed:
-                self.dispatcher.truncate_dirty(0)
             self._next_start = 0
             return
-        z = self.segment_size
         for s in segs:
-            if s.size_bytes != z:
-                raise StoreError(f"CommitLog segment {s.path} is {s.size_bytes} bytes; "
-                                 f"mappedFileSizeCommitLog is {z}")
-        commitlog = CommitLog(self.layout, z)
-        try:
-            if self.abort_existed:
-                start_index = commitlog.abnormal_recovery_start_index(self._checkpoint.min_timestamp_ms())
-            else:
-                start_index = max(0, len(segs) - 3)
-            end = commitlog.find_valid_end(start_index, check_crc=self.config.check_crc_on_recover)
-            recovery_start = segs[start_index].start_offset
-        finally:
-            commitlog.close()
-        # Segments wholly after the end go (the pre-allocated one among them).
-        keep = []
-        for s in segs:
-            if s.start_offset > end:
-                os.unlink(s.path)
-            else:
-                keep.append(s)
-        if self.abort_existed:
-            self._zero_tail(keep, end)
-            self.dispatcher.truncate_dirty(end)
-        for s in keep:
             fd = os.open(s.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
             wrote = min(max(end - s.start_offset, 0), z)
             self._segments.append(_Segment(s.start_offset, s.path, fd, wrote))
@@ -404,42 +394,6 @@ class MessageStoreWriter:
         if last.start <= end < last.start + z:
             self._current = last
         self._next_start = last.start + z
-        # Catch up dispatch from what the ConsumeQueues / IndexFiles already hold.
-        reput_from = self.dispatcher.max_physic_offset()
-        if self.abort_existed:
-            reput_from = min(reput_from, recovery_start)
-        if self.index_service is not None:
-            f = self.index_service.last_file
-            reput_from = min(reput_from, f.header.end_phy_offset if f is not None else 0)
-        reput_from = max(reput_from, self._segments[0].start)
-        if reput_from < end:
-            commitlog = CommitLog(self.layout, z)
-            try:
-                self.dispatcher.dispatch_from_commitlog(commitlog, reput_from, end)
-            finally:
-                commitlog.close()
-
-    def _zero_tail(self, keep, end: int) -> None:
-        """Zero stale bytes after the valid end (the broker leaves them; readers could misparse them)."""
-        z = self.segment_size
-        for s in keep:
-            if s.start_offset <= end < s.start_offset + z:
-                start = s.start_offset
-                fd = os.open(s.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
-                try:
-                    pos = end - start
-                    chunk = 1 << 20
-                    for _ in range(z // chunk + 2):
-                        if pos >= z:
-                            break
-                        n = min(chunk, z - pos)
-                        data = os.pread(fd, n, pos)
-                        if data.count(0) != len(data):
-                            _pwrite_all(fd, bytes(len(data)), pos)
-                        pos += n
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
 
     # -- segments -----------------------------------------------------------------
     def _dir_for(self, start: int) -> str:
@@ -491,7 +445,7 @@ class MessageStoreWriter:
               reason: str = "") -> PutMessageResult:
         topic = m.topic if isinstance(getattr(m, "topic", None), str) else ""
         qid = m.queue_id if isinstance(getattr(m, "queue_id", None), int) else -1
-        return PutMessageResult(status, AppendMessageResult(append) if append else None, topic, qid,
+        return PutMessageResult(status, AppendMessageResult(append, -1, 0, b"", 0, -1) if append else None, topic, qid,
                                 getattr(m, "sys_flag", 0) if isinstance(getattr(m, "sys_flag", 0), int) else 0,
                                 reason)
 
@@ -757,8 +711,8 @@ class MessageStoreWriter:
         reqs = []
         for (i, p, qo, phy, ts) in items:
             results[i] = PutMessageResult(
-                status, AppendMessageResult(AppendMessageStatus.PUT_OK, phy, p.size,
-                                            create_offset_msg_id(p.store_addr, p.store_port, phy), ts, qo),
+                status, AppendMessageResult(AppendMessageStatus.PUT_OK, phy, p.size, p.store_addr, ts, qo,
+                                            p.store_port),
                 p.topic, p.queue_id, p.sys_flag)
             if p.delay is not None:
                 tags_code = compute_tags_code(p.topic, {"TAGS": p.tags, "DELAY": p.delay}
@@ -897,8 +851,6 @@ class MessageStoreWriter:
         self.close()
 
 
-from ..format.javahash import tags_code as _tags_code  # noqa: E402  (kept near its only use)
-
 
 def open_writer(root: str | os.PathLike, config_path: Optional[str | os.PathLike] = None,
                 overrides: Optional[Mapping[str, Any]] = None, **kwargs) -> MessageStoreWriter:
@@ -922,5 +874,3 @@ def put_all(writer: MessageStoreWriter, msgs: Iterable[MessageExtBrokerInner],
         out.extend(writer.put_messages(batch))
     return out
 
-
-_ = (CHECKPOINT_FILE_SIZE,)

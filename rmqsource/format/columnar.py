@@ -1,0 +1,646 @@
+"""Vectorized decoding of many CommitLog records into Arrow arrays (no Spark import).
+
+Everything here works on one bytes-like buffer holding whole records and a
+numpy array of record start positions inside it (ascending, non-overlapping).
+Fixed-offset header fields are gathered with numpy fancy indexing; variable
+fields (body, topic, property keys/values) become Arrow binary/string arrays
+built from offsets into the buffer with a single C++ ``take`` (no per-row
+Python objects).  Properties are split with numpy on the 0x01/0x02 separator
+bytes (safe on UTF-8: those bytes never occur inside a multi-byte sequence),
+following RocketMQ's parser (spec §2.8): empty keys/values and segments
+without 0x01 are dropped, and a later duplicate key wins.
+
+Main entry points:
+
+* :func:`walk_chain` - follow the totalSize chain of a CommitLog chunk and
+  return record positions (the only per-record Python loop; it touches 8
+  bytes per record).
+* :func:`decode_headers` - every fixed field of N records, validated the way
+  ``decode_record`` validates (totalSize = sum of the lengths ...).
+* :func:`build_columns` - Arrow arrays for the requested output columns.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import limits
+from ..errors import CorruptRecordError, DecompressionError
+from .compression import inflate_body
+from .record import (BLANK_MAGIC, BORNHOST_V6_FLAG, COMPRESSED_FLAG, MAGIC_V1, MAGIC_V2, STOREHOST_V6_FLAG,
+                     TRANSACTION_MASK)
+
+Locator = Callable[[int], tuple[str, int]]   # buffer position -> (file, offset in file)
+
+_SIZE_MAGIC = struct.Struct(">ii")
+
+# walk_chain stop reasons
+STOP_LIMIT = "LIMIT"          # reached ``limit`` exactly (or the record count cap)
+STOP_BLANK = "BLANK"          # end-of-segment blank record at stop position
+STOP_END = "END"              # zeros / unknown magic at stop position (no record starts here)
+STOP_SHORT = "SHORT"          # the next record runs past the end of the buffer (read more)
+STOP_CORRUPT = "CORRUPT"      # a record magic with an impossible totalSize
+
+
+@dataclass(frozen=True)
+class ChainStop:
+    position: int
+    reason: str
+    detail: str = ""
+    total_size: int = 0
+
+
+def walk_chain(buf, start: int, limit: int, *, segment_remaining: Optional[int] = None,
+               max_records: Optional[int] = None,
+               max_record_bytes: int = limits.MAX_RECORD_BYTES_READ) -> tuple[np.ndarray, ChainStop]:
+    """Positions of consecutive records in ``buf[start:limit]``.
+
+    ``limit`` is where this walk must stop (a split point or the end of the
+    buffer); ``segment_remaining`` is how many bytes of the segment remain from
+    ``buf[start]`` on (for the totalSize bound; default: the buffer).
+    A record that starts before ``limit`` but runs past the end of ``buf`` stops
+    the walk with STOP_SHORT so the caller can read further.
+    """
+    unpack = _SIZE_MAGIC.unpack_from
+    n_buf = len(buf)
+    seg_end = start + segment_remaining if segment_remaining is not None else n_buf
+    out = []
+    append = out.append
+    pos = start
+    cap = max_records if max_records is not None else -1
+    while pos < limit:
+        if len(out) == cap:
+            return np.array(out, dtype=np.int64), ChainStop(pos, STOP_LIMIT)
+        if pos + 8 > n_buf:
+            if pos + 8 > seg_end:
+                return np.array(out, dtype=np.int64), ChainStop(pos, STOP_END, "fewer than 8 bytes left in the segment")
+            return np.array(out, dtype=np.int64), ChainStop(pos, STOP_SHORT)
+        total, magic = unpack(buf, pos)
+        if magic != MAGIC_V1 and magic != MAGIC_V2:
+            if magic == BLANK_MAGIC:
+                return np.array(out, dtype=np.int64), ChainStop(pos, STOP_BLANK)
+            detail = "zero bytes" if (total == 0 and magic == 0) else f"unknown magic code 0x{magic & 0xFFFFFFFF:08X}"
+            return np.array(out, dtype=np.int64), ChainStop(pos, STOP_END, detail)
+        if total < limits.MIN_RECORD_BYTES or pos + total > seg_end or total > max_record_bytes:
+            return np.array(out, dtype=np.int64), ChainStop(
+                pos, STOP_CORRUPT, f"totalSize {total} outside [{limits.MIN_RECORD_BYTES}, "
+                                   f"{min(seg_end - pos, max_record_bytes)}]", total)
+        if pos + total > n_buf:
+            return np.array(out, dtype=np.int64), ChainStop(pos, STOP_SHORT, total_size=total)
+        append(pos)
+        pos += total
+    return np.array(out, dtype=np.int64), ChainStop(pos, STOP_LIMIT)
+
+
+# --------------------------------------------------------------------------- headers
+
+_AR = {w: np.arange(w, dtype=np.int64) for w in (1, 2, 4, 8)}
+
+
+def _gather(b: np.ndarray, idx: np.ndarray, width: int, dtype: str) -> np.ndarray:
+    """Big-endian integers of ``width`` bytes at positions ``idx`` of uint8 array ``b``."""
+    if len(idx) == 0:
+        return np.empty(0, dtype=np.dtype(dtype).newbyteorder("="))
+    g = b[idx[:, None] + _AR[width]]
+    return g.view(dtype).reshape(-1).astype(np.dtype(dtype).newbyteorder("="))
+
+
+@dataclass
+class Headers:
+    """Fixed fields and variable-field spans of N records (positions in the buffer)."""
+
+    pos: np.ndarray
+    total_size: np.ndarray
+    magic: np.ndarray
+    body_crc: np.ndarray
+    queue_id: np.ndarray
+    flag: np.ndarray
+    queue_offset: np.ndarray
+    phy_offset: np.ndarray
+    sys_flag: np.ndarray
+    born_ts: np.ndarray
+    born_host_pos: np.ndarray     # start of the born address
+    store_ts: np.ndarray
+    store_host_pos: np.ndarray
+    reconsume_times: np.ndarray
+    prepared_tx_offset: np.ndarray
+    body_pos: np.ndarray
+    body_len: np.ndarray
+    topic_pos: np.ndarray
+    topic_len: np.ndarray
+    props_pos: np.ndarray
+    props_len: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def take(self, rows: np.ndarray) -> "Headers":
+        return Headers(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
+
+
+def _fail(locate: Optional[Locator], pos: int, reason: str):
+    file, offset = locate(pos) if locate else ("<buffer>", pos)
+    raise CorruptRecordError(reason, file=file, offset=offset)
+
+
+def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = None,
+                   expected_sizes: Optional[np.ndarray] = None) -> Headers:
+    """Decode and validate the fixed part of the records at ``positions``.
+
+    Raises CorruptRecordError (file and offset via ``locate``) for the first
+    record whose lengths do not add up to its totalSize, exactly the checks of
+    :func:`rmqsource.format.record.decode_record` (CRC excluded).
+    ``expected_sizes`` (ConsumeQueue sizes) must equal the totalSize fields.
+    """
+    b = np.frombuffer(buf, dtype=np.uint8)
+    pos = np.asarray(positions, dtype=np.int64)
+    n = len(pos)
+    nb = len(b)
+    if n and (pos[0] < 0 or pos[-1] + 8 > nb):
+        _fail(locate, int(pos[-1] if pos[-1] + 8 > nb else pos[0]), "record header outside the buffer")
+    total = _gather(b, pos, 4, ">i4").astype(np.int64)
+    magic = _gather(b, pos, 4, ">i4") if n == 0 else _gather(b, pos + 4, 4, ">i4")
+    bad = (magic != MAGIC_V1) & (magic != MAGIC_V2)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        m = int(magic[i]) & 0xFFFFFFFF
+        _fail(locate, int(pos[i]), f"no message record here: magic code 0x{m:08X}")
+    end = pos + total
+    bad = (total < limits.MIN_RECORD_BYTES) | (end > nb)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        _fail(locate, int(pos[i]), f"totalSize {int(total[i])} outside [{limits.MIN_RECORD_BYTES}, {nb - int(pos[i])}]")
+    if expected_sizes is not None:
+        bad = total != np.asarray(expected_sizes, dtype=np.int64)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            _fail(locate, int(pos[i]), f"ConsumeQueue says {int(expected_sizes[i])} bytes but the record's "
+                                       f"totalSize is {int(total[i])}")
+    # Everything up to bornTimestamp (48 bytes) lies inside any record >= 91 bytes.
+    body_crc = _gather(b, pos + 8, 4, ">i4")
+    queue_id = _gather(b, pos + 12, 4, ">i4")
+    flag = _gather(b, pos + 16, 4, ">i4")
+    queue_offset = _gather(b, pos + 20, 8, ">i8")
+    phy_offset = _gather(b, pos + 28, 8, ">i8")
+    sys_flag = _gather(b, pos + 36, 4, ">i4")
+    born_ts = _gather(b, pos + 40, 8, ">i8")
+    born_len = np.where(sys_flag & BORNHOST_V6_FLAG, 20, 8).astype(np.int64)
+    store_len = np.where(sys_flag & STOREHOST_V6_FLAG, 20, 8).astype(np.int64)
+    born_host_pos = pos + 48
+    store_ts_pos = born_host_pos + born_len
+    store_host_pos = store_ts_pos + 8
+    tail = store_host_pos + store_len            # reconsumeTimes
+    body_pos = tail + 16
+    v2 = magic == MAGIC_V2
+    tlen_width = np.where(v2, 2, 1)
+    # Fixed part incl. topic length and properties length must fit (IPv6 hosts add 24 bytes).
+    bad = body_pos + tlen_width + 2 > end
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        _fail(locate, int(pos[i]), f"totalSize {int(total[i])} is smaller than the fixed fields")
+    store_ts = _gather(b, store_ts_pos, 8, ">i8")
+    reconsume = _gather(b, tail, 4, ">i4")
+    prepared = _gather(b, tail + 4, 8, ">i8")
+    body_len = _gather(b, tail + 12, 4, ">i4").astype(np.int64)
+    bad = (body_len < 0) | (body_pos + body_len + tlen_width > end)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        _fail(locate, int(pos[i]), f"body length {int(body_len[i])} runs past the record end")
+    tl_pos = body_pos + body_len
+    topic_len = np.empty(n, dtype=np.int64)
+    if n:
+        if v2.any():
+            topic_len[v2] = _gather(b, tl_pos[v2], 2, ">i2")
+        v1 = ~v2
+        if v1.any():
+            topic_len[v1] = _gather(b, tl_pos[v1], 1, "i1")
+    topic_pos = tl_pos + tlen_width
+    bad = (topic_len < 0) | (topic_pos + topic_len + 2 > end)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        _fail(locate, int(pos[i]), f"topic length {int(topic_len[i])} runs past the record end")
+    pl_pos = topic_pos + topic_len
+    props_len = _gather(b, pl_pos, 2, ">i2").astype(np.int64)
+    props_pos = pl_pos + 2
+    bad = (props_len < 0) | (props_pos + props_len != end)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        if props_len[i] < 0 or props_pos[i] + props_len[i] > end[i]:
+            _fail(locate, int(pos[i]), f"properties length {int(props_len[i])} runs past the record end")
+        _fail(locate, int(pos[i]), f"totalSize {int(total[i])} but fields add up to "
+                                   f"{int(props_pos[i] + props_len[i] - pos[i])}")
+    return Headers(pos=pos, total_size=total, magic=magic, body_crc=body_crc, queue_id=queue_id, flag=flag,
+                   queue_offset=queue_offset, phy_offset=phy_offset, sys_flag=sys_flag, born_ts=born_ts,
+                   born_host_pos=born_host_pos, store_ts=store_ts, store_host_pos=store_host_pos,
+                   reconsume_times=reconsume, prepared_tx_offset=prepared, body_pos=body_pos, body_len=body_len,
+                   topic_pos=topic_pos, topic_len=topic_len, props_pos=props_pos, props_len=props_len)
+
+
+# --------------------------------------------------------------------------- variable fields
+
+def spans_binary(data, starts: np.ndarray, lengths: np.ndarray, arrow_type=pa.binary()) -> pa.Array:
+    """Arrow array of ``data[starts[i]:starts[i]+lengths[i]]`` (spans ascending, disjoint).
+
+    Builds one array over ``data`` whose offsets alternate span/gap and lets
+    Arrow's C++ ``take`` copy the spans into a fresh contiguous array.
+    """
+    n = len(starts)
+    if n == 0:
+        return pa.array([], type=arrow_type)
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = starts + np.asarray(lengths, dtype=np.int64)
+    offsets = np.empty(2 * n, dtype=np.int64)
+    offsets[0::2] = starts
+    offsets[1::2] = ends
+    base = int(offsets[0])
+    top = int(offsets[-1])
+    if top - base >= 2 ** 31 - 1:
+        raise ValueError("spans cover more than 2 GiB")
+    buf = pa.py_buffer(data) if not isinstance(data, pa.Buffer) else data
+    if base:
+        buf = buf.slice(base, top - base)
+    rel = (offsets - base).astype(np.int32)
+    interleaved = pa.Array.from_buffers(pa.binary(), 2 * n - 1, [None, pa.py_buffer(rel), buf])
+    out = interleaved.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
+    if arrow_type != pa.binary():
+        out = out.cast(arrow_type)
+    return out
+
+
+def binary_to_string(arr: pa.Array) -> pa.Array:
+    """Cast binary to string; invalid UTF-8 is replaced with U+FFFD as Java does."""
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()],
+                        type=pa.string())
+
+
+def split_spans(seps: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """Cut spans [starts[i], ends[i]) at separator positions ``seps`` (sorted, all inside spans).
+
+    Returns (token_starts, token_ends, token_span) of the NON-EMPTY tokens.
+    Spans must be ascending and disjoint.
+    """
+    t_start = np.sort(np.concatenate([starts, seps + 1]))
+    t_end = np.sort(np.concatenate([seps, ends]))
+    keep = t_end > t_start
+    t_start = t_start[keep]
+    t_end = t_end[keep]
+    span = np.searchsorted(starts, t_start, side="right") - 1
+    return t_start, t_end, span
+
+
+def seps_inside(seps: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The separator positions that fall inside one of the spans."""
+    if len(seps) == 0 or len(starts) == 0:
+        return seps[:0]
+    i = np.searchsorted(starts, seps, side="right") - 1
+    ok = i >= 0
+    ok[ok] = seps[ok] < ends[i[ok]]
+    return seps[ok]
+
+
+@dataclass
+class PropertyColumns:
+    """Parsed properties of N records: entries grouped by row (RocketMQ parse rules)."""
+
+    offsets: np.ndarray          # int32, n + 1: row r has entries offsets[r]:offsets[r+1]
+    keys: pa.Array               # string
+    values: pa.Array             # string
+    entry_row: np.ndarray
+    data: np.ndarray             # the concatenated properties bytes
+    value_start: np.ndarray      # span of each value in ``data``
+    value_end: np.ndarray
+    key_index: dict              # key -> dictionary index
+    key_codes: np.ndarray        # dictionary index of each entry's key
+
+    def value_index(self, name: str) -> np.ndarray:
+        """Per row: entry index holding ``name``, -1 when the row has none."""
+        n = len(self.offsets) - 1
+        out = np.full(n, -1, dtype=np.int64)
+        code = self.key_index.get(name)
+        if code is None:
+            return out
+        idx = np.flatnonzero(self.key_codes == code)
+        out[self.entry_row[idx]] = idx
+        return out
+
+    def map_array(self, map_type: pa.DataType) -> pa.Array:
+        return pa.MapArray.from_arrays(pa.array(self.offsets, type=pa.int32()), self.keys, self.values,
+                                       type=map_type)
+
+
+def parse_properties_columns(buf, h: Headers) -> PropertyColumns:
+    n = len(h)
+    props = spans_binary(buf, h.props_pos, h.props_len)
+    bufs = props.buffers()
+    po = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1).astype(np.int64) if n else np.zeros(1, np.int64)
+    po = po - po[0]
+    data_buf = bufs[2] if n else pa.py_buffer(b"")
+    if n and props.offset:
+        raise AssertionError("unexpected sliced array")
+    data = np.frombuffer(data_buf, dtype=np.uint8, count=int(po[-1])) if n else np.empty(0, np.uint8)
+    row_starts, row_ends = po[:-1], po[1:]
+    sep2 = np.flatnonzero(data == 2)
+    s, e, row = split_spans(sep2, row_starts, row_ends)
+    sep1 = np.flatnonzero(data == 1)
+    if len(sep1):
+        j = np.searchsorted(sep1, s)
+        k = np.where(j < len(sep1), sep1[np.minimum(j, len(sep1) - 1)], np.iinfo(np.int64).max)
+    else:
+        k = np.full(len(s), np.iinfo(np.int64).max, dtype=np.int64)
+    valid = (s < k) & (k < e - 1)
+    s, k, e, row = s[valid], k[valid], e[valid], row[valid]
+    m = len(s)
+    # keys and values in one pass: offsets s,k,k+1,e per entry -> values key, sep, value, gap
+    if m:
+        off = np.empty(4 * m, dtype=np.int64)
+        off[0::4] = s
+        off[1::4] = k
+        off[2::4] = k + 1
+        off[3::4] = e
+        base = int(off[0])
+        rel = (off - base).astype(np.int32)
+        inter = pa.Array.from_buffers(pa.binary(), 4 * m - 1,
+                                      [None, pa.py_buffer(rel), data_buf.slice(base, int(off[-1]) - base)])
+        keys_b = inter.take(pa.array(np.arange(0, 4 * m, 4, dtype=np.int32)))
+        vals_b = inter.take(pa.array(np.arange(2, 4 * m, 4, dtype=np.int32)))
+        keys = binary_to_string(keys_b)
+        values = binary_to_string(vals_b)
+        enc = keys.dictionary_encode()
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        names = enc.dictionary.to_pylist()
+        # Duplicate keys in a row: the later one wins (RocketMQ's HashMap.put).
+        counts = np.bincount(row, minlength=n)
+        nonempty = np.flatnonzero(counts)
+        starts_e = np.concatenate([[0], np.cumsum(counts)])[:-1]
+        bits = np.left_shift(np.uint64(1), (codes % 64).astype(np.uint64))
+        orv = np.bitwise_or.reduceat(bits, starts_e[nonempty]) if len(nonempty) else np.empty(0, np.uint64)
+        suspect = nonempty[np.bitwise_count(orv) != counts[nonempty]]
+        if len(suspect):
+            keep = np.ones(m, dtype=bool)
+            for r in suspect.tolist():
+                lo, hi = int(starts_e[r]), int(starts_e[r] + counts[r])
+                seen = set()
+                for ei in range(hi - 1, lo - 1, -1):
+                    c = int(codes[ei])
+                    if c in seen:
+                        keep[ei] = False
+                    else:
+                        seen.add(c)
+            if not keep.all():
+                sel = np.flatnonzero(keep)
+                keys = keys.take(pa.array(sel))
+                values = values.take(pa.array(sel))
+                codes = codes[sel]
+                row = row[sel]
+                k, e = k[sel], e[sel]
+        key_index = {name: i for i, name in enumerate(names)}
+    else:
+        keys = pa.array([], type=pa.string())
+        values = pa.array([], type=pa.string())
+        codes = np.empty(0, np.int64)
+        key_index = {}
+    counts = np.bincount(row, minlength=n) if n else np.zeros(0, np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return PropertyColumns(offsets=offsets, keys=keys, values=values, entry_row=row, data=data,
+                           value_start=k + 1, value_end=e, key_index=key_index, key_codes=codes)
+
+
+def take_values(values: pa.Array, idx: np.ndarray) -> pa.Array:
+    """``values[idx[r]]`` per row, null where idx is -1."""
+    mask = idx < 0
+    if mask.all():
+        return pa.nulls(len(idx), type=values.type)
+    return values.take(pa.array(np.where(mask, 0, idx), mask=mask))
+
+
+def split_keys_column(pc_: PropertyColumns, keys_idx: np.ndarray) -> pa.Array:
+    """``list<string>`` of KEYS split on single spaces, empty items dropped; null when no KEYS."""
+    n = len(keys_idx)
+    has = keys_idx >= 0
+    rows = np.flatnonzero(has)
+    starts = pc_.value_start[keys_idx[rows]]
+    ends = pc_.value_end[keys_idx[rows]]
+    spaces = seps_inside(np.flatnonzero(pc_.data == 0x20), starts, ends)
+    ts, te, span = split_spans(spaces, starts, ends)
+    items = binary_to_string(spans_binary(pc_.data, ts, te - ts)) if len(ts) else pa.array([], type=pa.string())
+    per_row = np.zeros(n, dtype=np.int64)
+    if len(span):
+        np.add.at(per_row, rows[span], 1)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(per_row, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), items,
+                                    type=pa.list_(pa.field("element", pa.string(), True)),
+                                    mask=pa.array(~has))
+
+
+# --------------------------------------------------------------------------- hosts, msgId
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+_HEX2 = np.stack([_HEX[np.arange(256) >> 4], _HEX[np.arange(256) & 15]], axis=1)   # (256, 2)
+
+
+def _host_bytes(b: np.ndarray, host_pos: np.ndarray, v6: np.ndarray) -> np.ndarray:
+    """(n, 21) uint8: [v6 flag, 16 address bytes (IPv4 left-aligned), 4 port bytes]."""
+    n = len(host_pos)
+    out = np.zeros((n, 21), dtype=np.uint8)
+    if n == 0:
+        return out
+    width = np.where(v6, 20, 8)
+    col = np.arange(20)
+    idx = host_pos[:, None] + np.minimum(col[None, :], width[:, None] - 1)
+    g = b[idx]
+    out[:, 0] = v6
+    # IPv6: 16 address + 4 port; IPv4: 4 address (cols 1-4) + port at 17-20.
+    out[v6, 1:21] = g[v6]
+    v4 = ~v6
+    out[v4, 1:5] = g[v4, 0:4]
+    out[v4, 17:21] = g[v4, 4:8]
+    return out
+
+
+def _format_host(key: bytes) -> str:
+    port = int.from_bytes(key[17:21], "big", signed=True)
+    if key[0]:
+        groups = struct.unpack(">8H", key[1:17])
+        return "[" + ":".join(f"{g:x}" for g in groups) + f"]:{port}"
+    a = key[1:5]
+    return f"{a[0]}.{a[1]}.{a[2]}.{a[3]}:{port}"
+
+
+def host_strings(b: np.ndarray, host_pos: np.ndarray, v6: np.ndarray) -> pa.Array:
+    """``a.b.c.d:port`` / ``[x:x:...]:port`` (Java's uncompressed IPv6 form) per row."""
+    n = len(host_pos)
+    if n == 0:
+        return pa.array([], type=pa.string())
+    hb = _host_bytes(b, host_pos, v6)
+    if not v6.any():
+        key = (hb[:, 1:5].copy().view(">u4").reshape(-1).astype(np.int64) << 32) | \
+            hb[:, 17:21].copy().view(">u4").reshape(-1).astype(np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        first = np.zeros(len(uniq), dtype=np.int64)
+        first[inv[::-1]] = np.arange(n - 1, -1, -1)
+    else:
+        voids = np.ascontiguousarray(hb).view(np.dtype((np.void, 21))).reshape(-1)
+        uniq, first, inv = np.unique(voids, return_index=True, return_inverse=True)
+    names = pa.array([_format_host(hb[i].tobytes()) for i in first.tolist()], type=pa.string())
+    return names.take(pa.array(inv.reshape(-1).astype(np.int32)))
+
+
+def msg_id_strings(b: np.ndarray, h: Headers, store_v6: np.ndarray) -> pa.Array:
+    """Offset msgId: hex(storeIP + port + stored physical offset), 32 or 56 upper-case chars."""
+    n = len(h)
+    if n == 0:
+        return pa.array([], type=pa.string())
+    width = np.where(store_v6, 28, 16)
+    host_w = width - 8
+    col = np.arange(28)[None, :]
+    idx = np.where(col < host_w[:, None], h.store_host_pos[:, None] + col,
+                   h.pos[:, None] + 28 + np.minimum(col - host_w[:, None], 7))
+    raw = b[idx]                                    # (n, 28)
+    hexed = _HEX2[raw].reshape(n, 56)               # (n, 56)
+    if not store_v6.any():
+        data = np.ascontiguousarray(hexed[:, :32]).reshape(-1)
+        offsets = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
+    else:
+        mask = np.arange(56)[None, :] < (2 * width)[:, None]
+        data = hexed[mask]
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(2 * width, out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+_TX_NAMES = pa.array(["NOT_TYPE", "PREPARED_TYPE", "COMMIT_TYPE", "ROLLBACK_TYPE"], type=pa.string())
+
+
+def transaction_type_strings(sys_flag: np.ndarray) -> pa.Array:
+    return _TX_NAMES.take(pa.array(((sys_flag & TRANSACTION_MASK) >> 2).astype(np.int32)))
+
+
+def timestamps_us(ms: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), len(ms),
+                                 [None, pa.py_buffer(np.ascontiguousarray(ms, dtype=np.int64) * 1000)])
+
+
+def constant_string(value: str, n: int) -> pa.Array:
+    return pa.array([value], type=pa.string()).take(pa.array(np.zeros(n, dtype=np.int32)))
+
+
+def int_array(values: np.ndarray, arrow_type) -> pa.Array:
+    return pa.array(np.ascontiguousarray(values).astype(arrow_type.to_pandas_dtype(), copy=False), type=arrow_type)
+
+
+# --------------------------------------------------------------------------- bodies
+
+def body_array(buf, h: Headers, *, decompress: bool = False, max_inflated: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES,
+               locate: Optional[Locator] = None) -> pa.Array:
+    arr = spans_binary(buf, h.body_pos, h.body_len)
+    if decompress:
+        comp = np.flatnonzero(h.sys_flag & COMPRESSED_FLAG)
+        if len(comp):
+            new = []
+            for i in comp.tolist():
+                file, off = locate(int(h.pos[i])) if locate else (None, int(h.pos[i]))
+                new.append(inflate_body(arr[i].as_py(), int(h.sys_flag[i]), max_bytes=max_inflated,
+                                        file=file, offset=off))
+            mask = np.zeros(len(h), dtype=bool)
+            mask[comp] = True
+            arr = pc.replace_with_mask(arr, pa.array(mask), pa.array(new, type=pa.binary()))
+    return arr
+
+
+# --------------------------------------------------------------------------- full batch
+
+def needs_properties(columns: Iterable[str]) -> bool:
+    return bool({"properties", "tags", "keys", "uniqKey"} & set(columns))
+
+
+def build_columns(buf, h: Headers, columns: Sequence[str], *, tags_code: Optional[np.ndarray] = None,
+                  tags_code_valid: Optional[np.ndarray] = None, broker: str = "", store_path: str = "",
+                  decompress: bool = False, max_inflated: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES,
+                  locate: Optional[Locator] = None, map_type: Optional[pa.DataType] = None,
+                  props: Optional[PropertyColumns] = None) -> dict[str, pa.Array]:
+    """Arrow arrays of the requested output columns for records ``h`` in ``buf``."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    n = len(h)
+    cols = set(columns)
+    out: dict[str, pa.Array] = {}
+    if props is None and needs_properties(cols):
+        props = parse_properties_columns(buf, h)
+    if "topic" in cols:
+        out["topic"] = binary_to_string(spans_binary(buf, h.topic_pos, h.topic_len))
+    if "queueId" in cols:
+        out["queueId"] = pa.array(h.queue_id, type=pa.int32())
+    if "queueOffset" in cols:
+        out["queueOffset"] = pa.array(h.queue_offset, type=pa.int64())
+    if "commitLogOffset" in cols:
+        out["commitLogOffset"] = pa.array(h.phy_offset, type=pa.int64())
+    store_v6 = (h.sys_flag & STOREHOST_V6_FLAG) != 0
+    if "msgId" in cols:
+        out["msgId"] = msg_id_strings(b, h, store_v6)
+    if props is not None:
+        if "uniqKey" in cols:
+            out["uniqKey"] = take_values(props.values, props.value_index("UNIQ_KEY"))
+        if "tags" in cols:
+            out["tags"] = take_values(props.values, props.value_index("TAGS"))
+        if "keys" in cols:
+            out["keys"] = split_keys_column(props, props.value_index("KEYS"))
+        if "properties" in cols:
+            out["properties"] = props.map_array(map_type or pa.map_(pa.field("key", pa.string(), False),
+                                                                    pa.field("value", pa.string(), True)))
+    if "body" in cols:
+        out["body"] = body_array(buf, h, decompress=decompress, max_inflated=max_inflated, locate=locate)
+    if "bornTimestamp" in cols:
+        out["bornTimestamp"] = timestamps_us(h.born_ts)
+    if "storeTimestamp" in cols:
+        out["storeTimestamp"] = timestamps_us(h.store_ts)
+    if "bornHost" in cols:
+        out["bornHost"] = host_strings(b, h.born_host_pos, (h.sys_flag & BORNHOST_V6_FLAG) != 0)
+    if "storeHost" in cols:
+        out["storeHost"] = host_strings(b, h.store_host_pos, store_v6)
+    if "sysFlag" in cols:
+        out["sysFlag"] = pa.array(h.sys_flag, type=pa.int32())
+    if "flag" in cols:
+        out["flag"] = pa.array(h.flag, type=pa.int32())
+    if "reconsumeTimes" in cols:
+        out["reconsumeTimes"] = pa.array(h.reconsume_times, type=pa.int32())
+    if "bodyCRC" in cols:
+        out["bodyCRC"] = pa.array(h.body_crc, type=pa.int32())
+    if "preparedTransactionOffset" in cols:
+        out["preparedTransactionOffset"] = pa.array(h.prepared_tx_offset, type=pa.int64())
+    if "transactionType" in cols:
+        out["transactionType"] = transaction_type_strings(h.sys_flag)
+    if "storeSize" in cols:
+        out["storeSize"] = pa.array(h.total_size.astype(np.int32), type=pa.int32())
+    if "tagsCode" in cols:
+        if tags_code is None:
+            out["tagsCode"] = pa.nulls(n, type=pa.int64())
+        else:
+            mask = None if tags_code_valid is None else ~tags_code_valid
+            out["tagsCode"] = pa.array(np.asarray(tags_code, dtype=np.int64), type=pa.int64(),
+                                       mask=mask if mask is not None and mask.any() else None)
+    if "broker" in cols:
+        out["broker"] = constant_string(broker, n)
+    if "storePath" in cols:
+        out["storePath"] = constant_string(store_path, n)
+    return out
+
+
+def exact_tag_mask(props: PropertyColumns, tags: frozenset) -> np.ndarray:
+    """Rows whose TAGS property equals one of ``tags`` exactly."""
+    idx = props.value_index("TAGS")
+    n = len(idx)
+    if not tags:
+        return np.zeros(n, dtype=bool)
+    vals = take_values(props.values, idx)
+    return np.asarray(pc.fill_null(pc.is_in(vals, value_set=pa.array(sorted(tags), type=pa.string())), False)
+                      .to_numpy(zero_copy_only=False), dtype=bool)

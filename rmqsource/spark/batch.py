@@ -1,0 +1,456 @@
+"""Task side: read one partition into ``pyarrow.RecordBatch``es (no Spark import needed).
+
+Memory is bounded by ``batchSize`` rows and the CommitLog read chunk
+(CHUNK_BYTES, or one record when a single record is larger), whatever the
+segment size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import limits
+from ..errors import CorruptRecordError, DataLossError
+from ..format import columnar as col
+from ..format.consumequeue import PRE_BLANK_SIZE
+from ..format.javahash import java_string_hash
+from ..format.record import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ..format.tagscode import SCHEDULE_TOPIC
+from ..store.reader import MessageStoreReader
+from .options import ReadOptions
+from .planning import CommitLogRange, Lookup, QueueRange, RmqPartition, StoreRef
+from .pushdown import Pushed
+from .schema import MAP_TYPE, output_schema
+
+CHUNK_BYTES = 8 * 1024 * 1024        # CommitLog bytes read at a time by whole-store tasks
+COALESCE_GAP = 64 * 1024             # records closer than this are fetched with one read
+MAX_RUN_BYTES = 16 * 1024 * 1024
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    options: ReadOptions
+    pushed: Pushed
+    columns: tuple
+
+    @property
+    def tag_codes(self) -> Optional[np.ndarray]:
+        if self.pushed.tags is None:
+            return None
+        return np.array(sorted({java_string_hash(t) for t in self.pushed.tags}), dtype=np.int32)
+
+
+def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatch]:
+    reader = MessageStoreReader(part.store.root, part.store.config)
+    try:
+        if isinstance(part, CommitLogRange):
+            yield from _read_commitlog_range(spec, reader, part)
+        elif isinstance(part, QueueRange):
+            yield from _read_queue_range(spec, reader, part)
+        elif isinstance(part, Lookup):
+            yield from _read_lookup(spec, reader, part)
+        else:
+            raise TypeError(f"unknown partition {part!r}")
+    finally:
+        reader.close()
+
+
+# --------------------------------------------------------------------------- shared row logic
+
+class _Buffer:
+    """Bytes read from CommitLog segments, with a map back to (file, position) for errors."""
+
+    def __init__(self, data: bytes, buf_starts: list, seg_paths: list, seg_positions: list):
+        self.data = data
+        self._starts = np.asarray(buf_starts, dtype=np.int64)
+        self._paths = seg_paths
+        self._positions = seg_positions
+
+    def locate(self, pos: int) -> tuple[str, int]:
+        i = int(np.searchsorted(self._starts, pos, side="right") - 1)
+        i = max(i, 0)
+        return self._paths[i], self._positions[i] + (pos - int(self._starts[i]))
+
+
+def _row_mask(spec: ReadSpec, h: col.Headers, *, whole_store: bool) -> np.ndarray:
+    p = spec.pushed
+    m = np.ones(len(h), dtype=bool)
+    if whole_store and not spec.options.include_transactional:
+        tx = h.sys_flag & TRANSACTION_MASK
+        m &= (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
+    if p.queue_ids is not None:
+        m &= np.isin(h.queue_id, np.fromiter(p.queue_ids, dtype=np.int64))
+    for arr, (lo, hi) in ((h.queue_offset, p.queue_offset), (h.phy_offset, p.phy_offset), (h.store_ts, p.store_ts)):
+        if lo > _I64_MIN:
+            m &= arr >= lo
+        if hi < _I64_MAX:
+            m &= arr < hi
+    return m
+
+
+def _topics(buf, h: col.Headers) -> pa.Array:
+    return col.binary_to_string(col.spans_binary(buf, h.topic_pos, h.topic_len))
+
+
+def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows: np.ndarray,
+            tags_code: Optional[np.ndarray], tags_valid: Optional[np.ndarray],
+            topics: Optional[pa.Array] = None) -> Optional[pa.RecordBatch]:
+    """Exact string filters, then the output batch for ``rows`` of ``h``."""
+    p = spec.pushed
+    if len(rows) == 0:
+        return None
+    h = h.take(rows)
+    if tags_code is not None:
+        tags_code = tags_code[rows]
+        tags_valid = tags_valid[rows] if tags_valid is not None else None
+    if topics is not None:
+        topics = topics.take(pa.array(rows))
+    props = None
+    keep = np.ones(len(h), dtype=bool)
+    if p.topics is not None:
+        if topics is None:
+            topics = _topics(buf.data, h)
+        keep &= np.asarray(pc.is_in(topics, value_set=pa.array(sorted(p.topics), type=pa.string()))
+                           .to_numpy(zero_copy_only=False), dtype=bool)
+    if p.tags is not None or p.uniq_keys is not None or p.msg_ids is not None:
+        if p.tags is not None or p.uniq_keys is not None:
+            props = col.parse_properties_columns(buf.data, h)
+        if p.tags is not None:
+            keep &= col.exact_tag_mask(props, p.tags)
+        if p.uniq_keys is not None:
+            u = col.take_values(props.values, props.value_index("UNIQ_KEY"))
+            keep &= np.asarray(pc.fill_null(pc.is_in(u, value_set=pa.array(sorted(p.uniq_keys), type=pa.string())),
+                                            False).to_numpy(zero_copy_only=False), dtype=bool)
+        if p.msg_ids is not None:
+            b = np.frombuffer(buf.data, dtype=np.uint8)
+            ids = col.msg_id_strings(b, h, (h.sys_flag & 0x20) != 0)
+            keep &= np.asarray(pc.is_in(ids, value_set=pa.array(sorted(p.msg_ids), type=pa.string()))
+                               .to_numpy(zero_copy_only=False), dtype=bool)
+    if not keep.all():
+        sel = np.flatnonzero(keep)
+        if len(sel) == 0:
+            return None
+        h = h.take(sel)
+        if tags_code is not None:
+            tags_code = tags_code[sel]
+            tags_valid = tags_valid[sel] if tags_valid is not None else None
+        if topics is not None:
+            topics = topics.take(pa.array(sel))
+        props = None   # re-parse for the kept rows only
+    arrays = col.build_columns(buf.data, h, spec.columns, tags_code=tags_code, tags_code_valid=tags_valid,
+                               broker=store.broker, store_path=store.root, decompress=spec.options.decompress,
+                               max_inflated=spec.options.max_inflated_body_bytes, locate=buf.locate,
+                               map_type=MAP_TYPE, props=props)
+    if topics is not None and "topic" in spec.columns:
+        arrays["topic"] = topics
+    schema = output_schema(spec.columns)
+    return pa.RecordBatch.from_arrays([arrays[c] for c in spec.columns], schema=schema)
+
+
+def _cq_tags_codes(reader: MessageStoreReader, buf, h: col.Headers, rows: np.ndarray,
+                   topics: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """tagsCode of the ConsumeQueue unit at each record's (topic, queueId, queueOffset).
+
+    Valid only when that unit points back at the record (same phyOffset and size).
+    """
+    n = len(rows)
+    codes = np.zeros(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=bool)
+    if n == 0:
+        return codes, valid
+    tx = h.sys_flag[rows] & TRANSACTION_MASK
+    eligible = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
+    enc = topics.dictionary_encode()
+    tidx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    names = enc.dictionary.to_pylist()
+    qids = h.queue_id[rows].astype(np.int64)
+    qoff = h.queue_offset[rows]
+    phys = h.phy_offset[rows]
+    sizes = h.total_size[rows]
+    key = (tidx << 32) | (qids & 0xFFFFFFFF)
+    for k in np.unique(key[eligible]).tolist():
+        g = np.flatnonzero(eligible & (key == k))
+        topic = names[k >> 32]
+        q = reader.consume_queue(topic, int(qids[g[0]]))
+        if q is None:
+            continue
+        offs = qoff[g]
+        lo, hi = int(offs.min()), int(offs.max()) + 1
+        if lo < 0:
+            continue
+        if hi - lo <= 4 * len(g) + 4096:
+            units = q.read_units(lo, hi - lo)
+            rel = offs - lo
+            ok = rel < len(units)
+            gi, rel = g[ok], rel[ok]
+            u = units[rel]
+        else:   # scattered offsets: one unit at a time
+            pairs = [(i, q.read_units(int(o), 1)) for i, o in zip(g.tolist(), offs.tolist())]
+            pairs = [(i, u) for i, u in pairs if len(u)]
+            if not pairs:
+                continue
+            gi = np.array([i for i, _ in pairs], dtype=np.int64)
+            u = np.concatenate([u for _, u in pairs])
+        match = (u["phy_offset"].astype(np.int64) == phys[gi]) & (u["size"].astype(np.int64) == sizes[gi])
+        codes[gi[match]] = u["tags_code"][match].astype(np.int64)
+        valid[gi[match]] = True
+    return codes, valid
+
+
+def _tag_code_mask(codes: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """RocketMQ's store-level check: tagsCode.intValue() among the tag hashes."""
+    return np.isin(codes.astype(np.int64).astype(np.int32), wanted)
+
+
+# --------------------------------------------------------------------------- whole store
+
+def _read_commitlog_range(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRange):
+    cl = reader.commitlog
+    seg = cl.reader.find(part.start)
+    if seg is None:
+        raise DataLossError(f"CommitLog segment for offset {part.start} of {part.store.root} is gone "
+                            f"(deleted while the query ran?)")
+    seg_len = part.segment_end - part.segment_start
+    pos = part.start - seg.start_offset
+    end = part.end - seg.start_offset
+    batch = spec.options.batch_size
+    tag_codes = spec.tag_codes
+    cq_needed = "tagsCode" in spec.columns or tag_codes is not None
+    first = True
+    read_size = CHUNK_BYTES
+    while pos < end:
+        data = cl.reader.pread(seg, pos, min(max(read_size, 8), end - pos))
+        read_size = CHUNK_BYTES
+        if len(data) < min(8, end - pos):
+            raise CorruptRecordError(f"file ends at position {pos + len(data)} before the valid CommitLog end "
+                                     f"{part.end}", file=seg.path, offset=pos + len(data))
+        positions, stop = col.walk_chain(data, 0, len(data), segment_remaining=seg_len - pos, max_records=batch)
+        if len(positions):
+            buf = _Buffer(data, [0], [seg.path], [pos])
+            h = col.decode_headers(data, positions, locate=buf.locate)
+            if first:
+                if int(h.phy_offset[0]) != part.start:
+                    raise CorruptRecordError(f"no record starts at CommitLog offset {part.start} (the record "
+                                             f"here says PHYSICALOFFSET {int(h.phy_offset[0])})",
+                                             file=seg.path, offset=pos)
+            first = False
+            rows = np.flatnonzero(_row_mask(spec, h, whole_store=True))
+            topics = None
+            codes = valid = None
+            if len(rows) and cq_needed:
+                hh = h
+                topics_all = _topics(data, hh)
+                codes_r, valid_r = _cq_tags_codes(reader, data, hh, rows, topics_all.take(pa.array(rows)))
+                codes = np.zeros(len(h), dtype=np.int64)
+                valid = np.zeros(len(h), dtype=bool)
+                codes[rows], valid[rows] = codes_r, valid_r
+                topics = topics_all
+                if tag_codes is not None:
+                    # Records with a unit are skipped unless the unit's tagsCode can match; records
+                    # without one (or in SCHEDULE_TOPIC_XXXX, whose tagsCode is a time) get the exact check.
+                    sched = np.asarray(pc.equal(topics_all.take(pa.array(rows)), SCHEDULE_TOPIC)
+                                       .to_numpy(zero_copy_only=False), dtype=bool)
+                    keep = ~valid_r | sched | _tag_code_mask(codes_r, tag_codes)
+                    rows = rows[keep]
+            if len(rows):
+                out = _finish(spec, part.store, buf, h, rows, codes, valid, topics)
+                if out is not None:
+                    yield out
+        pos += stop.position
+        if stop.reason == col.STOP_LIMIT:
+            continue
+        if stop.reason == col.STOP_SHORT:
+            if stop.total_size and pos + stop.total_size > end:
+                raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
+                                         f"{part.end} (the valid CommitLog end or a split point)",
+                                         file=seg.path, offset=pos)
+            read_size = max(CHUNK_BYTES, stop.total_size)
+            if stop.position == 0 and stop.total_size == 0:
+                read_size = CHUNK_BYTES
+            continue
+        if stop.reason == col.STOP_BLANK:
+            return
+        if pos >= end:
+            return
+        raise CorruptRecordError(f"no valid record at CommitLog offset {seg.start_offset + pos}, below the "
+                                 f"valid end {part.end}: {stop.detail}", file=seg.path, offset=pos)
+    if pos != end:
+        raise CorruptRecordError(f"records run past the split point {part.end}: the last record ends at "
+                                 f"{seg.start_offset + pos}", file=seg.path, offset=pos)
+
+
+# --------------------------------------------------------------------------- reads by offset
+
+def fetch_records(reader: MessageStoreReader, phys: np.ndarray, sizes: np.ndarray) -> tuple[_Buffer, np.ndarray]:
+    """Read the records at ascending CommitLog offsets; nearby records share one read."""
+    cl = reader.commitlog
+    n = len(phys)
+    if n == 0:
+        return _Buffer(b"", [0], [""], [0]), np.empty(0, dtype=np.int64)
+    z = cl.segment_size or 1
+    ends = phys + sizes
+    seg_no = phys // z
+    block = phys // MAX_RUN_BYTES
+    brk = np.ones(n, dtype=bool)
+    brk[1:] = (phys[1:] - ends[:-1] > COALESCE_GAP) | (seg_no[1:] != seg_no[:-1]) | (block[1:] != block[:-1]) \
+        | (phys[1:] < ends[:-1])
+    run_starts = np.flatnonzero(brk)
+    run_ends = np.append(run_starts[1:], n)
+    pieces, buf_starts, paths, seg_pos = [], [], [], []
+    positions = np.empty(n, dtype=np.int64)
+    total = 0
+    for a, b in zip(run_starts.tolist(), run_ends.tolist()):
+        first = int(phys[a])
+        last_end = int(ends[a:b].max())
+        seg = cl.reader.find(first)
+        if seg is None:
+            raise DataLossError(f"CommitLog offset {first} of {reader.layout.root} is in no segment (deleted?)")
+        p = first - seg.start_offset
+        data = cl.reader.pread(seg, p, last_end - first)
+        if len(data) < last_end - first:
+            raise CorruptRecordError(f"file ends before the record at CommitLog offset {first + len(data)}",
+                                     file=seg.path, offset=p + len(data))
+        pieces.append(data)
+        buf_starts.append(total)
+        paths.append(seg.path)
+        seg_pos.append(p)
+        positions[a:b] = total + (phys[a:b] - first)
+        total += len(data)
+    return _Buffer(b"".join(pieces) if len(pieces) > 1 else pieces[0], buf_starts, paths, seg_pos), positions
+
+
+def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRange):
+    q = reader.consume_queue(part.topic, part.queue_id)
+    if q is None:
+        raise DataLossError(f"queue {part.topic}:{part.queue_id} of {part.store.root} disappeared")
+    cl_min, cl_max = part.store.commit_log_min, part.store.commit_log_max
+    first_seg = cl_min
+    last_seg_end = (reader.commitlog.segments[-1].start_offset + max(reader.commitlog.segments[-1].size_bytes,
+                                                                      reader.commitlog.segment_size)
+                    if reader.commitlog.segments else 0)
+    tag_codes = spec.tag_codes
+    if tag_codes is not None and (part.topic == SCHEDULE_TOPIC or part.store.config.enable_consume_queue_ext):
+        tag_codes = None          # tagsCode is a deliver time / ext address here: exact check only
+    plo, phi = spec.pushed.phy_offset
+    step = spec.options.batch_size
+    off = part.start
+    while off < part.end:
+        count = min(step, part.end - off)
+        units = q.read_units(off, count)
+        if len(units) < count:
+            raise CorruptRecordError(f"ConsumeQueue {part.topic}:{part.queue_id} ends at unit {off + len(units)}, "
+                                     f"the plan expected {part.end}", file=getattr(q, "directory", part.topic),
+                                     offset=(off + len(units)) * 20)
+        phy = units["phy_offset"].astype(np.int64)
+        size = units["size"].astype(np.int64)
+        code = units["tags_code"].astype(np.int64)
+        live = size != PRE_BLANK_SIZE
+        lost = live & ((phy < first_seg) | (phy + size > last_seg_end))
+        if lost.any():
+            if spec.options.fail_on_data_loss:
+                i = np.flatnonzero(lost)
+                raise DataLossError(
+                    f"{part.topic}:{part.queue_id} in {part.store.root}: queue offsets {off + int(i[0])}.."
+                    f"{off + int(i[-1])} point at CommitLog offsets {int(phy[i[0]])}..{int(phy[i[-1]])}, which were "
+                    f"deleted (the CommitLog now starts at {cl_min}); set failOnDataLoss=false to skip them")
+            live &= ~lost
+        beyond = live & (phy + size > cl_max)
+        if beyond.any():
+            i = int(np.flatnonzero(beyond)[0])
+            raise CorruptRecordError(f"ConsumeQueue unit {off + i} of {part.topic}:{part.queue_id} points past the "
+                                     f"valid CommitLog end {cl_max}", file=getattr(q, "directory", part.topic),
+                                     offset=(off + i) * 20)
+        keep = live & (size > 0)
+        if tag_codes is not None:
+            keep &= _tag_code_mask(code, tag_codes)
+        if plo > _I64_MIN:
+            keep &= phy >= plo
+        if phi < _I64_MAX:
+            keep &= phy < phi
+        idx = np.flatnonzero(keep)
+        off += count
+        if len(idx) == 0:
+            continue
+        order = np.argsort(phy[idx], kind="stable")
+        idx = idx[order]
+        buf, positions = fetch_records(reader, phy[idx], size[idx])
+        h = col.decode_headers(buf.data, positions, locate=buf.locate, expected_sizes=size[idx])
+        bad = h.phy_offset != phy[idx]
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            f, o = buf.locate(int(positions[i]))
+            raise CorruptRecordError(f"ConsumeQueue {part.topic}:{part.queue_id} unit points at CommitLog offset "
+                                     f"{int(phy[idx][i])} but the record there says {int(h.phy_offset[i])}",
+                                     file=f, offset=o)
+        rows = np.flatnonzero(_row_mask(spec, h, whole_store=False))
+        valid = np.ones(len(idx), dtype=bool)
+        # Output in queue order.
+        if len(rows) > 1 and not np.all(np.diff(idx[rows]) > 0):
+            rows = rows[np.argsort(idx[rows], kind="stable")]
+            out = _finish_reordered(spec, part.store, buf, h, rows, code[idx], valid)
+        else:
+            out = _finish(spec, part.store, buf, h, rows, code[idx], valid)
+        if out is not None:
+            yield out
+
+
+def _finish_reordered(spec, store, buf, h, rows, codes, valid):
+    """Queue order differs from CommitLog order (rare): decode sorted, then reorder the batch."""
+    order = np.argsort(rows, kind="stable")
+    out = _finish(spec, store, buf, h, rows[order], codes, valid)
+    if out is None:
+        return None
+    # _finish may drop rows (exact filters); only reorder when nothing was dropped.
+    if out.num_rows == len(rows):
+        inv = np.empty(len(order), dtype=np.int64)
+        inv[order] = np.arange(len(order))
+        return out.take(pa.array(inv))
+    return out
+
+
+def _read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
+    cl = reader.commitlog
+    phys, sizes = [], []
+    for phy in part.offsets:
+        head = cl.reader.read_at(phy, 8) if cl.reader.find(phy) is not None else None
+        if head is None or len(head) < 8:
+            continue
+        total = int.from_bytes(head[:4], "big", signed=True)
+        magic = int.from_bytes(head[4:8], "big", signed=True)
+        if magic not in (-626843481, -626843477) or total < limits.MIN_RECORD_BYTES:
+            continue      # not a record start (a msgId can name any offset)
+        if phy + total > part.store.commit_log_max:
+            continue
+        phys.append(phy)
+        sizes.append(total)
+    if not phys:
+        return
+    phys = np.array(phys, dtype=np.int64)
+    sizes = np.array(sizes, dtype=np.int64)
+    buf, positions = fetch_records(reader, phys, sizes)
+    h = col.decode_headers(buf.data, positions, locate=buf.locate)
+    ok = h.phy_offset == phys
+    rows = np.flatnonzero(ok & _row_mask(spec, h, whole_store=True))
+    topics = _topics(buf.data, h)
+    codes = np.zeros(len(h), dtype=np.int64)
+    valid = np.zeros(len(h), dtype=bool)
+    if len(rows):
+        c, v = _cq_tags_codes(reader, buf.data, h, rows, topics.take(pa.array(rows)))
+        codes[rows], valid[rows] = c, v
+    if part.queues is not None:
+        tl = topics.to_pylist()
+        keep = []
+        for r in rows.tolist():
+            rng = part.queues.get((tl[r], int(h.queue_id[r])))
+            if rng and rng[0] <= int(h.queue_offset[r]) < rng[1] and valid[r]:
+                keep.append(r)
+        rows = np.array(keep, dtype=np.int64)
+    out = _finish(spec, part.store, buf, h, rows, codes, valid, topics)
+    if out is not None:
+        yield out

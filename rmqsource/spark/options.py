@@ -1,0 +1,260 @@
+"""Options of the ``rmq`` data source, parsed once at planning into a picklable value.
+
+Option names are case-insensitive (Spark lower-cases them).  Anything that is
+not one of ours must be a RocketMQ MessageStoreConfig key (``maxHashSlotNum``
+...); other names are refused, so a typo such as ``topic=`` fails loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Union
+
+from .. import limits
+from ..errors import OptionError
+from ..names import topic_problem, validate_queue_id
+from ..store.config import _KEYS as STORE_CONFIG_KEYS  # RocketMQ key names (read only)
+from ..store.config import StoreConfig
+
+EARLIEST = "earliest"
+LATEST = "latest"
+OffsetSpec = Union[str, dict]     # "earliest" | "latest" | {topic: {queueId: offset}}
+
+# Our own options: lower-case name -> documented name.
+OPTIONS = {
+    "path": "path",
+    "paths": "paths",
+    "brokername": "brokerName",
+    "config": "config",
+    "topics": "topics",
+    "topicpattern": "topicPattern",
+    "queues": "queues",
+    "startingoffsets": "startingOffsets",
+    "endingoffsets": "endingOffsets",
+    "startingtimestamp": "startingTimestamp",
+    "endingtimestamp": "endingTimestamp",
+    "failondataloss": "failOnDataLoss",
+    "decompress": "decompress",
+    "maxinflatedbodybytes": "maxInflatedBodyBytes",
+    "includetransactional": "includeTransactional",
+    "maxrecordsperpartition": "maxRecordsPerPartition",
+    "minpartitions": "minPartitions",
+    "maxbytesperpartition": "maxBytesPerPartition",
+    "batchsize": "batchSize",
+    "indexlookups": "indexLookups",
+}
+_STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
+
+DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
+DEFAULT_MAX_BYTES_PER_PARTITION = 64 * 1024 * 1024
+DEFAULT_BATCH_SIZE = 32768
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    paths: tuple[str, ...]
+    brokers: tuple[str, ...]
+    store_config: StoreConfig
+    topics: Optional[tuple[str, ...]] = None
+    topic_pattern: Optional[str] = None
+    queues: Optional[tuple[tuple[str, int], ...]] = None
+    starting_offsets: OffsetSpec = EARLIEST
+    ending_offsets: OffsetSpec = LATEST
+    starting_timestamp: Optional[int] = None
+    ending_timestamp: Optional[int] = None
+    fail_on_data_loss: bool = True
+    decompress: bool = False
+    max_inflated_body_bytes: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES
+    include_transactional: bool = False
+    max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
+    min_partitions: int = 0
+    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
+    batch_size: int = DEFAULT_BATCH_SIZE
+    index_lookups: bool = True
+    raw: tuple = field(default=(), compare=False)
+
+    @property
+    def topic_mode(self) -> bool:
+        """Reads through the ConsumeQueues (a topic, pattern or queue list was given)."""
+        return self.topics is not None or self.topic_pattern is not None or self.queues is not None
+
+
+def _bool(name: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise OptionError(f"option {name} must be true or false, got {value!r}")
+
+
+def _int(name: str, value: str, minimum: int, maximum: int = 2 ** 63 - 1) -> int:
+    try:
+        v = int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"option {name} must be an integer, got {value!r}") from None
+    if v < minimum or v > maximum:
+        raise OptionError(f"option {name} must be in [{minimum}, {maximum}], got {v}")
+    return v
+
+
+def _offsets(name: str, value: str) -> OffsetSpec:
+    text = str(value).strip()
+    if text.lower() in (EARLIEST, LATEST):
+        return text.lower()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option {name} must be 'earliest', 'latest' or JSON like "
+                          f"{{\"TopicTest\": {{\"0\": 12}}}}; cannot parse {text!r}: {exc.msg}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise OptionError(f"option {name}: JSON must be a non-empty object of topic -> {{queueId: offset}}, got {text!r}")
+    out: dict = {}
+    for topic, per_queue in doc.items():
+        problem = topic_problem(topic, allow_long_retry=True) if len(topic.encode()) <= 127 else None
+        if problem and len(topic.encode()) <= 127:
+            raise OptionError(f"option {name}: {problem}")
+        if not isinstance(per_queue, dict) or not per_queue:
+            raise OptionError(f"option {name}: topic {topic!r} must map to a non-empty object "
+                              f"of queueId -> offset, got {per_queue!r}")
+        q: dict[int, int] = {}
+        for qid, off in per_queue.items():
+            try:
+                qi = validate_queue_id(qid)
+            except OptionError as exc:
+                raise OptionError(f"option {name}: topic {topic!r}: {exc}") from None
+            if isinstance(off, bool) or not isinstance(off, int) or off < -2:
+                raise OptionError(f"option {name}: {topic}/{qid}: offset must be an integer >= 0 "
+                                  f"(or -2 = earliest, -1 = latest), got {off!r}")
+            q[qi] = off
+        out[topic] = q
+    return out
+
+
+def _queues(value: str) -> tuple[tuple[str, int], ...]:
+    out = []
+    for item in str(value).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        topic, sep, qid = item.rpartition(":")
+        if not sep or not topic:
+            raise OptionError(f"option queues: {item!r} is not topic:queueId (e.g. TopicTest:0)")
+        try:
+            out.append((topic, validate_queue_id(qid)))
+        except OptionError as exc:
+            raise OptionError(f"option queues: {item!r}: {exc}") from None
+    if not out:
+        raise OptionError("option queues is empty; expected e.g. TopicTest:0,TopicTest:1")
+    return tuple(dict.fromkeys(out))
+
+
+def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
+    paths: list[str] = []
+    if "paths" in options and options["paths"]:
+        raw = options["paths"]
+        try:
+            doc = json.loads(raw)
+        except json.JSONDecodeError:
+            doc = None
+        if isinstance(doc, list):
+            for p in doc:
+                paths.extend(x.strip() for x in str(p).split(",") if x.strip())
+        else:
+            paths.extend(x.strip() for x in str(raw).split(",") if x.strip())
+    if "path" in options and options["path"]:
+        paths.extend(x.strip() for x in str(options["path"]).split(",") if x.strip())
+    paths = list(dict.fromkeys(paths))
+    if not paths:
+        raise OptionError("no store path: use spark.read.format('rmq').load('/path/to/store') "
+                          "(several stores: comma-separated or a list)")
+    return tuple(os.path.abspath(os.path.expanduser(p)) for p in paths)
+
+
+def parse_options(options: Mapping[str, str]) -> ReadOptions:
+    opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(options).items()}
+    store_overrides: dict[str, str] = {}
+    for key, value in opts.items():
+        if key in OPTIONS:
+            continue
+        if key in _STORE_KEYS:
+            store_overrides[_STORE_KEYS[key]] = value
+            continue
+        raise OptionError(f"unknown option {key!r}; rmq options are: {', '.join(sorted(OPTIONS.values()))}, "
+                          f"plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)")
+    paths = _paths(opts)
+    config_path = opts.get("config")
+    if config_path:
+        if not os.path.isfile(config_path):
+            raise OptionError(f"option config: {config_path} is not a file")
+        config = StoreConfig.from_properties_file(config_path, store_overrides or None)
+    else:
+        config = StoreConfig().with_overrides(store_overrides)
+    if "brokername" in opts and opts["brokername"]:
+        brokers = tuple(b.strip() for b in opts["brokername"].split(","))
+        if len(brokers) == 1 and len(paths) > 1:
+            brokers = brokers * len(paths)
+        if len(brokers) != len(paths):
+            raise OptionError(f"option brokerName lists {len(brokers)} names for {len(paths)} store paths")
+    else:
+        brokers = tuple(os.path.basename(p.rstrip(os.sep)) or p for p in paths)
+
+    topics = topic_pattern = queues = None
+    if opts.get("topics"):
+        topics = tuple(dict.fromkeys(t.strip() for t in opts["topics"].split(",") if t.strip()))
+        if not topics:
+            raise OptionError("option topics is empty")
+    if opts.get("topicpattern"):
+        topic_pattern = opts["topicpattern"]
+        try:
+            re.compile(topic_pattern)
+        except re.error as exc:
+            raise OptionError(f"option topicPattern is not a valid regular expression: {exc}") from None
+    if opts.get("queues"):
+        queues = _queues(opts["queues"])
+    if sum(x is not None for x in (topics, topic_pattern, queues)) > 1:
+        raise OptionError("use only one of the options topics, topicPattern and queues")
+
+    kw = {}
+    if "startingoffsets" in opts:
+        kw["starting_offsets"] = _offsets("startingOffsets", opts["startingoffsets"])
+    if "endingoffsets" in opts:
+        kw["ending_offsets"] = _offsets("endingOffsets", opts["endingoffsets"])
+    if kw.get("starting_offsets") == LATEST:
+        raise OptionError("startingOffsets=latest is not meaningful for a batch read (it would read nothing)")
+    if kw.get("ending_offsets") == EARLIEST:
+        raise OptionError("endingOffsets=earliest is not meaningful for a batch read (it would read nothing)")
+    for name, key in (("startingTimestamp", "startingtimestamp"), ("endingTimestamp", "endingtimestamp")):
+        if key in opts:
+            kw[name[0].lower() + re.sub(r"([A-Z])", r"_\1", name[1:]).lower()] = _int(name, opts[key], 0)
+    if (("starting_offsets" in kw or "ending_offsets" in kw or "starting_timestamp" in kw
+         or "ending_timestamp" in kw) and topics is None and topic_pattern is None and queues is None):
+        raise OptionError("startingOffsets/endingOffsets/startingTimestamp/endingTimestamp need one of the "
+                          "options topics, topicPattern or queues")
+    if "starting_timestamp" in kw and "starting_offsets" in kw:
+        raise OptionError("use either startingOffsets or startingTimestamp, not both")
+    if "ending_timestamp" in kw and "ending_offsets" in kw:
+        raise OptionError("use either endingOffsets or endingTimestamp, not both")
+    if "failondataloss" in opts:
+        kw["fail_on_data_loss"] = _bool("failOnDataLoss", opts["failondataloss"])
+    if "decompress" in opts:
+        kw["decompress"] = _bool("decompress", opts["decompress"])
+    if "maxinflatedbodybytes" in opts:
+        kw["max_inflated_body_bytes"] = _int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1)
+    if "includetransactional" in opts:
+        kw["include_transactional"] = _bool("includeTransactional", opts["includetransactional"])
+    if "maxrecordsperpartition" in opts:
+        kw["max_records_per_partition"] = _int("maxRecordsPerPartition", opts["maxrecordsperpartition"], 1)
+    if "minpartitions" in opts:
+        kw["min_partitions"] = _int("minPartitions", opts["minpartitions"], 0, 100_000)
+    if "maxbytesperpartition" in opts:
+        kw["max_bytes_per_partition"] = _int("maxBytesPerPartition", opts["maxbytesperpartition"], 4096)
+    if "batchsize" in opts:
+        kw["batch_size"] = _int("batchSize", opts["batchsize"], 1, 10_000_000)
+    if "indexlookups" in opts:
+        kw["index_lookups"] = _bool("indexLookups", opts["indexlookups"])
+    return ReadOptions(paths=paths, brokers=brokers, store_config=config, topics=topics,
+                       topic_pattern=topic_pattern, queues=queues, raw=tuple(sorted(opts.items())), **kw)

@@ -1,0 +1,448 @@
+"""Planning: from options and pushed filters to a list of picklable input partitions.
+
+Three kinds of partition:
+
+* :class:`CommitLogRange` - whole-store reads: a byte range of one CommitLog
+  segment, starting at a record boundary.  Large segments are cut at record
+  starts taken from the ConsumeQueues (binary search per queue for the last
+  unit at or before each target offset), so no planner has to walk headers.
+  The task that ends at a split point checks it lands on it exactly, and the
+  task that starts there checks the record's own PHYSICALOFFSET field.
+* :class:`QueueRange` - topic reads: ConsumeQueue offsets [start, end) of one
+  queue, split by maxRecordsPerPartition / minPartitions.
+* :class:`Lookup` - msgId / uniqKey point reads: CommitLog offsets decoded
+  from msgIds or found in the IndexFiles.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+from pyspark.sql.datasource import InputPartition
+
+from ..errors import DataLossError, OptionError, RmqError
+from ..format.consumequeue import PRE_BLANK_SIZE
+from ..format.msgid import decode_offset_msg_id
+from ..store.config import StoreConfig
+from ..store.reader import MessageStoreReader
+from .options import EARLIEST, LATEST, ReadOptions
+from .pushdown import Pushed
+
+# Reads of the IndexFile for uniqKey lookups are not capped at maxMsgsNumBatch.
+LOOKUP_MAX_HITS = 1 << 20
+
+
+@dataclass(frozen=True)
+class StoreRef:
+    index: int
+    root: str
+    broker: str
+    config: StoreConfig
+    commit_log_min: int
+    commit_log_max: int
+    cq_on_disk: bool
+
+
+class RmqPartition(InputPartition):
+    def __init__(self, store: StoreRef):
+        super().__init__(None)
+        self.store = store
+
+
+class CommitLogRange(RmqPartition):
+    def __init__(self, store: StoreRef, start: int, end: int, segment_start: int, segment_end: int):
+        super().__init__(store)
+        self.start, self.end = start, end
+        self.segment_start, self.segment_end = segment_start, segment_end
+
+    def __repr__(self):
+        return f"CommitLogRange({self.store.broker}, [{self.start}, {self.end}))"
+
+
+class QueueRange(RmqPartition):
+    def __init__(self, store: StoreRef, topic: str, queue_id: int, start: int, end: int):
+        super().__init__(store)
+        self.topic, self.queue_id, self.start, self.end = topic, queue_id, start, end
+
+    def __repr__(self):
+        return f"QueueRange({self.store.broker}, {self.topic}/{self.queue_id}, [{self.start}, {self.end}))"
+
+
+class Lookup(RmqPartition):
+    """Point reads at CommitLog offsets; ``queues`` restricts rows to planned queue ranges (topic reads)."""
+
+    def __init__(self, store: StoreRef, offsets: tuple, queues: Optional[dict]):
+        super().__init__(store)
+        self.offsets = tuple(sorted(set(offsets)))
+        self.queues = queues
+
+    def __repr__(self):
+        return f"Lookup({self.store.broker}, {len(self.offsets)} offsets)"
+
+
+def open_store(root: str, config: StoreConfig) -> MessageStoreReader:
+    try:
+        return MessageStoreReader(root, config)
+    except RmqError:
+        raise
+    except OSError as exc:
+        raise OptionError(f"cannot open store {root}: {exc}") from exc
+
+
+def _store_ref(i: int, root: str, broker: str, config: StoreConfig, reader: MessageStoreReader) -> StoreRef:
+    return StoreRef(index=i, root=root, broker=broker, config=config,
+                    commit_log_min=reader.commitlog.min_offset,
+                    commit_log_max=reader.commit_log_max_offset,
+                    cq_on_disk=bool(reader._queue_keys_on_disk))
+
+
+# --------------------------------------------------------------------------- helpers over a queue
+
+def _unit(q, i: int):
+    u = q.read_units(i, 1)
+    if len(u) == 0:
+        return None
+    return int(u[0]["phy_offset"]), int(u[0]["size"]), int(u[0]["tags_code"])
+
+
+def last_unit_at_or_before(q, lo: int, hi: int, phy: int) -> Optional[int]:
+    """Largest CQ unit phyOffset <= ``phy`` among units [lo, hi) (pre-blank units skipped)."""
+    a, b = lo, hi
+    while a < b:                          # first index whose unit is live and > phy
+        mid = (a + b) // 2
+        u = _unit(q, mid)
+        if u is None:
+            b = mid
+            continue
+        if u[1] == PRE_BLANK_SIZE or u[0] <= phy:
+            a = mid + 1
+        else:
+            b = mid
+    if a - 1 < lo:
+        return None
+    u = _unit(q, a - 1)
+    if u is None or u[1] == PRE_BLANK_SIZE:
+        return None
+    return u[0]
+
+
+def first_index_with_phy_at_least(q, lo: int, hi: int, phy: int) -> int:
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) // 2
+        u = _unit(q, mid)
+        if u is not None and u[1] != PRE_BLANK_SIZE and u[0] >= phy:
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
+def store_timestamp_at(reader: MessageStoreReader, q, i: int) -> Optional[int]:
+    u = _unit(q, i)
+    if u is None or u[1] == PRE_BLANK_SIZE:
+        return None
+    if u[0] < reader.commitlog.min_offset:
+        return None
+    decoded, _ = reader.commitlog.decode_at(u[0], size_hint=u[1])
+    if decoded.record is None:
+        return None
+    return decoded.record.store_timestamp_ms
+
+
+def offset_by_time(reader: MessageStoreReader, q, lo: int, hi: int, ts: int) -> int:
+    """First queue offset in [lo, hi) whose storeTimestamp >= ts (hi when none).
+
+    RocketMQ's getOffsetInQueueByTime (5.x BoundaryType.LOWER); assumes store
+    timestamps do not decrease along a queue, as the broker writes them.
+    Units whose record is gone count as older than any timestamp.
+    """
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) // 2
+        t = store_timestamp_at(reader, q, mid)
+        if t is not None and t >= ts:
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
+def split_range(start: int, end: int, max_records: int) -> list[tuple[int, int]]:
+    n = end - start
+    if n <= 0:
+        return []
+    pieces = -(-n // max_records)
+    step = -(-n // pieces)
+    return [(s, min(end, s + step)) for s in range(start, end, step)]
+
+
+def _ensure_min_partitions(ranges: list, min_partitions: int, size_of, split_one) -> list:
+    """Split the largest ranges in two until there are at least ``min_partitions``."""
+    ranges = list(ranges)
+    while min_partitions and len(ranges) < min_partitions:
+        i = max(range(len(ranges)), key=lambda k: size_of(ranges[k]), default=None)
+        if i is None or size_of(ranges[i]) < 2:
+            break
+        a, b = split_one(ranges[i])
+        if a is None:
+            break
+        ranges[i:i + 1] = [a, b]
+    return ranges
+
+
+# --------------------------------------------------------------------------- queue selection
+
+def select_queues(opts: ReadOptions, pushed: Pushed, readers: list[MessageStoreReader]) -> list[list[tuple[str, int]]]:
+    """Per store: the (topic, queueId) to read; unknown names fail with OptionError."""
+    per_store = [r.queue_keys() for r in readers]
+    all_keys = set(k for ks in per_store for k in ks)
+    all_topics = sorted({t for t, _ in all_keys})
+    stores = ", ".join(opts.paths)
+
+    if opts.topics is not None:
+        for t in opts.topics:
+            if t not in all_topics:
+                raise OptionError(f"topic {t!r} does not exist in {stores} (topics: {', '.join(all_topics) or 'none'})")
+        wanted = lambda k: k[0] in opts.topics  # noqa: E731
+    elif opts.topic_pattern is not None:
+        rx = re.compile(opts.topic_pattern)
+        matched = [t for t in all_topics if rx.fullmatch(t)]
+        if not matched:
+            raise OptionError(f"topicPattern {opts.topic_pattern!r} matches no topic in {stores} "
+                              f"(topics: {', '.join(all_topics) or 'none'})")
+        wanted = lambda k: rx.fullmatch(k[0]) is not None  # noqa: E731
+    elif opts.queues is not None:
+        for t, q in opts.queues:
+            if (t, q) not in all_keys:
+                if t not in all_topics:
+                    raise OptionError(f"option queues: topic {t!r} does not exist in {stores} "
+                                      f"(topics: {', '.join(all_topics) or 'none'})")
+                ids = sorted(q2 for t2, q2 in all_keys if t2 == t)
+                raise OptionError(f"option queues: queue {t}:{q} does not exist (queues of {t}: {ids})")
+        chosen = set(opts.queues)
+        wanted = lambda k: k in chosen  # noqa: E731
+    else:
+        wanted = lambda k: True  # noqa: E731
+    for spec_name in ("starting_offsets", "ending_offsets"):
+        spec = getattr(opts, spec_name)
+        if isinstance(spec, dict):
+            for t, qs in spec.items():
+                for qid in qs:
+                    if (t, qid) not in all_keys:
+                        raise OptionError(f"{'startingOffsets' if spec_name[0] == 's' else 'endingOffsets'}: "
+                                          f"queue {t}:{qid} does not exist in {stores}")
+    out = []
+    for keys in per_store:
+        sel = [k for k in keys if wanted(k)]
+        if pushed.topics is not None:
+            sel = [k for k in sel if k[0] in pushed.topics]
+        if pushed.queue_ids is not None:
+            sel = [k for k in sel if k[1] in pushed.queue_ids]
+        out.append(sel)
+    return out
+
+
+def _offset_from_spec(spec, topic: str, qid: int, default: str):
+    if isinstance(spec, dict):
+        v = spec.get(topic, {}).get(qid)
+        if v is None:
+            return default
+        if v == -2:
+            return EARLIEST
+        if v == -1:
+            return LATEST
+        return v
+    return spec
+
+
+def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, topic: str, qid: int,
+                 store_root: str) -> tuple[int, int]:
+    """[start, end) of a queue after options and pushed filters (may be empty)."""
+    q = reader.consume_queue(topic, qid)
+    mx = reader.queue_max_offset(q)
+    mn = reader.queue_min_offset(q, mx)
+    where = f"{topic}:{qid} in {store_root}"
+    s = _offset_from_spec(opts.starting_offsets, topic, qid, EARLIEST)
+    e = _offset_from_spec(opts.ending_offsets, topic, qid, LATEST)
+    start = mn if s == EARLIEST else (mx if s == LATEST else int(s))
+    end = mx if e == LATEST else (mn if e == EARLIEST else int(e))
+    if start < mn:
+        if opts.fail_on_data_loss:
+            raise DataLossError(f"{where}: startingOffsets {start} is below the queue's min offset {mn} "
+                                f"(messages {start}..{mn - 1} were removed); set failOnDataLoss=false to start at {mn}")
+        start = mn
+    if start > mx:
+        raise OptionError(f"{where}: startingOffsets {start} is past the queue's max offset {mx}")
+    if end > mx:
+        raise OptionError(f"{where}: endingOffsets {end} is past the queue's max offset {mx}")
+    if end < start:
+        if isinstance(opts.ending_offsets, dict) and end < mn and not opts.fail_on_data_loss:
+            end = start
+        elif end < mn and opts.fail_on_data_loss:
+            raise DataLossError(f"{where}: endingOffsets {end} is below the queue's min offset {mn}")
+        else:
+            raise OptionError(f"{where}: endingOffsets {end} is before startingOffsets {start}")
+    if opts.starting_timestamp is not None:
+        start = offset_by_time(reader, q, start, end, opts.starting_timestamp)
+    if opts.ending_timestamp is not None:
+        end = max(start, offset_by_time(reader, q, start, end, opts.ending_timestamp))
+    # pushed filters
+    lo, hi = pushed.queue_offset
+    start, end = max(start, lo), min(end, hi)
+    if start >= end:
+        return start, start
+    plo, phi = pushed.phy_offset
+    if plo > -(1 << 63):
+        start = first_index_with_phy_at_least(q, start, end, plo)
+    if phi < (1 << 63) - 1 and start < end:
+        end = first_index_with_phy_at_least(q, start, end, phi)
+    tlo, thi = pushed.store_ts
+    if tlo > -(1 << 63) and start < end:
+        start = offset_by_time(reader, q, start, end, tlo)
+    if thi < (1 << 63) - 1 and start < end:
+        end = offset_by_time(reader, q, start, end, thi)
+    return start, max(start, end)
+
+
+# --------------------------------------------------------------------------- plans
+
+def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
+    readers = [open_store(p, opts.store_config) for p in opts.paths]
+    try:
+        refs = [_store_ref(i, p, b, opts.store_config, r)
+                for i, (p, b, r) in enumerate(zip(opts.paths, opts.brokers, readers))]
+        queue_mode = opts.topic_mode or (
+            not opts.include_transactional
+            and (pushed.tags is not None or pushed.topics is not None or pushed.queue_ids is not None)
+            and not (pushed.msg_ids is not None or (pushed.uniq_keys is not None and opts.index_lookups)))
+        selected = select_queues(opts, pushed, readers) if (queue_mode or opts.topic_mode) else None
+        if pushed.empty:
+            return []
+        if pushed.msg_ids is not None or (pushed.uniq_keys is not None and opts.index_lookups
+                                          and all(r.config.message_index_enable for r in readers)):
+            return _plan_lookups(opts, pushed, readers, refs, selected)
+        if queue_mode:
+            return _plan_queues(opts, pushed, readers, refs, selected)
+        return _plan_commitlog(opts, pushed, readers, refs)
+    finally:
+        for r in readers:
+            r.close()
+
+
+def _plan_queues(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
+    ranges = []
+    for reader, ref, keys in zip(readers, refs, selected):
+        for topic, qid in keys:
+            s, e = queue_bounds(opts, pushed, reader, topic, qid, ref.root)
+            for a, b in split_range(s, e, opts.max_records_per_partition):
+                ranges.append((ref, topic, qid, a, b))
+
+    def split_one(r):
+        ref, t, q, a, b = r
+        m = (a + b) // 2
+        return (ref, t, q, a, m), (ref, t, q, m, b)
+
+    ranges = _ensure_min_partitions(ranges, opts.min_partitions, lambda r: r[4] - r[3], split_one)
+    return [QueueRange(*r) for r in ranges]
+
+
+def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
+    out = []
+    for reader, ref in zip(readers, refs):
+        queues = [reader.consume_queue(*k) for k in reader.queue_keys()]
+        bounds = [(q, q.first_file_start_offset, q.max_offset) for q in queues if q is not None]
+
+        def boundary_at_or_before(target: int, seg_start: int) -> int:
+            best = seg_start
+            for q, lo, hi in bounds:
+                p = last_unit_at_or_before(q, lo, hi, target)
+                if p is not None and seg_start <= p <= target and p > best:
+                    best = p
+            return best
+
+        plo, phi = pushed.phy_offset
+        for seg in reader.commitlog.segments:
+            seg_end = seg.start_offset + max(seg.size_bytes, reader.commitlog.segment_size)
+            a = max(seg.start_offset, ref.commit_log_min)
+            b = min(seg_end, ref.commit_log_max)
+            if phi < b:
+                b = max(a, phi)
+            if a >= b:
+                continue
+            if plo > a:
+                if plo >= b:
+                    continue
+                a = boundary_at_or_before(plo, seg.start_offset)
+            cuts = [a]
+            step = opts.max_bytes_per_partition
+            t = a + step
+            while t < b:
+                c = boundary_at_or_before(t, seg.start_offset)
+                if c > cuts[-1]:
+                    cuts.append(c)
+                t += step
+            cuts.append(b)
+            for x, y in zip(cuts, cuts[1:]):
+                out.append([ref, x, y, seg.start_offset, seg_end])
+
+    def size_of(r):
+        return r[2] - r[1]
+
+    def split_one(r):
+        ref, x, y, s0, s1 = r
+        reader = readers[ref.index]
+        queues = [reader.consume_queue(*k) for k in reader.queue_keys()]
+        mid = (x + y) // 2
+        best = x
+        for q in queues:
+            p = last_unit_at_or_before(q, q.first_file_start_offset, q.max_offset, mid)
+            if p is not None and x < p < y and p > best:
+                best = p
+        if best <= x:
+            return None, None
+        return [ref, x, best, s0, s1], [ref, best, y, s0, s1]
+
+    out = _ensure_min_partitions(out, opts.min_partitions, size_of, split_one)
+    return [CommitLogRange(*r) for r in out]
+
+
+def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
+    out = []
+    for i, (reader, ref) in enumerate(zip(readers, refs)):
+        queue_ranges = None
+        if selected is not None:
+            queue_ranges = {}
+            for topic, qid in selected[i]:
+                s, e = queue_bounds(opts, pushed, reader, topic, qid, ref.root)
+                if s < e:
+                    queue_ranges[(topic, qid)] = (s, e)
+        offsets = set()
+        if pushed.msg_ids is not None:
+            for mid in pushed.msg_ids:
+                try:
+                    phy = decode_offset_msg_id(mid).phy_offset
+                except RmqError:
+                    continue          # not an offset msgId: matches nothing
+                if ref.commit_log_min <= phy < ref.commit_log_max:
+                    offsets.add(phy)
+        else:
+            big = replace(reader.config, max_msgs_num_batch=LOOKUP_MAX_HITS)
+            lookup_reader = MessageStoreReader(ref.root, big)
+            try:
+                topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
+                if pushed.topics is not None:
+                    topics = [t for t in topics if t in pushed.topics]
+                for topic in topics:
+                    for key in pushed.uniq_keys:
+                        found, _, _ = lookup_reader.query_offsets(topic, key, LOOKUP_MAX_HITS, 0, (1 << 63) - 1)
+                        offsets.update(p for p in found if ref.commit_log_min <= p < ref.commit_log_max)
+            finally:
+                lookup_reader.close()
+        if offsets:
+            out.append(Lookup(ref, tuple(offsets), queue_ranges))
+    return out

@@ -1,0 +1,95 @@
+"""The output schema, defined once as an Arrow schema; the Spark DDL is derived from it.
+
+One row per message.  Every field is nullable (Spark's DDL default), so the
+Arrow schema below equals ``to_arrow_schema(<parsed DDL>, timezone="UTC")``
+field for field, which is what PySpark checks record batches against.
+A user-specified schema (``spark.read.format("rmq").schema("topic string,
+body binary")``) selects a subset of these columns: only those are decoded.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..errors import OptionError
+
+MAP_TYPE = pa.map_(pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string(), nullable=True))
+KEYS_TYPE = pa.list_(pa.field("element", pa.string(), nullable=True))
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+
+ARROW_SCHEMA = pa.schema([
+    ("topic", pa.string()),
+    ("queueId", pa.int32()),
+    ("queueOffset", pa.int64()),
+    ("commitLogOffset", pa.int64()),
+    ("msgId", pa.string()),                    # offset msgId (storeHost + port + commitLogOffset)
+    ("uniqKey", pa.string()),                  # UNIQ_KEY property (client msgId)
+    ("tags", pa.string()),
+    ("keys", KEYS_TYPE),                       # KEYS split on spaces, empty items dropped
+    ("body", pa.binary()),
+    ("properties", MAP_TYPE),
+    ("bornTimestamp", TIMESTAMP_TYPE),
+    ("storeTimestamp", TIMESTAMP_TYPE),
+    ("bornHost", pa.string()),
+    ("storeHost", pa.string()),
+    ("sysFlag", pa.int32()),
+    ("flag", pa.int32()),
+    ("reconsumeTimes", pa.int32()),
+    ("bodyCRC", pa.int32()),
+    ("preparedTransactionOffset", pa.int64()),
+    ("transactionType", pa.string()),          # NOT_TYPE / PREPARED_TYPE / COMMIT_TYPE / ROLLBACK_TYPE
+    ("storeSize", pa.int32()),
+    ("tagsCode", pa.int64()),                  # ConsumeQueue tagsCode; null when the record has no unit
+    ("broker", pa.string()),
+    ("storePath", pa.string()),
+])
+
+COLUMNS = tuple(ARROW_SCHEMA.names)
+
+
+def _ddl_type(t: pa.DataType) -> str:
+    if t == pa.string():
+        return "string"
+    if t == pa.binary():
+        return "binary"
+    if t == pa.int32():
+        return "int"
+    if t == pa.int64():
+        return "bigint"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_map(t):
+        return f"map<{_ddl_type(t.key_type)},{_ddl_type(t.item_type)}>"
+    if pa.types.is_list(t):
+        return f"array<{_ddl_type(t.value_type)}>"
+    raise TypeError(f"no DDL for {t}")
+
+
+def ddl(schema: pa.Schema = ARROW_SCHEMA) -> str:
+    return ", ".join(f"`{f.name}` {_ddl_type(f.type)}" for f in schema)
+
+
+SPARK_DDL = ddl()
+
+
+def requested_columns(spark_schema) -> tuple[str, ...]:
+    """Column names of a (possibly user-specified) Spark schema, checked against ours.
+
+    Every requested column must exist in ARROW_SCHEMA with the same type; the
+    output batches then follow the requested order.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    wanted = to_arrow_schema(spark_schema, timezone="UTC")
+    for f in wanted:
+        if f.name not in COLUMNS:
+            raise OptionError(f"column {f.name!r} is not provided by the rmq source; columns are: {', '.join(COLUMNS)}")
+        ours = ARROW_SCHEMA.field(f.name)
+        if ours.type != f.type:
+            raise OptionError(f"column {f.name!r} must have type {_ddl_type(ours.type)}, "
+                              f"the schema given says {f.type}")
+    return tuple(wanted.names)
+
+
+def output_schema(columns) -> pa.Schema:
+    return pa.schema([ARROW_SCHEMA.field(c) for c in columns])
