@@ -24,16 +24,18 @@ and offset), 2 argument / option errors, 130 on Ctrl-C.  A closed pipe
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime as _dt
 import functools
 import json
 import os
 import sys
 import unicodedata
-from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TextIO
 
 from .errors import OptionError, RmqError
+
+if TYPE_CHECKING:
+    from .store.config import StoreConfig
 
 PROG = "rmq"
 DEFAULT_GROUP = "rmq-cli"
@@ -117,17 +119,25 @@ def _pad(text: str, width: int, right: bool) -> str:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
-                 numeric: Optional[Sequence[bool]] = None) -> list[str]:
-    """Aligned columns; numeric columns right-aligned, the last column not padded."""
+                 numeric: Optional[Sequence[bool]] = None, *, widths: Optional[list[int]] = None,
+                 header: bool = True) -> list[str]:
+    """Aligned columns; numeric columns right-aligned, the last column not padded.
+
+    ``widths`` (updated in place) carries column widths across calls, so a
+    long listing can be printed in chunks with one header and stable columns.
+    """
     cells = [[_cell(v) for v in row] for row in rows]
     n = len(headers)
     if numeric is None:
         numeric = [all(isinstance(row[i], int) and not isinstance(row[i], bool) for row in rows) and bool(rows)
                    for i in range(n)]
-    widths = [display_width(h) for h in headers]
-    for row in cells:
-        for i, c in enumerate(row):
-            widths[i] = max(widths[i], display_width(c))
+    if widths is None:
+        widths = []
+    if not widths:
+        widths.extend(display_width(h) for h in headers)
+        for row in cells:
+            for i, c in enumerate(row):
+                widths[i] = max(widths[i], display_width(c))
     out = []
 
     def render(row: Sequence[str]) -> str:
@@ -137,10 +147,18 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
             parts.append(_pad(c, widths[i], numeric[i]) if not (last and not numeric[i]) else c)
         return "  ".join(parts).rstrip()
 
-    out.append(render(list(headers)))
-    out.append("  ".join("-" * w for w in widths))
+    if header:
+        out.append(render(list(headers)))
+        out.append("  ".join("-" * w for w in widths))
     out.extend(render(row) for row in cells)
     return out
+
+
+def short_topic(topic: str, limit: int = 48) -> str:
+    """Long topic names shortened for tables (``--json`` always prints them whole)."""
+    if len(topic) <= limit:
+        return topic
+    return f"{topic[:limit - 22]}…{topic[-8:]} ({len(topic)} chars)"
 
 
 def _cell(value: Any) -> str:
@@ -240,7 +258,7 @@ def parse_time_ms(text: str, what: str) -> int:
 
 # --------------------------------------------------------------- config / store
 
-def load_config(args) -> "StoreConfig":  # noqa: F821
+def load_config(args) -> "StoreConfig":
     from .store.config import StoreConfig, parse_override_args
     overrides = parse_override_args(args.config_overrides or [])
     if args.config:
@@ -288,6 +306,7 @@ def cmd_get(args, out: Output) -> int:
         count = calls = 0
         last = None
         rows_pending = []
+        widths: list[int] = []
         for result in results:
             calls += 1
             last = result
@@ -298,13 +317,13 @@ def cmd_get(args, out: Output) -> int:
             else:
                 rows_pending.extend(_message_rows(result.messages, args.body_chars))
                 if len(rows_pending) >= 512:
-                    _flush_message_rows(out, rows_pending)
+                    _flush_message_rows(out, rows_pending, widths)
                     rows_pending = []
         if out.json:
             out.json_line(status_json(last, count=count, calls=calls))
         else:
             if rows_pending or count == 0:
-                _flush_message_rows(out, rows_pending)
+                _flush_message_rows(out, rows_pending, widths)
             out.line()
             out.line(f"status {last.status.value}  nextBeginOffset {last.next_begin_offset}  "
                      f"minOffset {last.min_offset}  maxOffset {last.max_offset}  "
@@ -312,11 +331,11 @@ def cmd_get(args, out: Output) -> int:
     return EXIT_OK
 
 
-def _flush_message_rows(out: Output, rows) -> None:
+def _flush_message_rows(out: Output, rows, widths: list[int]) -> None:
     if not rows:
         out.line("(no messages)")
         return
-    out.lines(format_table(_MESSAGE_HEADERS, rows, _MESSAGE_NUMERIC))
+    out.lines(format_table(_MESSAGE_HEADERS, rows, _MESSAGE_NUMERIC, widths=widths, header=not widths))
 
 
 # --------------------------------------------------------------- view
@@ -326,7 +345,7 @@ def _message_details(found, out: Output, body_chars: int) -> None:
     cq = found.cq
     fields = [
         ("msgId", r.msg_id),
-        ("topic", r.topic),
+        ("topic", r.topic if len(r.topic) <= 80 else f"{r.topic} ({len(r.topic)} chars)"),
         ("queueId", r.queue_id),
         ("queueOffset", r.queue_offset),
         ("commitLogOffset", r.phy_offset),
@@ -538,7 +557,7 @@ def cmd_recover(args, out: Output) -> int:
 
 
 def _queue_table(queues: list[dict]) -> list[str]:
-    rows = [[q["topic"], q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"],
+    rows = [[short_topic(q["topic"]), q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"],
              q["cqMaxPhysicOffset"]] for q in queues]
     if not rows:
         return ["(no queues)"]
@@ -588,7 +607,7 @@ def cmd_topics(args, out: Output) -> int:
             for d in docs:
                 out.json_line(d)
             return EXIT_OK
-        rows = [[d["topic"], len(d["queueIds"]), d["messages"], d["minOffset"], d["maxOffset"],
+        rows = [[short_topic(d["topic"]), len(d["queueIds"]), d["messages"], d["minOffset"], d["maxOffset"],
                  ",".join(str(i) for i in d["queueIds"])] for d in docs]
         if rows:
             out.lines(format_table(["topic", "queues", "messages", "minOffset", "maxOffset", "queueIds"], rows,

@@ -66,4 +66,9 @@ def tag_expression_from_file_name(stem: str) -> str:
 def copy_store(src: Path, dst: Path) -> Path:
     """Writable copy of a store (links dereferenced, read-only bits dropped)."""
     shutil.copytree(src, dst, symlinks=False, copy_function=shutil.copyfile)
+    for path in [dst, *dst.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+        else:
+            path.chmod(0o644)
     return dst

@@ -270,9 +270,10 @@ def _read_commitlog_range(spec: ReadSpec, reader: MessageStoreReader, part: Comm
                 raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
                                          f"{part.end} (the valid CommitLog end or a split point)",
                                          file=seg.path, offset=pos)
+            if stop.total_size == 0 and pos + 8 > end:
+                raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
+                                         f"CommitLog end or a split point)", file=seg.path, offset=pos)
             read_size = max(CHUNK_BYTES, stop.total_size)
-            if stop.position == 0 and stop.total_size == 0:
-                read_size = CHUNK_BYTES
             continue
         if stop.reason == col.STOP_BLANK:
             return
@@ -418,8 +419,11 @@ def _read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
     cl = reader.commitlog
     phys, sizes = [], []
     for phy in part.offsets:
-        head = cl.reader.read_at(phy, 8) if cl.reader.find(phy) is not None else None
-        if head is None or len(head) < 8:
+        seg = cl.reader.find(phy)
+        if seg is None or phy - seg.start_offset + 8 > seg.size_bytes:
+            continue
+        head = cl.reader.pread(seg, phy - seg.start_offset, 8)
+        if len(head) < 8:
             continue
         total = int.from_bytes(head[:4], "big", signed=True)
         magic = int.from_bytes(head[4:8], "big", signed=True)

@@ -29,6 +29,7 @@ from ..format.msgid import decode_offset_msg_id
 from ..format.properties import split_keys
 from ..format.record import Kind, MessageRecord
 from ..format.tagscode import consume_queue_tags_code
+from ..io.lock import is_store_locked
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
@@ -230,7 +231,7 @@ class MessageStoreReader:
         cl = self.commitlog
         if not cl.segments:
             return 0
-        if self.abort_file_existed:
+        if self.abort_file_existed and not self.live:
             start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
             return cl.find_valid_end(start, check_crc=self.config.check_crc_on_recover)
         # Clean shutdown: trust the ConsumeQueues and scan only from the segment
@@ -242,7 +243,17 @@ class MessageStoreReader:
         start_index = max(0, len(cl.segments) - 3)
         if max_cq_end >= 0:
             start_index = max((i for i, seg in enumerate(cl.segments) if seg.start_offset <= max_cq_end), default=0)
-        return cl.find_valid_end(start_index, check_crc=self.config.check_crc_on_recover)
+        end = cl.find_valid_end(start_index, check_crc=self.config.check_crc_on_recover)
+        if self.live:
+            # A writer is appending: records past the dispatched end may be torn
+            # or not yet in any ConsumeQueue; show only what dispatch has seen.
+            end = min(end, max(max_cq_end, cl.min_offset))
+        return end
+
+    @cached_property
+    def live(self) -> bool:
+        """Whether a writer (or broker) holds the store's lock right now: then the tail is moving."""
+        return self.abort_file_existed and is_store_locked(self.layout.root)
 
     def _abnormal_min_timestamp(self) -> int:
         cp = self.checkpoint

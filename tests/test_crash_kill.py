@@ -1,0 +1,190 @@
+"""kill -9 of a writing process, then recovery: acknowledged messages survive, torn ones never show.
+
+Also: a reader in another process while the writer appends sees only whole,
+dispatched records.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rmqsource.format.record import Kind
+from rmqsource.store.commitlog import CommitLog
+from rmqsource.store.config import StoreConfig
+from rmqsource.store.reader import MessageStoreReader
+from rmqsource.store.recovery import recover_store
+from rmqsource.store.writer import MessageStoreWriter
+
+from workload import index_of, make_message, matches
+
+pytestmark = pytest.mark.crash
+
+TESTS_DIR = Path(__file__).resolve().parent
+CHILD = TESTS_DIR / "writer_child.py"
+SEGMENT_BYTES = 1 << 20
+
+
+def config(flush_type: str) -> StoreConfig:
+    return StoreConfig.from_mapping({"flushDiskType": flush_type, "mappedFileSizeCommitLog": SEGMENT_BYTES,
+                                     "mappedFileSizeConsumeQueue": 6000, "maxHashSlotNum": 4096,
+                                     "maxIndexNum": 16384})
+
+
+class Child:
+    """The writer child process and the acknowledgements it printed."""
+
+    def __init__(self, store: Path, seed: int, count: int, batch: int, flush_type: str, pause_s: float = 0.0):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]))
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD), str(store), str(seed), str(count), str(batch), flush_type,
+             str(SEGMENT_BYTES), str(pause_s)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+        self.acked = 0
+        self.closed = False
+        self.failed = None
+        self._progress = threading.Condition()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            with self._progress:
+                if line.isdigit():
+                    self.acked = int(line)
+                elif line == "CLOSED":
+                    self.closed = True
+                elif line.startswith("FAILED"):
+                    self.failed = line
+                self._progress.notify_all()
+        with self._progress:
+            self._progress.notify_all()
+
+    def wait_for_acked(self, target: int, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with self._progress:
+            while self.acked < target and not self.closed and self.failed is None and self.proc.poll() is None:
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"writer child too slow: {self.acked} < {target}"
+                self._progress.wait(min(remaining, 0.5))
+
+    def kill(self) -> int:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+        self._thread.join(10)
+        return self.acked
+
+    def wait(self) -> None:
+        self.proc.wait(600)
+        self._thread.join(10)
+        assert self.proc.returncode == 0, self.proc.stderr.read()
+
+
+def check_store_after_crash(store: Path, seed: int, acked: int, attempted: int, cfg: StoreConfig) -> int:
+    """Every acknowledged message present and intact; nothing torn readable. Returns messages present."""
+    present = 0
+    with MessageStoreReader(store, cfg) as reader:
+        end = reader.commit_log_max_offset
+        indices = []
+        for step in reader.commitlog.walk(reader.commitlog.min_offset, stop_offset=end):
+            if step.decoded.kind is Kind.MESSAGE:
+                assert matches(seed, step.decoded.record)
+                indices.append(index_of(step.decoded.record))
+            else:
+                assert step.decoded.kind is Kind.BLANK, step.decoded.reason
+        # CommitLog order is write order, with no gap and no duplicate.
+        assert indices == list(range(len(indices)))
+        present = len(indices)
+        assert acked <= present <= attempted
+        # Every queue serves exactly its share, consecutive offsets, each record intact.
+        served = 0
+        for topic, qid in reader.queue_keys():
+            expect_offset = 0
+            for result in reader.get_loop("check", topic, qid, 0, 256):
+                for m in result.messages:
+                    assert m.record.queue_offset == expect_offset
+                    assert matches(seed, m.record)
+                    expect_offset += 1
+            served += expect_offset
+        assert served == present
+    return present
+
+
+def kill_and_recover(tmp_path: Path, *, count: int, batch: int, flush_type: str, seed: int):
+    print("seed", seed)
+    rng = random.Random(seed)
+    store = tmp_path / "store"
+    child = Child(store, seed, count, batch, flush_type)
+    target = rng.randrange(batch, count - batch)
+    child.wait_for_acked(target, timeout_s=600)
+    acked = child.kill()
+    assert not child.closed and child.failed is None
+    cfg = config(flush_type)
+    assert (store / "abort").exists()
+    # Read-only view of the crashed store first, then recovery in place.
+    present = check_store_after_crash(store, seed, acked, count, cfg)
+    report = recover_store(store, cfg, mark_clean=True)
+    assert not (store / "abort").exists()
+    assert check_store_after_crash(store, seed, acked, count, cfg) == present
+    # The writer continues after the last surviving message; the store then holds everything once.
+    with MessageStoreWriter(store, cfg) as writer:
+        for start in range(present, count, 1000):
+            results = writer.put_messages([make_message(seed, i) for i in range(start, min(count, start + 1000))])
+            assert all(r.ok for r in results)
+    assert check_store_after_crash(store, seed, count, count, cfg) == count
+    return report
+
+
+@pytest.mark.parametrize("flush_type", ["SYNC_FLUSH", "ASYNC_FLUSH"])
+def test_kill_9_mid_write_then_recover(tmp_path, flush_type):
+    kill_and_recover(tmp_path, count=40_000, batch=500, flush_type=flush_type, seed=random.randrange(1 << 30))
+
+
+@pytest.mark.slow
+def test_kill_9_one_million_messages(tmp_path):
+    kill_and_recover(tmp_path, count=1_000_000, batch=2000, flush_type="SYNC_FLUSH",
+                     seed=random.randrange(1 << 30))
+
+
+def test_reader_in_another_process_never_sees_torn_or_undispatched(tmp_path):
+    seed = random.randrange(1 << 30)
+    print("seed", seed)
+    store = tmp_path / "store"
+    cfg = config("ASYNC_FLUSH")
+    child = Child(store, seed, 30_000, 100, "ASYNC_FLUSH", pause_s=0.002)
+    child.wait_for_acked(100, timeout_s=120)
+    observations = 0
+    last_seen = 0
+    for _ in range(10_000):
+        if child.closed or child.proc.poll() is not None:
+            break
+        with MessageStoreReader(store, cfg) as reader:
+            live = reader.live
+            seen = 0
+            for topic, qid in reader.queue_keys():
+                expect = 0
+                for result in reader.get_loop("watch", topic, qid, 0, 256):
+                    for m in result.messages:
+                        assert m.record.queue_offset == expect
+                        assert matches(seed, m.record)
+                        expect += 1
+                seen += expect
+            end = reader.commit_log_max_offset
+            for step in reader.commitlog.walk(reader.commitlog.min_offset, stop_offset=end):
+                assert step.decoded.kind in (Kind.MESSAGE, Kind.BLANK), step.decoded.reason
+        if live:
+            observations += 1
+            assert seen >= last_seen
+            last_seen = seen
+    child.wait()
+    assert observations >= 3, "the reader never overlapped the writer"
+    assert check_store_after_crash(store, seed, 30_000, 30_000, cfg) == 30_000
