@@ -588,6 +588,11 @@ def cmd_queues(args, out: Output) -> int:
     return EXIT_OK
 
 
+def cmd_demo(args, out: Output) -> int:
+    from .demo import run_demo
+    return run_demo(args.dir, args.messages, keep=bool(args.dir), out=out.line)
+
+
 def cmd_topics(args, out: Output) -> int:
     config = load_config(args)
     from .store.reader import MessageStoreReader
@@ -996,6 +1001,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")
     p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("demo", help="write a sample store and query it with Spark",
+                       description="Write a sample store (temporary directory unless --dir) and run Spark "
+                                   "queries on it through the rmq data source.")
+    p.add_argument("--dir", metavar="DIR", help="where to write the sample store (kept)")
+    p.add_argument("--messages", type=_int_arg("--messages", 1), default=200_000, metavar="N")
+    p.set_defaults(func=cmd_demo, json=False)
 
     p = sub.add_parser("queues", parents=[common], help="list queues with min/max offsets")
     p.add_argument("store", metavar="STORE")

@@ -530,6 +530,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._watcher: Optional[StoreWatcher] = None
         self._target: Optional[dict[Key, int]] = None          # Trigger.AvailableNow
         self._last_trigger_ms = time.monotonic() * 1000.0
+        self._committed: dict[Key, int] = {}
 
     # The reader is pickled to executors for read(); the watcher (fds, caches) stays on the driver.
     def __getstate__(self):
@@ -617,6 +618,9 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         o = self.opts
         w = self.watcher
         begin = offsets_from_json(start)
+        # ``start`` is the end of the last batch, processed and committed to the checkpoint
+        # before the next batch is planned (also after a restart): the group's progress.
+        self._commit_group(begin)
         keys = set(begin) | set(w.keys())
         if self._target is not None:
             keys = {k for k in keys if k in begin or k in self._target}
@@ -715,14 +719,25 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- lifecycle -------------------------------------------------------------------------
     def commit(self, end: dict) -> None:
+        self._commit_group(offsets_from_json(end))
+
+    def _commit_group(self, offsets: dict[Key, int]) -> None:
+        """Merge offsets into config/consumerOffset.json for ``consumerGroup`` (never backwards)."""
         o = self.opts
-        if not o.consumer_group:
+        if not o.consumer_group or not offsets:
+            return
+        last = getattr(self, "_committed", None) or {}
+        if all(last.get(k, -1) >= v for k, v in offsets.items()):
             return
         per_topic: dict[str, dict[int, int]] = {}
-        for (topic, qid), off in offsets_from_json(end).items():
+        for (topic, qid), off in sorted(offsets.items()):
             per_topic.setdefault(topic, {})[qid] = off
-        if per_topic:
-            ConsumerOffsets(o.root, config=o.read.store_config).commit(o.consumer_group, per_topic)
+        effective = ConsumerOffsets(o.root, config=o.read.store_config).commit(o.consumer_group, per_topic)
+        merged = dict(last)
+        for topic, qs in effective.items():
+            for qid, off in qs.items():
+                merged[(topic, qid)] = max(off, merged.get((topic, qid), -1))
+        self._committed = merged
 
     def stop(self) -> None:
         if self._watcher is not None:
