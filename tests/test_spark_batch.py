@@ -409,3 +409,13 @@ def test_hostile_record_names_file_and_offset(spark, tmp_path):
         text = str(exc.value)
         assert "CorruptRecordError" in text, text[-2000:]
         assert f"{seg}, offset {pos}" in text, text[-2000:]
+
+
+@pytest.mark.parametrize("store", [c / "store" for c in CORPORA] + [c / "store" for c in CRASH], ids=str)
+def test_fast_commit_log_end_equals_engine(store):
+    from rmqsource.spark.planning import commit_log_max_offset
+    from rmqsource.store.reader import MessageStoreReader
+    corpus = store.parent if (store.parent / "inputs.jsonl").exists() else corpus_of(store.parent)
+    from golden import load_config
+    with MessageStoreReader(store, load_config(corpus)) as a, MessageStoreReader(store, load_config(corpus)) as b:
+        assert commit_log_max_offset(a) == b.commit_log_max_offset

@@ -101,6 +101,7 @@ def walk_chain(buf, start: int, limit: int, *, segment_remaining: Optional[int] 
 # --------------------------------------------------------------------------- headers
 
 _AR = {w: np.arange(w, dtype=np.int64) for w in (1, 2, 4, 8)}
+_AR48 = np.arange(48, dtype=np.int64)
 
 
 def _gather(b: np.ndarray, idx: np.ndarray, width: int, dtype: str) -> np.ndarray:
@@ -182,14 +183,19 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
             i = int(np.flatnonzero(bad)[0])
             _fail(locate, int(pos[i]), f"ConsumeQueue says {int(expected_sizes[i])} bytes but the record's "
                                        f"totalSize is {int(total[i])}")
-    # Everything up to bornTimestamp (48 bytes) lies inside any record >= 91 bytes.
-    body_crc = _gather(b, pos + 8, 4, ">i4")
-    queue_id = _gather(b, pos + 12, 4, ">i4")
-    flag = _gather(b, pos + 16, 4, ">i4")
-    queue_offset = _gather(b, pos + 20, 8, ">i8")
-    phy_offset = _gather(b, pos + 28, 8, ">i8")
-    sys_flag = _gather(b, pos + 36, 4, ">i4")
-    born_ts = _gather(b, pos + 40, 8, ">i8")
+    # Everything up to bornTimestamp (48 bytes) lies inside any record >= 91 bytes: one gather.
+    blk = b[pos[:, None] + _AR48] if n else np.zeros((0, 48), np.uint8)
+
+    def f(a, w, dt):
+        return np.ascontiguousarray(blk[:, a:a + w]).view(dt).reshape(-1).astype(np.dtype(dt).newbyteorder("="))
+
+    body_crc = f(8, 4, ">i4")
+    queue_id = f(12, 4, ">i4")
+    flag = f(16, 4, ">i4")
+    queue_offset = f(20, 8, ">i8")
+    phy_offset = f(28, 8, ">i8")
+    sys_flag = f(36, 4, ">i4")
+    born_ts = f(40, 8, ">i8")
     born_len = np.where(sys_flag & BORNHOST_V6_FLAG, 20, 8).astype(np.int64)
     store_len = np.where(sys_flag & STOREHOST_V6_FLAG, 20, 8).astype(np.int64)
     born_host_pos = pos + 48
@@ -288,8 +294,8 @@ def split_spans(seps: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     Returns (token_starts, token_ends, token_span) of the NON-EMPTY tokens.
     Spans must be ascending and disjoint.
     """
-    t_start = np.sort(np.concatenate([starts, seps + 1]))
-    t_end = np.sort(np.concatenate([seps, ends]))
+    t_start = np.sort(np.concatenate([starts, seps + 1]), kind="stable")
+    t_end = np.sort(np.concatenate([seps, ends]), kind="stable")
     keep = t_end > t_start
     t_start = t_start[keep]
     t_end = t_end[keep]
@@ -486,8 +492,9 @@ def host_strings(b: np.ndarray, host_pos: np.ndarray, v6: np.ndarray) -> pa.Arra
     if not v6.any():
         key = (hb[:, 1:5].copy().view(">u4").reshape(-1).astype(np.int64) << 32) | \
             hb[:, 17:21].copy().view(">u4").reshape(-1).astype(np.int64)
-        uniq, inv = np.unique(key, return_inverse=True)
-        first = np.zeros(len(uniq), dtype=np.int64)
+        enc = pa.array(key).dictionary_encode()
+        inv = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
+        first = np.zeros(len(enc.dictionary), dtype=np.int64)
         first[inv[::-1]] = np.arange(n - 1, -1, -1)
     else:
         voids = np.ascontiguousarray(hb).view(np.dtype((np.void, 21))).reshape(-1)
@@ -502,18 +509,22 @@ def msg_id_strings(b: np.ndarray, h: Headers, store_v6: np.ndarray) -> pa.Array:
     if n == 0:
         return pa.array([], type=pa.string())
     width = np.where(store_v6, 28, 16)
+    if not store_v6.any():
+        raw = np.concatenate([b[h.store_host_pos[:, None] + _AR[8]], b[h.pos[:, None] + 28 + _AR[8]]], axis=1)
+        data = raw.tobytes().hex().upper().encode()
+        offsets = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     host_w = width - 8
     col = np.arange(28)[None, :]
     idx = np.where(col < host_w[:, None], h.store_host_pos[:, None] + col,
                    h.pos[:, None] + 28 + np.minimum(col - host_w[:, None], 7))
     raw = b[idx]                                    # (n, 28)
-    hexed = _HEX2[raw].reshape(n, 56)               # (n, 56)
     if not store_v6.any():
-        data = np.ascontiguousarray(hexed[:, :32]).reshape(-1)
+        data = raw[:, :16].tobytes().hex().upper().encode()
         offsets = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
     else:
-        mask = np.arange(56)[None, :] < (2 * width)[:, None]
-        data = hexed[mask]
+        mask = np.arange(28)[None, :] < width[:, None]
+        data = raw[mask].tobytes().hex().upper().encode()
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(2 * width, out=offsets[1:])
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -48,6 +48,7 @@ class ReadSpec:
 
 def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatch]:
     reader = MessageStoreReader(part.store.root, part.store.config)
+    reader.__dict__["commit_log_max_offset"] = part.store.commit_log_max   # planned valid end; no rescan
     try:
         if isinstance(part, CommitLogRange):
             yield from _read_commitlog_range(spec, reader, part)

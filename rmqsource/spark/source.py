@@ -24,7 +24,7 @@ from ..errors import NotAStoreError
 from ..store.layout import StoreLayout
 from .batch import ReadSpec, read_partition
 from .options import parse_options
-from .planning import plan
+from .planning import RmqPartition, plan
 from .pushdown import Pushed, push_filters
 from .schema import SPARK_DDL, requested_columns
 
@@ -90,6 +90,8 @@ class RmqReader(DataSourceReader):
         return plan(self.options, self.pushed)
 
     def read(self, partition) -> Iterator:
+        if not isinstance(partition, RmqPartition):
+            return iter(())          # Spark's stand-in when the plan has no partition
         spec = ReadSpec(self.options, self.pushed, self.columns)
         return read_partition(spec, partition)
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import shutil
+
+import numpy as np
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
 from ..errors import CorruptRecordError
-from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_UNIT, encode_unit
+from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_UNIT, encode_unit
 from ..format.tagscode import consume_queue_tags_code
 from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind,
@@ -116,6 +118,36 @@ class ConsumeQueueWriter:
         self.write_offset += 1
         self.max_physic_offset = phy_offset + size
         return True
+
+    def put_many(self, phy: np.ndarray, size: np.ndarray, tags_code: np.ndarray, cq_offset: np.ndarray) -> int:
+        """``put`` for many units in CommitLog order; returns how many were appended.
+
+        Fast path (the writer's own batches): the first unit is new and the
+        queue offsets continue the queue without gaps -- then every unit is
+        appended, encoded at once.  Anything else goes unit by unit.
+        """
+        k = len(phy)
+        if k == 0:
+            return 0
+        if self._first_start is None:          # a new queue: its first unit decides the first file
+            done = int(self.put(int(phy[0]), int(size[0]), int(tags_code[0]), int(cq_offset[0])))
+            return done + self.put_many(phy[1:], size[1:], tags_code[1:], cq_offset[1:])
+        first = int(cq_offset[0])
+        if (self._first_start is not None and int(phy[0]) + int(size[0]) > self.max_physic_offset
+                and first == self.write_offset
+                and (k == 1 or bool(np.all(np.diff(cq_offset) == 1) and np.all(np.diff(phy) > 0)))):
+            units = np.empty(k, dtype=CQ_UNIT_DTYPE)
+            units["phy_offset"] = phy
+            units["size"] = size
+            units["tags_code"] = tags_code
+            self._pending += units.tobytes()
+            self.write_offset += k
+            self.max_physic_offset = int(phy[-1]) + int(size[-1])
+            return k
+        done = 0
+        for p, s, t, o in zip(phy.tolist(), size.tolist(), tags_code.tolist(), cq_offset.tolist()):
+            done += self.put(p, s, t, o)
+        return done
 
     def _fd_for_file(self, file_start_unit: int) -> int:
         fd = self._fds.get(file_start_unit)
@@ -289,6 +321,48 @@ class Dispatcher:
         # CQ units and index keys are independent files, so per-batch order is enough.
         if index is not None:
             index.put_keys_batch(requests)
+        self.write_pending()
+
+    def dispatch_columns(self, topics: Sequence[str], topic_code: np.ndarray, queue_id: np.ndarray,
+                         phy: np.ndarray, size: np.ndarray, tags_code: np.ndarray, store_ts: np.ndarray,
+                         queue_offset: np.ndarray, sys_flag: np.ndarray,
+                         index_entries: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
+        """:meth:`dispatch` for records given as columns (CommitLog order), same bytes.
+
+        ConsumeQueue: NOT/COMMIT records grouped per queue (stable, so each
+        queue keeps CommitLog order) and appended with ``put_many``.  Index:
+        ``index_entries`` = (record number, keyHash) of every key in buildIndex
+        order (UNIQ_KEY, then the KEYS pieces), handed to
+        ``IndexService.put_hashed_batch``.
+        """
+        n = len(phy)
+        if n == 0:
+            return
+        tran = sys_flag & TRANSACTION_MASK
+        cq_rows = np.flatnonzero((tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE))
+        if cq_rows.size:
+            gid = topic_code[cq_rows].astype(np.int64) * (1 << 32) + queue_id[cq_rows]
+            order = np.argsort(gid, kind="stable")
+            sg = gid[order]
+            cuts = np.flatnonzero(sg[1:] != sg[:-1]) + 1
+            starts = np.concatenate([[0], cuts])
+            ends = np.concatenate([cuts, [len(sg)]])
+            last_row = -1
+            for a, b in zip(starts.tolist(), ends.tolist()):
+                rows = cq_rows[order[a:b]]
+                r0 = int(rows[0])
+                key = (topics[int(topic_code[r0])], int(queue_id[r0]))
+                q = self._queues.get(key)
+                if q is None:
+                    q = self.queue(*key)
+                if q.put_many(phy[rows], size[rows], tags_code[rows], queue_offset[rows]):
+                    self._touched.add(key)
+                    last_row = max(last_row, int(rows[-1]))   # (the fast path appends all of them)
+            if last_row >= 0:
+                self.logics_msg_timestamp_ms = int(store_ts[last_row])
+        if self.index_service is not None:
+            rec, hashes = index_entries if index_entries is not None else (np.zeros(0, np.int64),) * 2
+            self.index_service.put_hashed_batch(phy, store_ts, sys_flag, rec, hashes)
         self.write_pending()
 
     def write_pending(self) -> None:

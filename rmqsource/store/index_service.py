@@ -38,6 +38,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _ENTRY = struct.Struct(">iqii")
 _HEADER = struct.Struct(">qqqqii")
+_ENTRY_DTYPE = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
 _NAME_DIGITS = 17
 
 
@@ -155,6 +156,71 @@ class IndexFile:
         _I64.pack_into(mm, 24, phy_offset)
         _I64.pack_into(mm, 8, store_timestamp_ms)
         return True
+
+    def put_hashed(self, hashes: np.ndarray, phy: np.ndarray, store_ts: np.ndarray) -> None:
+        """``put_key`` for k keys that all fit in this file (k <= maxIndexNum - indexCount), at once.
+
+        Entry e = count0 + j.  Its chain pointer is the previous entry of the
+        same slot in this batch, else the slot's value on disk (0 when it is not
+        in (0, e]).  hashSlotCount grows by the entries whose pointer is 0; the
+        slots end with the last entry per slot; timeDiff is against the begin
+        timestamp, which a fresh file (indexCount 1) takes from its first entry
+        (after that entry's own timeDiff was computed against the old one).
+        """
+        k = len(hashes)
+        if k == 0:
+            return
+        h = self.header
+        c0 = h.index_count
+        if c0 + k > self.index_num:
+            raise ValueError("put_hashed: keys do not fit")
+        mm = self._mm
+        e_no = c0 + np.arange(k, dtype=np.int64)
+        slots = hashes.astype(np.int64) % self.hash_slot_num
+        slot_view = np.frombuffer(mm, dtype=">i4", count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
+        try:
+            order = np.argsort(slots, kind="stable")
+            ss = slots[order]
+            first = np.ones(k, bool)
+            first[1:] = ss[1:] != ss[:-1]
+            prev_sorted = np.empty(k, np.int64)
+            prev_sorted[first] = slot_view[ss[first]]
+            prev_sorted[~first] = e_no[order][np.flatnonzero(~first) - 1]
+            prev = np.empty(k, np.int64)
+            prev[order] = prev_sorted
+            prev = np.where((prev <= 0) | (prev > e_no), 0, prev)
+            last = np.ones(k, bool)
+            last[:-1] = ss[1:] != ss[:-1]
+            slot_view[ss[last]] = e_no[order][last]
+        finally:
+            del slot_view
+        begin = np.full(k, h.begin_timestamp_ms, np.int64)
+        if c0 <= 1:
+            begin[1:] = store_ts[0]
+        diff = store_ts - begin
+        td = np.where(begin <= 0, 0, np.clip(np.where(diff < 0, 0, diff // 1000), 0, 0x7FFFFFFF))
+        entries = np.empty(k, dtype=_ENTRY_DTYPE)
+        entries["hash"] = hashes
+        entries["phy"] = phy
+        entries["diff"] = td
+        entries["prev"] = prev
+        base = self._entries_base + c0 * INDEX_ENTRY_SIZE
+        mm[base:base + k * INDEX_ENTRY_SIZE] = entries.tobytes()
+        if c0 <= 1:
+            h.begin_phy_offset = int(phy[0])
+            h.begin_timestamp_ms = int(store_ts[0])
+            _I64.pack_into(mm, 16, h.begin_phy_offset)
+            _I64.pack_into(mm, 0, h.begin_timestamp_ms)
+        zeros = int(np.count_nonzero(prev == 0))
+        if zeros:
+            h.hash_slot_count += zeros
+            _I32.pack_into(mm, 32, h.hash_slot_count)
+        h.index_count = c0 + k
+        h.end_phy_offset = int(phy[-1])
+        h.end_timestamp_ms = int(store_ts[-1])
+        _I32.pack_into(mm, 36, h.index_count)
+        _I64.pack_into(mm, 24, h.end_phy_offset)
+        _I64.pack_into(mm, 8, h.end_timestamp_ms)
 
     def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
         b, e = self.header.begin_timestamp_ms, self.header.end_timestamp_ms
@@ -365,6 +431,52 @@ class IndexService:
                 ts = r.store_timestamp_ms
                 for j in range(start, start + n):
                     f = self._put_key(f, flat[j], p, ts, hashes[j])
+
+    def put_hashed_batch(self, phy: np.ndarray, store_ts: np.ndarray, sys_flag: np.ndarray,
+                         entry_record: np.ndarray, entry_hash: np.ndarray) -> None:
+        """``buildIndex`` for many records at once, keys already hashed (same bytes as ``put_keys``).
+
+        ``phy``/``store_ts``/``sys_flag`` describe the records (strictly
+        increasing phyOffsets); ``entry_record[j]`` is the record of key j and
+        ``entry_hash[j]`` its keyHash, keys in buildIndex order.  The last file
+        is fetched (or created) for the first record; the skip rule (phyOffset
+        at or below the file's end) is applied against that file's end (later
+        records only have larger offsets); ROLLBACK records are skipped; keys
+        then fill the file with :meth:`IndexFile.put_hashed` and a new file is
+        created when it is full, like ``_put_key``; a full file is also replaced
+        when a record follows the last key (``getAndCreateLastIndexFile`` runs
+        for every record).
+        """
+        n = len(phy)
+        if n == 0:
+            return
+        if n > 1 and not bool(np.all(np.diff(phy) > 0)):
+            raise ValueError("put_hashed_batch needs strictly increasing phyOffsets")
+        with self._lock:
+            f = self.get_and_create_last_index_file()
+            h = f.header
+            end = h.end_phy_offset
+            skip_equal = h.index_count > 1 or end > 0
+            ok_rec = (phy > end) | ((phy == end) & (not skip_equal))
+            ok_rec &= (sys_flag & TRANSACTION_MASK) != TRANSACTION_ROLLBACK_TYPE
+            keep = ok_rec[entry_record] if len(entry_record) else np.zeros(0, bool)
+            rec = entry_record[keep]
+            hashes = entry_hash[keep]
+            e_phy = phy[rec]
+            e_ts = store_ts[rec]
+            pos = 0
+            total = len(rec)
+            for _ in range(total + 1):
+                if pos >= total:
+                    break
+                if f.is_write_full():
+                    f = self.get_and_create_last_index_file()
+                take = min(self.index_num - f.header.index_count, total - pos)
+                f.put_hashed(hashes[pos:pos + take], e_phy[pos:pos + take], e_ts[pos:pos + take])
+                pos += take
+            last_rec = int(rec[-1]) if total else 0
+            if f.is_write_full() and last_rec < n - 1:
+                self.get_and_create_last_index_file()
 
     def _put_key(self, f: IndexFile, key: str, phy_offset: int, store_timestamp_ms: int,
                  key_hash: Optional[int] = None) -> IndexFile:

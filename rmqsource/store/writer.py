@@ -27,10 +27,12 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+import numpy as np
+
 from .. import limits
-from ..errors import OptionError, StoreError
+from ..errors import OptionError, RmqError, StoreError
 from ..format.checkpoint import Checkpoint
-from ..format.javahash import tags_code as _tags_code
+from ..format.javahash import java_string_hash, tags_code as _tags_code
 from ..format.msgid import create_offset_msg_id, parse_host
 from ..format.properties import (CRC32, DELAY, KEYS, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, REAL_QID,
                                  REAL_TOPIC, TAGS, UNIQ_KEY, parse_properties)
@@ -729,28 +731,412 @@ class MessageStoreWriter:
         return True
 
     # -- columnar input -----------------------------------------------------------------
-    def put_arrow_batch(self, batch) -> list[PutMessageResult]:
+    _ARROW_CHUNK_ROWS = 1 << 18
+
+    def put_arrow_batch(self, batch) -> "BatchPutResults":
         """Put the rows of a pyarrow Table/RecordBatch (columns named like the message fields,
-        snake_case or the corpus camelCase)."""
-        cols = {name: batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+        snake_case or the corpus camelCase: topic, queueId, body (binary or UTF-8 string), tags,
+        keys, properties (map<string,string>, struct of strings, or a verbatim string),
+        propertiesString, flag, sysFlag, bornTimestamp, bornHost, storeHost, storeTimestamp,
+        reconsumeTimes, preparedTransactionOffset).  Nulls take the field defaults.
+
+        Columnar fast path (see ``put_columns``); returns a :class:`BatchPutResults`
+        (a sequence of PutMessageResult, plus numpy columns and ``to_put_jsonl``).
+        """
+        from ..format.batch_encode import columns_from_arrow
         n = batch.num_rows
-        aliases = {"queueId": "queue_id", "bornTimestamp": "born_timestamp_ms", "bornHost": "born_host",
-                   "storeHost": "store_host", "sysFlag": "sys_flag", "reconsumeTimes": "reconsume_times",
-                   "preparedTransactionOffset": "prepared_transaction_offset",
-                   "storeTimestamp": "store_timestamp_ms", "propertiesString": "properties",
-                   "born_timestamp": "born_timestamp_ms", "store_timestamp": "store_timestamp_ms"}
-        fields = {aliases.get(k, k): v for k, v in cols.items()}
-        allowed = set(MessageExtBrokerInner.__dataclass_fields__)
-        unknown = set(fields) - allowed
-        if unknown:
-            raise OptionError(f"unknown columns for put_arrow_batch: {sorted(unknown)}")
-        msgs = []
-        for r in range(n):
-            kw = {k: v[r] for k, v in fields.items() if v[r] is not None}
-            if isinstance(kw.get("properties"), list):   # map<string,string> column
-                kw["properties"] = dict(kw["properties"])
-            msgs.append(MessageExtBrokerInner(**kw))
-        return self.put_messages(msgs)
+        parts = []
+        for lo in range(0, max(n, 1), self._ARROW_CHUNK_ROWS):
+            piece = batch.slice(lo, min(self._ARROW_CHUNK_ROWS, n - lo))
+            parts.append(self.put_columns(columns_from_arrow(piece)))
+        return parts[0] if len(parts) == 1 else BatchPutResults.concat(parts)
+
+    def put_json_lines(self, data: bytes, *, what: str = "input", first_line: int = 1) -> "BatchPutResults":
+        """Put a block of JSON lines (``inputs.jsonl`` shape: camelCase fields, base64 body) -- the
+        bulk entry point for ``rmq put --json``.
+
+        ``data`` is whole lines (``b"\\n"``-separated, blank lines ignored).  The
+        block is parsed by pyarrow's multithreaded C++ JSON reader into columns
+        and written by ``put_columns``; a block pyarrow cannot type like
+        ``from_json_dict`` would (or with invalid base64, a bad line, ...) is
+        parsed line by line instead, and a bad line raises OptionError
+        ``"{what} line {n}: ..."`` (``first_line`` = number of the first line)
+        before anything of the block is written.  Returns a
+        :class:`BatchPutResults`; ``results.to_put_jsonl(first_i)`` renders the
+        put.jsonl lines.  Bigger blocks are faster (64 MiB is a good size).
+        """
+        from ..format.batch_encode import columns_from_json_lines
+        cols = columns_from_json_lines(data)
+        if cols is None:
+            msgs = _messages_from_json_block(data, what, first_line)
+            return self.put_columns(_columns_of_messages(msgs))
+        return self.put_columns(cols)
+
+    def put_columns(self, cols) -> "BatchPutResults":
+        """Put a :class:`~rmqsource.format.batch_encode.MessageColumns` batch (columnar fast path)."""
+        res = BatchPutResults(cols.n)
+        with self._put_lock:
+            if not self._writable:
+                why = "store is closed" if self._closed else f"store is not writable: {self._error!r}"
+                for i in range(cols.n):
+                    m = cols.message(i)
+                    res.objects[i] = self._fail(m, PutMessageStatus.SERVICE_NOT_AVAILABLE, reason=why)
+                    res.input_objects[i] = input_view(m, self._trailing)
+                return res
+            if cols.n:
+                self._put_columns_locked(cols, res)
+        return res
+
+    def _hosts_of(self, col, n: int, default: str):
+        """(codes, address uint32 per distinct host, port per distinct host, bad row mask) of a host
+        string column (fast path: IPv4 only; others are flagged for the per-message path)."""
+        import pyarrow.compute as pc
+        from ..format.batch_encode import parse_ipv4_hosts
+        enc = pc.dictionary_encode(col.fill_null(default) if col.null_count else col)
+        d = enc.dictionary
+        addr, port, ok = parse_ipv4_hosts(d)
+        ok &= port < (1 << 31)
+        codes = np.asarray(enc.indices).astype(np.int64)
+        return codes, addr, port, (~ok)[codes] if len(d) else np.zeros(n, bool)
+
+    def _put_columns_locked(self, c, res: "BatchPutResults") -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from ..format import batch_encode as be
+        n = c.n
+        z = self.segment_size
+        trailing = self._trailing
+        slow = c.slow.copy()
+        if self._append_crc and not trailing:
+            slow[:] = True
+        # -- per-distinct-value checks: topics, hosts
+        tenc = pc.dictionary_encode(c.topic)
+        tnames = tenc.dictionary.to_pylist()
+        tcode = np.asarray(tenc.indices).astype(np.int64)
+        tbad = np.array([self._topic_problem(t) is not None or len(t) > limits.TOPIC_MAX_BYTES_V1
+                         for t in tnames] or [True])
+        slow |= tbad[tcode]
+        tlen = np.array([len(t) for t in tnames] or [0], np.int64)
+        bcode, baddr, bport, bbad = self._hosts_of(c.born_host, n, "127.0.0.1:0")
+        scode, saddr, sport, sbad = self._hosts_of(c.store_host, n, "127.0.0.1:10911")
+        shosts = [(int(x).to_bytes(4, "big"), int(y)) for x, y in zip(saddr.tolist(), sport.tolist())]
+        slow |= bbad | sbad
+        boff, _ = be.binary_offsets(c.body)
+        blen = np.diff(boff)
+        slow |= blen > self._max_body
+        # -- properties (fast rows: TAGS, KEYS, then the map; no separators inside values)
+        props = be.serialize_properties(c.tags, c.keys, c.map_part, trailing)
+        n_ent = c.map_count + np.asarray(c.tags.is_valid()) + np.asarray(c.keys.is_valid())
+        cnt1 = np.asarray(pc.count_substring(props, "\x01"))
+        cnt2 = np.asarray(pc.count_substring(props, "\x02"))
+        slow |= (cnt1 != n_ent) | (cnt2 != (n_ent if trailing else np.maximum(n_ent - 1, 0)))
+        plen = np.asarray(pc.binary_length(props)).astype(np.int64)
+        if self._append_crc:
+            plen = plen + len(_CRC_PLACEHOLDER)
+        slow |= plen > _PROPS_MAX
+        size = be.FIXED_V4_V1 + blen + tlen[tcode] + plen
+        slow |= (size > self._max_record) | (size + limits.END_FILE_MIN_BLANK_BYTES > z)
+        fast = ~slow
+        sys_flag = c.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)
+        # -- per-message path for the other rows
+        topics = list(tnames)
+        topic_index = {t: i for i, t in enumerate(topics)}
+        shost_index = {h: i for i, h in enumerate(shosts)}
+        final_tcode = tcode.copy()
+        qid = c.queue_id.copy()
+        host_code = scode.copy()
+        ok = fast.copy()
+        prepared: dict[int, _Prepared] = {}
+        now = self._clock_ms()
+        store_ts = np.where(c.store_ts_valid, c.store_ts, now)
+        res.input_objects = {}
+        for i in np.flatnonzero(slow).tolist():
+            m = c.message(i)
+            res.input_objects[i] = input_view(m, trailing) if isinstance(m, MessageExtBrokerInner) else (0, "")
+            try:
+                p = self._prepare(m)
+            except Exception as exc:     # malformed input object: refuse it, never half-write
+                res.objects[i] = self._fail(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=f"{type(exc).__name__}: {exc}")
+                continue
+            if isinstance(p, PutMessageResult):
+                res.objects[i] = p
+                continue
+            prepared[i] = p
+            ok[i] = True
+            size[i] = p.size
+            final_tcode[i] = topic_index.setdefault(p.topic, len(topics))
+            if final_tcode[i] == len(topics):
+                topics.append(p.topic)
+            qid[i] = p.queue_id
+            sys_flag[i] = p.sys_flag
+            hk = (p.store_addr, p.store_port)
+            host_code[i] = shost_index.setdefault(hk, len(shosts))
+            if host_code[i] == len(shosts):
+                shosts.append(hk)
+            if p.store_ts is not None:
+                store_ts[i] = p.store_ts
+        res.topics, res.hosts = topics, shosts
+        res.topic_code[:] = final_tcode
+        res.queue_ids[:] = qid
+        res.sys_flags[:] = sys_flag
+        res.host_code[:] = host_code
+        rows = np.flatnonzero(ok)                     # rows to write, in order
+        if rows.size == 0:
+            self._input_view_fast(res, c, fast, props)
+            return
+        # -- positions: segments with the blank rule, then queue offsets
+        seg = self._current
+        first_open = seg is not None
+        seg_of, in_seg, plan = be.segment_positions(size[rows], seg.wrote if seg else 0, z, first_open)
+        base0 = seg.start if first_open else self._next_start
+        phy = base0 + seg_of * z + in_seg
+        tran = sys_flag[rows] & TRANSACTION_MASK
+        enters = (tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE)
+        qo = np.zeros(len(rows), np.int64)
+        cq = np.flatnonzero(enters)
+        if cq.size:
+            gid = final_tcode[rows[cq]] * (1 << 32) + qid[rows[cq]]
+            ug, inv = np.unique(gid, return_inverse=True)
+            order = np.argsort(inv, kind="stable")
+            counts = np.bincount(inv, minlength=len(ug))
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            rank = np.empty(len(cq), np.int64)
+            rank[order] = np.arange(len(cq)) - np.repeat(starts, counts)
+            bases = np.array([self._queue_offsets.get((topics[int(g >> 32)], int(g & 0xFFFFFFFF)), 0)
+                              for g in ug.tolist()], np.int64)
+            qo[cq] = bases[inv] + rank
+        ts = store_ts[rows]
+        # -- tags codes (ConsumeQueue) and index keys
+        tags_code = np.zeros(n, np.int64)
+        tags_code[fast] = be.tags_codes(c.tags)[fast] if fast.any() else 0
+        levels = self._delay_levels
+        rowpos = np.full(n, -1, np.int64)
+        rowpos[rows] = np.arange(len(rows))
+        for i, p in prepared.items():
+            if p.delay is not None:
+                tags_code[i] = compute_tags_code(p.topic, {"TAGS": p.tags, "DELAY": p.delay}
+                                                 if p.tags is not None else {"DELAY": p.delay}, int(store_ts[i]),
+                                                 levels)
+            else:
+                tags_code[i] = _tags_code(p.tags)
+        entries = self._index_entries(c, fast, rowpos, tcode, tnames, prepared) \
+            if self.index_service is not None else None
+        # -- encode: fast rows at once, the others one by one
+        frows = np.flatnonzero(fast)
+        recs = None
+        if frows.size:
+            recs = self._encode_fast(c, frows, rowpos, size, phy, qo, ts, tcode, tnames, bcode, baddr, bport,
+                                     scode, saddr, sport, sys_flag, props, plen)
+        if prepared:
+            slow_recs = []
+            srows = np.array(sorted(prepared), np.int64)
+            for i in srows.tolist():
+                j = int(rowpos[i])
+                slow_recs.append(self._encode_one(prepared[i], int(qo[j]), int(phy[j]), int(ts[j])))
+            sarr = pa.array(slow_recs, pa.binary())
+            if recs is None:
+                recs = sarr
+            else:
+                perm = np.empty(len(rows), np.int64)
+                perm[rowpos[frows]] = np.arange(len(frows))
+                perm[rowpos[srows]] = len(frows) + np.arange(len(srows))
+                recs = pa.concat_arrays([recs, sarr]).take(pa.array(perm))
+        roff, rdata = be.binary_offsets(recs)
+        # -- write segment by segment; acknowledge and dispatch what was written
+        status_ok = _STATUS_CODE[PutMessageStatus.PUT_OK]
+        for s_idx, (a, b, blank, pos) in enumerate(plan):
+            if s_idx > 0 or not first_open:
+                try:
+                    seg = self._roll()
+                except OSError as exc:
+                    self._fail_rows(c, res, rows[a:], PutMessageStatus.CREATE_MAPPED_FILE_FAILED, str(exc))
+                    break
+            chunk = memoryview(rdata)[int(roff[a]):int(roff[b])]
+            if blank:
+                chunk = bytes(chunk) + _BLANK.pack(blank, BLANK_MAGIC)
+            try:
+                _pwrite_all(seg.fd, chunk, pos)
+            except OSError as exc:
+                self._error = exc
+                try:
+                    _pwrite_all(seg.fd, bytes(len(chunk)), pos)
+                except OSError:
+                    self._writable = False
+                self._fail_rows(c, res, rows[a:], PutMessageStatus.UNKNOWN_ERROR, str(exc))
+                break
+            seg.wrote = pos + len(chunk)
+            seg.dirty = True
+            status = PutMessageStatus.PUT_OK
+            if self._sync_flush:
+                try:
+                    os.fsync(seg.fd)
+                    seg.dirty = False
+                except OSError as exc:
+                    self._error = exc
+                    status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            if b == a:
+                continue
+            r = rows[a:b]
+            res.status[r] = _STATUS_CODE[status] if status is not PutMessageStatus.PUT_OK else status_ok
+            res.commit_log_offsets[r] = phy[a:b]
+            res.queue_offsets[r] = qo[a:b]
+            res.sizes[r] = size[r]
+            res.store_timestamps[r] = ts[a:b]
+            cqa = np.flatnonzero(enters[a:b])
+            if cqa.size:
+                for g, last in zip(*self._last_per_group(final_tcode[r[cqa]], qid[r[cqa]], qo[a:b][cqa])):
+                    self._queue_offsets[(topics[g[0]], g[1])] = last + 1
+            self._last_store_ts = int(ts[b - 1])
+            if status is PutMessageStatus.PUT_OK and self._sync_flush:
+                self._physic_ts = self._last_store_ts
+            try:
+                ent = None
+                if entries is not None:
+                    e_rec, e_hash = entries
+                    lo, hi = np.searchsorted(e_rec, [a, b])
+                    ent = (e_rec[lo:hi] - a, e_hash[lo:hi])
+                self.dispatcher.dispatch_columns(topics, final_tcode[r], qid[r], phy[a:b], size[r],
+                                                 tags_code[r], ts[a:b], qo[a:b], sys_flag[r], ent)
+            except Exception as exc:  # the CommitLog holds the data; a reopen re-dispatches it
+                self._error = exc
+                self._writable = False
+        self._input_view_fast(res, c, fast, props)
+
+    @staticmethod
+    def _last_per_group(tc: np.ndarray, q: np.ndarray, qo: np.ndarray):
+        gid = tc * (1 << 32) + q
+        rev = gid[::-1]
+        ug, idx = np.unique(rev, return_index=True)
+        last = qo[::-1][idx]
+        return [(int(g >> 32), int(g & 0xFFFFFFFF)) for g in ug.tolist()], last.tolist()
+
+    def _input_view_fast(self, res, c, fast, props) -> None:
+        import pyarrow as pa
+        from ..format import batch_encode as be
+        frows = np.flatnonzero(fast)
+        res.input_rows = frows
+        res.input_props = props.take(pa.array(frows)) if frows.size != c.n else props
+        if frows.size:
+            res.input_tags_code[frows] = be.tags_codes(c.tags)[frows]
+        for i, v in res.input_objects.items():
+            res.input_tags_code[i] = v[0]
+
+    def _fail_rows(self, c, res, rows: np.ndarray, status: PutMessageStatus, reason: str) -> None:
+        for i in rows.tolist():
+            res.status[i] = _OBJ
+            res.objects[i] = PutMessageResult(status, AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
+                                              if status is PutMessageStatus.UNKNOWN_ERROR else None,
+                                              res.topics[int(res.topic_code[i])], int(res.queue_ids[i]),
+                                              int(res.sys_flags[i]), reason)
+
+    def _encode_one(self, p: _Prepared, qo: int, phy: int, store_ts: int) -> bytes:
+        """One prepared record at its position (the per-message encoder of ``_put_locked``)."""
+        head = p.head.pack(p.size, p.magic, p.body_crc, p.queue_id, p.flag, qo, phy, p.sys_flag, p.born_ts,
+                           p.born_addr, p.born_port, store_ts, p.store_addr, p.store_port,
+                           p.reconsume, p.prepared_tx, len(p.body))
+        if p.crc_prop:
+            tail = p.tail
+            crc = zlib.crc32(memoryview(tail)[:-20], zlib.crc32(p.body, zlib.crc32(head))) & 0x7FFFFFFF
+            return b"".join((head, p.body, bytes(memoryview(tail)[:-11]), crc_property_digits(crc), b"\x02"))
+        return b"".join((head, p.body, p.tail))
+
+    def _encode_fast(self, c, frows, rowpos, size, phy, qo, ts, tcode, tnames, bcode, baddr, bport, scode, saddr,
+                     sport, sys_flag, props, plen):
+        """Records of the fast rows (IPv4 hosts, magic v1), back to back in one Arrow buffer."""
+        import pyarrow as pa
+        from ..format import batch_encode as be
+        k = len(frows)
+        allrows = k == c.n
+        take = None if allrows else pa.array(frows)
+        body = c.body if allrows else c.body.take(take)
+        pr = props if allrows else props.take(take)
+        j = rowpos[frows]
+        hd = be.head_array(k)
+        hd["total"] = size[frows]
+        hd["magic"] = MAGIC_V1
+        hd["body_crc"] = be.body_crcs(body)
+        hd["queue_id"] = c.queue_id[frows]
+        hd["flag"] = c.flag[frows]
+        hd["queue_offset"] = qo[j]
+        hd["phy"] = phy[j]
+        hd["sys_flag"] = sys_flag[frows]
+        hd["born_ts"] = c.born_ts[frows]
+        hd["born_addr"] = baddr[bcode[frows]]
+        hd["born_port"] = bport[bcode[frows]]
+        hd["store_ts"] = ts[j]
+        hd["store_addr"] = saddr[scode[frows]]
+        hd["store_port"] = sport[scode[frows]]
+        hd["reconsume"] = c.reconsume[frows]
+        hd["prepared_tx"] = c.prepared_tx[frows]
+        hd["body_len"] = np.diff(be.binary_offsets(body)[0])
+        heads = be.fixed_binary(hd.view(np.uint8), k, be.HEAD_V4_SIZE)
+        tfield = pa.array([bytes((len(t),)) + t.encode("ascii") for t in tnames], pa.binary())
+        topics = tfield.take(pa.array(tcode[frows]))
+        pl = np.asarray(plen[frows], dtype=">i2")
+        plens = be.fixed_binary(pl.view(np.uint8), k, 2)
+        parts = [heads, body, topics, plens, pr.view(pa.binary())]
+        recs = be.join_records(parts)
+        if self._append_crc:
+            recs = be.join_records([recs, be.crc_digit_tails(recs)])
+        return recs
+
+    def _index_entries(self, c, fast, rowpos, tcode, tnames, prepared):
+        """(record number in write order, keyHash) of every index key, in buildIndex order."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from ..format import batch_encode as be
+        from ..format.javahash import index_key_hash
+        from ..format.properties import split_keys
+        recs, ranks, hashes = [], [], []
+        frows = np.flatnonzero(fast)
+        if frows.size:
+            pref = np.array([java_string_hash(t + "#") & 0xFFFFFFFF for t in tnames] or [0], np.uint32)
+            u = c.uniq
+            uvalid = np.asarray(u.is_valid()) & fast if u.null_count else fast.copy()
+            ur = np.flatnonzero(uvalid)
+            if ur.size:
+                h, ln = be.java_hashes(u.take(pa.array(ur)))
+                recs.append(rowpos[ur])
+                ranks.append(np.zeros(ur.size, np.int64))
+                hashes.append(be.index_hash(be.combine_hash(pref[tcode[ur]], h, ln)))
+            kv = np.asarray(c.keys.is_valid()) & fast
+            kr = np.flatnonzero(kv)
+            if kr.size:
+                lists = pc.split_pattern(c.keys.take(pa.array(kr)), " ")
+                flat = pc.list_flatten(lists)
+                parent = kr[np.asarray(pc.list_parent_indices(lists))]
+                loff = np.asarray(lists.offsets)
+                piece_rank = np.arange(len(flat)) - np.repeat(loff[:-1], np.diff(loff)) + 1
+                keep = np.asarray(pc.greater(pc.binary_length(flat), 0))
+                flat = flat.filter(pa.array(keep))
+                parent, piece_rank = parent[keep], piece_rank[keep]
+                if len(flat):
+                    h, ln = be.java_hashes(flat)
+                    recs.append(rowpos[parent])
+                    ranks.append(piece_rank)
+                    hashes.append(be.index_hash(be.combine_hash(pref[tcode[parent]], h, ln)))
+        if prepared:
+            r2, k2, h2 = [], [], []
+            for i, p in prepared.items():
+                j = int(rowpos[i])
+                rank = 0
+                if p.uniq_key is not None:
+                    r2.append(j), k2.append(0), h2.append(index_key_hash(f"{p.topic}#{p.uniq_key}"))
+                for piece in split_keys(p.keys):
+                    rank += 1
+                    r2.append(j), k2.append(rank), h2.append(index_key_hash(f"{p.topic}#{piece}"))
+            if r2:
+                recs.append(np.array(r2, np.int64))
+                ranks.append(np.array(k2, np.int64))
+                hashes.append(np.array(h2, np.int64))
+        if not recs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        rec = np.concatenate(recs)
+        rank = np.concatenate(ranks)
+        hsh = np.concatenate(hashes)
+        order = np.lexsort((rank, rec))
+        return rec[order], hsh[order]
+
 
     # -- flush / checkpoint ----------------------------------------------------------------
     def _on_index_full(self, end_ts: int) -> None:
@@ -874,3 +1260,254 @@ def put_all(writer: MessageStoreWriter, msgs: Iterable[MessageExtBrokerInner],
         out.extend(writer.put_messages(batch))
     return out
 
+
+
+# ---------------------------------------------------------------- columnar fast path
+#
+# MessageStoreWriter.put_columns (used by put_arrow_batch and put_json_lines) encodes a
+# whole batch with numpy/pyarrow (rmqsource.format.batch_encode).  It produces exactly
+# the bytes of put_messages: rows it cannot prove equivalent for (IPv6 hosts, magic v2
+# topics, the 4.9 delay rewrite, __CRC32# in the input, verbatim properties strings,
+# separators hidden in values, refused messages, ...) are prepared by the per-message
+# _prepare and encoded one by one, then merged back in order.  Offsets, queue offsets,
+# segment rolls, writes, ConsumeQueue units, IndexFile entries and results are columnar
+# for all rows.  tests/test_writer_batch.py checks both golden corpora and randomized
+# mixed batches against put_messages, byte for byte.
+
+_STATUSES = list(PutMessageStatus)
+_STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
+_OBJ = -1                                     # result held as an object (refused / failed rows)
+
+
+class BatchPutResults(Sequence):
+    """Results of one columnar put: numpy columns, with a lazy per-row :class:`PutMessageResult` view.
+
+    ``results[i]`` builds the PutMessageResult of row i; ``ok_mask``/``ok_count``,
+    ``commit_log_offsets``, ``queue_offsets``, ``sizes``, ``store_timestamps`` are
+    arrays; :meth:`to_put_jsonl` renders the CLI's put.jsonl lines in bulk.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.status = np.full(n, _OBJ, np.int8)
+        self.commit_log_offsets = np.full(n, -1, np.int64)
+        self.queue_offsets = np.full(n, -1, np.int64)
+        self.sizes = np.zeros(n, np.int64)
+        self.store_timestamps = np.zeros(n, np.int64)
+        self.topic_code = np.zeros(n, np.int64)
+        self.queue_ids = np.zeros(n, np.int64)
+        self.sys_flags = np.zeros(n, np.int64)
+        self.host_code = np.zeros(n, np.int64)
+        self.topics: list[str] = []
+        self.hosts: list[tuple[bytes, int]] = []
+        self.objects: dict[int, PutMessageResult] = {}
+        # put.jsonl input view: (tagsCode, propertiesString) per row
+        self.input_rows = np.zeros(0, np.int64)        # rows covered by input_props (vectorized)
+        self.input_props = None                        # pyarrow string array aligned with input_rows
+        self.input_tags_code = np.zeros(n, np.int64)
+        self.input_objects: dict[int, tuple[int, str]] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.n))]
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        code = int(self.status[i])
+        if code == _OBJ:
+            return self.objects[i]
+        addr, port = self.hosts[int(self.host_code[i])]
+        return PutMessageResult(
+            _STATUSES[code],
+            AppendMessageResult(AppendMessageStatus.PUT_OK, int(self.commit_log_offsets[i]), int(self.sizes[i]),
+                                addr, int(self.store_timestamps[i]), int(self.queue_offsets[i]), port),
+            self.topics[int(self.topic_code[i])], int(self.queue_ids[i]), int(self.sys_flags[i]))
+
+    def __iter__(self):
+        for i in range(self.n):
+            yield self[i]
+
+    @property
+    def ok_mask(self) -> np.ndarray:
+        return self.status == _STATUS_CODE[PutMessageStatus.PUT_OK]
+
+    @property
+    def ok_count(self) -> int:
+        return int(np.count_nonzero(self.ok_mask))
+
+    def input_view(self, i: int) -> tuple[int, str]:
+        """(tagsCode, propertiesString) of row i's input, as the corpora's put.jsonl holds them."""
+        if i in self.input_objects:
+            return self.input_objects[i]
+        j = int(np.searchsorted(self.input_rows, i))
+        return int(self.input_tags_code[i]), self.input_props[j].as_py()
+
+    def to_put_jsonl(self, first_i: int = 0) -> bytes:
+        """The put.jsonl lines of these results (``{"i": first_i + row, ...}`` + tagsCode and
+        propertiesString of the input, "reason" when refused), UTF-8, each ending in a newline.
+
+        PUT_OK rows are rendered element-wise in Arrow; others one by one with the
+        same encoder as the CLI (``ensure_ascii=False``, compact separators)."""
+        import json
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from ..format import batch_encode as be
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        n = self.n
+        if n == 0:
+            return b""
+        vec = np.zeros(n, bool)
+        if self.input_props is not None and len(self.input_rows):
+            vec[self.input_rows] = True
+        vec &= self.ok_mask
+        props_all = None
+        if vec.any():
+            sel = np.flatnonzero(vec[self.input_rows])
+            props_all = self.input_props.take(pa.array(sel))
+            esc, bad = be.json_escape_props(props_all)
+            topic_bad = np.array([dumps(t)[1:-1] != t for t in self.topics] or [False])
+            rows = self.input_rows[sel]
+            bad |= topic_bad[self.topic_code[rows]]
+            if bad.any():
+                vec[rows[bad]] = False
+                keep = np.flatnonzero(~bad)
+                rows, esc = rows[keep], esc.take(pa.array(keep))
+        vec_rows = np.flatnonzero(vec)
+        other = np.flatnonzero(~vec)
+        parts = []
+        if vec_rows.size:
+            host_hex = [(addr + struct.pack(">i", port)).hex().upper() for addr, port in self.hosts]
+            phy = self.commit_log_offsets[vec_rows]
+            ids = be.hex_fixed(phy, 16)
+            prefix = pc.take(pa.array(host_hex), pa.array(self.host_code[vec_rows]))
+            msg_ids = pc.binary_join_element_wise(prefix, be.fixed_binary(ids.reshape(-1), len(vec_rows), 16)
+                                                  .cast(pa.string()), "")
+            topics = pc.take(pa.array(self.topics, pa.string()), pa.array(self.topic_code[vec_rows]))
+            parts.append(be.render_put_jsonl(first_i, vec_rows, msg_ids, phy, self.queue_offsets[vec_rows],
+                                             self.sizes[vec_rows], self.store_timestamps[vec_rows], topics,
+                                             self.queue_ids[vec_rows], self.sys_flags[vec_rows],
+                                             self.input_tags_code[vec_rows], esc))
+        if other.size:
+            lines = []
+            for i in other.tolist():
+                r = self[i]
+                doc = {"i": first_i + i}
+                doc.update(r.to_json_dict())
+                doc["tagsCode"], doc["propertiesString"] = self.input_view(i)
+                if r.reason:
+                    doc["reason"] = r.reason
+                lines.append(dumps(doc))
+            parts.append(pa.array(lines, pa.string()))
+        allv = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        if len(parts) > 1:
+            perm = np.empty(n, np.int64)
+            perm[vec_rows] = np.arange(len(vec_rows))
+            perm[other] = len(vec_rows) + np.arange(len(other))
+            allv = allv.take(pa.array(perm))
+        joined = pc.binary_join_element_wise(allv, "\n", "")
+        off, data = be.binary_offsets(joined)
+        return data[off[0]:off[-1]].tobytes()
+
+    @staticmethod
+    def concat(parts: Sequence["BatchPutResults"]) -> "BatchPutResults":
+        """One result object for consecutive batches (topic/host tables merged)."""
+        n = sum(p.n for p in parts)
+        out = BatchPutResults(n)
+        tmap: dict[str, int] = {}
+        hmap: dict[tuple, int] = {}
+        rows_all, props_all = [], []
+        base = 0
+        for p in parts:
+            sl = slice(base, base + p.n)
+            for name in ("status", "commit_log_offsets", "queue_offsets", "sizes", "store_timestamps",
+                         "queue_ids", "sys_flags", "input_tags_code"):
+                getattr(out, name)[sl] = getattr(p, name)
+            tc = np.array([tmap.setdefault(t, len(tmap)) for t in p.topics] or [0], np.int64)
+            hc = np.array([hmap.setdefault(h, len(hmap)) for h in p.hosts] or [0], np.int64)
+            out.topic_code[sl] = tc[p.topic_code]
+            out.host_code[sl] = hc[p.host_code]
+            out.objects.update({base + k: v for k, v in p.objects.items()})
+            out.input_objects.update({base + k: v for k, v in p.input_objects.items()})
+            if p.input_props is not None and len(p.input_rows):
+                rows_all.append(p.input_rows + base)
+                props_all.append(p.input_props)
+            base += p.n
+        out.topics = list(tmap)
+        out.hosts = list(hmap)
+        if rows_all:
+            import pyarrow as pa
+            out.input_rows = np.concatenate(rows_all)
+            out.input_props = pa.concat_arrays(props_all)
+        return out
+
+
+def input_view(m: MessageExtBrokerInner, trailing: bool) -> tuple[int, str]:
+    """(tagsCode, propertiesString) of a message before the put, as in the corpora's put.jsonl."""
+    from ..format.properties import serialize_properties
+    props = m.properties
+    if isinstance(props, str):
+        text = props
+    else:
+        items = []
+        if m.tags is not None:
+            items.append((TAGS, m.tags))
+        if m.keys is not None:
+            items.append((KEYS, m.keys))
+        if props:
+            items.extend(props.items())
+        text = serialize_properties(items, trailing_separator=trailing)
+    return _tags_code(parse_properties(text).get(TAGS)), text
+
+
+def _messages_from_json_block(data: bytes, what: str, first_line: int) -> list:
+    """Per-line parse of a JSON-lines block (the fallback of ``put_json_lines``), with the CLI's
+    error messages (``{what} line {n}: ...``)."""
+    import binascii
+    import json
+    msgs = []
+    for n, line in enumerate(data.split(b"\n"), first_line):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise OptionError(f"{what} line {n}: not valid JSON: {e}") from None
+        try:
+            if not isinstance(obj, dict):
+                raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
+            if "topic" not in obj:
+                raise KeyError("topic")
+            body = obj.get("body")
+            if body:
+                if not isinstance(body, str):
+                    raise TypeError(f"body must be a base64 string, got {type(body).__name__}")
+                binascii.a2b_base64(body, strict_mode=True)
+            msgs.append(MessageExtBrokerInner.from_json_dict(obj))
+        except KeyError as e:
+            raise OptionError(f"{what} line {n}: missing field {e.args[0]!r}") from None
+        except binascii.Error as e:
+            raise OptionError(f"{what} line {n}: body is not base64: {e}") from None
+        except (TypeError, ValueError, AttributeError) as e:
+            raise OptionError(f"{what} line {n}: {' '.join(str(e).split())}") from None
+        except RmqError as e:
+            raise OptionError(f"{what} line {n}: {' '.join(str(e).split())}") from None
+    return msgs
+
+
+def _columns_of_messages(msgs: Sequence[MessageExtBrokerInner]):
+    """MessageColumns whose rows all take the per-message path (fallback of the bulk entry points)."""
+    import pyarrow as pa
+    from ..format.batch_encode import MessageColumns
+    n = len(msgs)
+    zeros = np.zeros(n, np.int64)
+    empty = pa.array([""] * n, pa.string())
+    nulls = pa.nulls(n, pa.string())
+    return MessageColumns(
+        n=n, topic=empty, queue_id=zeros, body=pa.array([b""] * n, pa.binary()), flag=zeros, sys_flag=zeros,
+        born_ts=zeros, reconsume=zeros, prepared_tx=zeros, store_ts=zeros, store_ts_valid=np.zeros(n, bool),
+        born_host=nulls, store_host=nulls, tags=nulls, keys=nulls, map_part=empty, map_count=zeros,
+        uniq=nulls, slow=np.ones(n, bool), row_message=msgs.__getitem__)
