@@ -25,8 +25,10 @@ def main() -> None:
              .config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())
     try:
+        result = query_rows(spark, store, config)
+        # Executors register asynchronously: count them once the query has run on them.
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
-        print(json.dumps({"executors": executors, "result": query_rows(spark, store, config)}))
+        print(json.dumps({"executors": executors, "result": result}))
     finally:
         spark.stop()
 

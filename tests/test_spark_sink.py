@@ -79,7 +79,7 @@ def test_queue_nums_from_topics_json(tmp_path):
 def test_batch_sink_appends_every_row_once(spark, tmp_path):
     from pyspark.sql import functions as F
     root = tmp_path / "store"
-    n = 20_000
+    n = 10_000
     df = (spark.range(n).repartition(4)
           .select(F.lit("S").alias("topic"),
                   F.col("id").cast("string").cast("binary").alias("body"),
