@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import functools
 import json
 import os
 import sys
 import unicodedata
+
+import numpy as np
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TextIO
 
 from .errors import OptionError, RmqError
@@ -85,6 +86,11 @@ class Output:
 
     def json_line(self, obj: Any) -> None:
         self.line(_dumps(obj))
+
+    def raw(self, text: str) -> None:
+        """Text that already holds whole lines (bulk-rendered JSON lines)."""
+        self.flush()
+        self.stream.write(text)
 
     def lines(self, texts: Iterable[str]) -> None:
         for t in texts:
@@ -628,7 +634,6 @@ def cmd_topics(args, out: Output) -> int:
 # --------------------------------------------------------------- put
 
 PUT_CHUNK_BYTES = 8 << 20            # stdin is read and parsed in chunks of about this size
-PUT_CHUNK_LINES = 32768               # at most this many messages per put_messages call
 
 _ARROW_ALIASES = {
     "queueId": "queue_id", "bornTimestamp": "born_timestamp_ms", "bornHost": "born_host",
@@ -640,87 +645,28 @@ _ARROW_ALIASES = {
 _IGNORED_INPUT_FIELDS = frozenset({"plaintext"})
 
 
-def _json_chunks(stream, what: str):
-    """(line numbers, [parsed objects]) per chunk of a JSON-lines byte stream.
+PUT_BLOCK_BYTES = 64 << 20
+PUT_ARROW_BATCH_ROWS = 262_144
 
-    Fast path: a chunk's lines are joined into one JSON array and parsed by a
-    single ``json.loads`` call; only when that fails are blank lines dropped and
-    lines parsed one by one, to name the bad line.
-    """
-    lineno = 1
-    pending = b""
-    eof = False
-    while not eof:
-        data = stream.read(PUT_CHUNK_BYTES)
-        if not data:
-            eof = True
-            block, pending = pending, b""
-        else:
-            data = pending + data
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                pending = data
-                continue
-            block, pending = data[:cut + 1], data[cut + 1:]
-        if not block:
+
+def _line_blocks(stream, block_bytes: int = PUT_BLOCK_BYTES):
+    """(number of the first line, block of whole lines) from a binary stream, ~block_bytes each."""
+    carry = b""
+    line_no = 1
+    while True:
+        chunk = stream.read(block_bytes)
+        if not chunk:
+            break
+        data = carry + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            carry = data
             continue
-        lines = block.split(b"\n")
-        if lines[-1] == b"":
-            lines.pop()
-        first = lineno
-        lineno += len(lines)
-        try:
-            yield range(first, first + len(lines)), json.loads(b"[" + b",".join(lines) + b"]")
-            continue
-        except (ValueError, UnicodeDecodeError):
-            pass
-        numbers, kept = [], []
-        for i, line in enumerate(lines):
-            if line.strip():
-                kept.append(line)
-                numbers.append(first + i)
-        if kept:
-            yield numbers, _parse_json_lines(kept, numbers, what)
-
-
-def _parse_json_lines(lines: list[bytes], numbers: Sequence[int], what: str) -> list:
-    try:
-        return json.loads(b"[" + b",".join(lines) + b"]")
-    except (ValueError, UnicodeDecodeError):
-        pass
-    for line, n in zip(lines, numbers):       # find the bad line for the message
-        try:
-            json.loads(line)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise OptionError(f"{what} line {n}: not valid JSON: {e}") from None
-    raise OptionError(f"{what}: lines {numbers[0]}-{numbers[-1]}: not valid JSON lines")
-
-
-def _messages_from_json(objs: list, numbers: Sequence[int], what: str) -> list:
-    import binascii
-    from .store.writer import MessageExtBrokerInner
-    from_json = MessageExtBrokerInner.from_json_dict
-    a2b = binascii.a2b_base64
-    msgs = []
-    for obj, n in zip(objs, numbers):
-        try:
-            if not isinstance(obj, dict):
-                raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
-            if "topic" not in obj:
-                raise KeyError("topic")
-            body = obj.get("body")
-            if body:
-                if not isinstance(body, str):
-                    raise TypeError(f"body must be a base64 string, got {type(body).__name__}")
-                a2b(body, strict_mode=True)           # from_json_dict decodes leniently
-            msgs.append(from_json(obj))
-        except KeyError as e:
-            raise OptionError(f"{what} line {n}: missing field {e.args[0]!r}") from None
-        except binascii.Error as e:
-            raise OptionError(f"{what} line {n}: body is not base64: {e}") from None
-        except (TypeError, ValueError, AttributeError, RmqError) as e:
-            raise OptionError(f"{what} line {n}: {_one_line(e)}") from None
-    return msgs
+        block, carry = data[:cut], data[cut:]
+        yield line_no, block
+        line_no += block.count(b"\n")
+    if carry.strip():
+        yield line_no, carry + b"\n"
 
 
 def _arrow_batches(path: str):
@@ -733,7 +679,7 @@ def _arrow_batches(path: str):
             pf = pq.ParquetFile(path)
         except (pa.ArrowException, OSError) as e:
             raise OptionError(f"{path}: not a readable Parquet file: {_one_line(e)}") from None
-        yield from pf.iter_batches(batch_size=PUT_CHUNK_LINES)
+        yield from pf.iter_batches(batch_size=PUT_ARROW_BATCH_ROWS)
         return
     try:
         source = pa.memory_map(path)
@@ -754,70 +700,6 @@ def _arrow_batches(path: str):
             from None
 
 
-def _messages_from_batch(batch, path: str, first_row: int) -> list:
-    from .store.writer import MessageExtBrokerInner
-    allowed = set(MessageExtBrokerInner.__dataclass_fields__)
-    cols = {}
-    for i, name in enumerate(batch.schema.names):
-        if name in _IGNORED_INPUT_FIELDS:
-            continue
-        field_name = _ARROW_ALIASES.get(name, name)
-        if field_name not in allowed:
-            raise OptionError(f"{path}: unknown column {name!r}; expected some of "
-                              f"{', '.join(sorted(allowed | set(_ARROW_ALIASES)))}")
-        if field_name in cols:
-            raise OptionError(f"{path}: columns {name!r} and another alias both give {field_name!r}")
-        cols[field_name] = batch.column(i).to_pylist()
-    if "topic" not in cols:
-        raise OptionError(f"{path}: a 'topic' column is required")
-    n = batch.num_rows
-    msgs = []
-    names = list(cols)
-    values = [cols[k] for k in names]
-    for r in range(n):
-        kw = {}
-        for k, v in zip(names, values):
-            x = v[r]
-            if x is None:
-                continue
-            if k == "body" and isinstance(x, str):
-                x = x.encode("utf-8")
-            elif k == "properties" and isinstance(x, list):      # map<string,string> column
-                x = dict(x)
-            kw[k] = x
-        if "queue_id" not in kw:
-            kw["queue_id"] = 0
-        try:
-            msgs.append(MessageExtBrokerInner(**kw))
-        except (TypeError, ValueError, RmqError) as e:
-            raise OptionError(f"{path} row {first_row + r}: {_one_line(e)}") from None
-    return msgs
-
-
-def _input_view(m, trailing: bool) -> tuple[int, str]:
-    """(tagsCode, propertiesString) computed before the put, as the corpora's put.jsonl holds them."""
-    from .format.properties import parse_properties, serialize_properties
-    props = m.properties
-    if isinstance(props, str):
-        text = props
-    else:
-        items = []
-        if m.tags is not None:
-            items.append(("TAGS", m.tags))
-        if m.keys is not None:
-            items.append(("KEYS", m.keys))
-        if props:
-            items.extend(props.items())
-        text = serialize_properties(items, trailing_separator=trailing)
-    return _tags_code_cached(parse_properties(text).get("TAGS")), text
-
-
-@functools.lru_cache(maxsize=4096)
-def _tags_code_cached(tags: Optional[str]) -> int:
-    from .format.javahash import tags_code
-    return tags_code(tags)
-
-
 def cmd_put(args, out: Output) -> int:
     import time
     from .io.segments import list_segments
@@ -832,39 +714,28 @@ def cmd_put(args, out: Output) -> int:
         if not os.path.isfile(f):
             raise OptionError(f"--from {f}: no such file")
     refuse_read_only_store(args.store, "put")
-    trailing = config.trailing_property_separator
     started = time.perf_counter()
     total = ok = 0
     failures: list[tuple[int, Any]] = []
     writer = MessageStoreWriter(args.store, config)
     try:
-        def put_batch(msgs):
+        def record(results) -> None:
+            """Count one columnar put; print its put.jsonl lines (rendered in bulk by the writer)."""
             nonlocal total, ok
-            results = writer.put_messages(msgs)
             base = total
             total += len(results)
-            for j, r in enumerate(results):
-                if r.ok:
-                    ok += 1
-                elif len(failures) < 1000:
-                    failures.append((base + j, r))
+            ok += results.ok_count
+            if ok - base != len(results) and len(failures) < 1000:
+                for j in np.flatnonzero(~results.ok_mask)[:1000 - len(failures)].tolist():
+                    failures.append((base + j, results[j]))
             if out.json:
-                for j, (m, r) in enumerate(zip(msgs, results)):
-                    doc = {"i": base + j}
-                    doc.update(r.to_json_dict())
-                    doc["tagsCode"], doc["propertiesString"] = _input_view(m, trailing)
-                    if r.reason:
-                        doc["reason"] = r.reason
-                    out.json_line(doc)
+                out.raw(results.to_put_jsonl(base).decode("utf-8"))
 
         if args.from_files:
             for path in args.from_files:
-                row = 0
                 for batch in _arrow_batches(path):
-                    msgs = _messages_from_batch(batch, path, row)
-                    row += batch.num_rows
-                    if msgs:
-                        put_batch(msgs)
+                    if batch.num_rows:
+                        record(writer.put_arrow_batch(batch))
         else:
             if args.input:
                 try:
@@ -875,10 +746,8 @@ def cmd_put(args, out: Output) -> int:
             else:
                 stream, what = stdin, "stdin"
             try:
-                for numbers, objs in _json_chunks(stream, what):
-                    for k in range(0, len(objs), PUT_CHUNK_LINES):
-                        put_batch(_messages_from_json(objs[k:k + PUT_CHUNK_LINES],
-                                                      numbers[k:k + PUT_CHUNK_LINES], what))
+                for first_line, block in _line_blocks(stream):
+                    record(writer.put_json_lines(block, what=what, first_line=first_line))
             finally:
                 if args.input:
                     stream.close()
