@@ -74,7 +74,6 @@ def plan_of(df) -> str:
 
 def reader_for(options: dict, filters=(), columns=None):
     """The DataSourceReader as Spark's pushdown planner builds it (outside Spark)."""
-    from pyspark.sql.types import _parse_datatype_string  # noqa: F401
     from rmqsource.spark.source import RmqDataSource
     from pyspark.sql.pandas.types import from_arrow_schema
     from rmqsource.spark.schema import ARROW_SCHEMA
@@ -412,10 +411,12 @@ def test_hostile_record_names_file_and_offset(spark, tmp_path):
 
 
 @pytest.mark.parametrize("store", [c / "store" for c in CORPORA] + [c / "store" for c in CRASH], ids=str)
-def test_fast_commit_log_end_equals_engine(store):
-    from rmqsource.spark.planning import commit_log_max_offset
+def test_commit_log_end_equals_full_recovery_scan(store):
+    """The reader's fast valid end (from the last ConsumeQueue unit) equals a scan from segment 0."""
     from rmqsource.store.reader import MessageStoreReader
-    corpus = store.parent if (store.parent / "inputs.jsonl").exists() else corpus_of(store.parent)
     from golden import load_config
-    with MessageStoreReader(store, load_config(corpus)) as a, MessageStoreReader(store, load_config(corpus)) as b:
-        assert commit_log_max_offset(a) == b.commit_log_max_offset
+    corpus = store.parent if (store.parent / "inputs.jsonl").exists() else corpus_of(store.parent)
+    with MessageStoreReader(store, load_config(corpus)) as reader:
+        full = reader.commitlog.find_valid_end(0, check_crc=True)
+        if not reader.abort_file_existed:
+            assert reader.commit_log_max_offset == full

@@ -454,7 +454,6 @@ def test_exactly_once_across_restarts_200k(spark, tmp_path):
 # --------------------------------------------------------------------------- notebook
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_streaming_notebook_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -47,8 +47,8 @@ class ReadSpec:
 
 
 def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatch]:
-    reader = MessageStoreReader(part.store.root, part.store.config)
-    reader.__dict__["commit_log_max_offset"] = part.store.commit_log_max   # planned valid end; no rescan
+    # The planned valid end: every task sees the store as it was at planning.
+    reader = MessageStoreReader(part.store.root, part.store.config, commit_log_end=part.store.commit_log_max)
     try:
         if isinstance(part, CommitLogRange):
             yield from _read_commitlog_range(spec, reader, part)

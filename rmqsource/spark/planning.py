@@ -16,12 +16,10 @@ Three kinds of partition:
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
-import numpy as np
 from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError, OptionError, RmqError
@@ -94,53 +92,10 @@ def open_store(root: str, config: StoreConfig) -> MessageStoreReader:
 
 
 def _store_ref(i: int, root: str, broker: str, config: StoreConfig, reader: MessageStoreReader) -> StoreRef:
-    end = commit_log_max_offset(reader)
-    # Seed the engine's cached value so its queue min/max use it instead of rescanning.
-    reader.__dict__["commit_log_max_offset"] = end
     return StoreRef(index=i, root=root, broker=broker, config=config,
                     commit_log_min=reader.commitlog.min_offset,
-                    commit_log_max=end,
+                    commit_log_max=reader.commit_log_max_offset,
                     cq_on_disk=bool(reader._queue_keys_on_disk))
-
-
-def commit_log_max_offset(reader: MessageStoreReader) -> int:
-    """The CommitLog's valid end, as ``reader.commit_log_max_offset`` computes it, but fast for clean stores.
-
-    After a clean shutdown (no abort file) the engine trusts the ConsumeQueues and
-    re-validates (with CRC) every record of the segment holding their max physical
-    end - a Python walk over up to 1 GiB.  Here the walk starts at the last
-    ConsumeQueue unit's record instead, so only the records after it are decoded
-    (normally none).  Crashed stores and stores without ConsumeQueues use the
-    engine's own recovery scan.  tests/test_spark_batch.py checks both agree on
-    every golden store.
-    """
-    from ..format.record import Kind
-    if reader.abort_file_existed or not reader._queue_keys_on_disk or not reader.commitlog.segments:
-        return reader.commit_log_max_offset
-    cl = reader.commitlog
-    last_start = -1
-    for key in reader._queue_keys_on_disk:
-        q = reader.consume_queue(*key)
-        mx = q.max_offset
-        if mx > q.first_file_start_offset:
-            u = _unit(q, mx - 1)
-            if u is not None and u[1] != PRE_BLANK_SIZE:
-                last_start = max(last_start, u[0])
-    if last_start < cl.min_offset or cl.reader.find(last_start) is None:
-        return reader.commit_log_max_offset
-    end = last_start
-    for step in cl.walk(last_start, check_crc=reader.config.check_crc_on_recover):
-        if step.decoded.kind is Kind.MESSAGE:
-            end = step.phy_offset + step.decoded.size
-        elif step.decoded.kind is Kind.BLANK:
-            seg_end = step.segment.start_offset + max(step.segment.size_bytes, cl.segment_size)
-            end = step.phy_offset if step.segment is cl.segments[-1] else seg_end
-        else:
-            end = step.phy_offset
-            break
-    if end == last_start:         # the last unit's record is not valid: let the engine decide
-        return reader.commit_log_max_offset
-    return end
 
 
 # --------------------------------------------------------------------------- helpers over a queue
@@ -475,7 +430,7 @@ def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
                     offsets.add(phy)
         else:
             big = replace(reader.config, max_msgs_num_batch=LOOKUP_MAX_HITS)
-            lookup_reader = MessageStoreReader(ref.root, big)
+            lookup_reader = MessageStoreReader(ref.root, big, commit_log_end=ref.commit_log_max)
             try:
                 topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
                 if pushed.topics is not None:

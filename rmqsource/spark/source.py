@@ -20,7 +20,6 @@ from typing import Iterator, List
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 
-from ..errors import NotAStoreError
 from ..store.layout import StoreLayout
 from .batch import ReadSpec, read_partition
 from .options import parse_options

@@ -163,9 +163,12 @@ class CommitLog:
         if not self.segments:
             return 0
         start_segment_index = max(0, min(start_segment_index, len(self.segments) - 1))
-        start = self.segments[start_segment_index].start_offset
-        end = start
-        for step in self.walk(start, check_crc=check_crc):
+        return self.find_valid_end_from(self.segments[start_segment_index].start_offset, check_crc=check_crc)
+
+    def find_valid_end_from(self, start_offset: int, *, check_crc: bool = True) -> int:
+        """Valid end scanning from a known record boundary (a segment start or a record's offset)."""
+        end = start_offset
+        for step in self.walk(start_offset, check_crc=check_crc):
             if step.decoded.kind is Kind.MESSAGE:
                 end = step.phy_offset + step.decoded.size
             elif step.decoded.kind is Kind.BLANK:

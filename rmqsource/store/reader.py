@@ -133,8 +133,12 @@ def _total_memory_bytes() -> int:
 class MessageStoreReader:
     """Read-only engine over one store root."""
 
-    def __init__(self, root: str | os.PathLike, config: Optional[StoreConfig] = None):
+    def __init__(self, root: str | os.PathLike, config: Optional[StoreConfig] = None, *,
+                 commit_log_end: Optional[int] = None):
+        """``commit_log_end`` pins the valid end found earlier (a planned snapshot of a
+        store that may be growing): the reader then shows the store as it was then."""
         self.config = config or StoreConfig()
+        self._pinned_end = commit_log_end
         self.layout = StoreLayout.for_root(root, self.config.store_path_commit_log or None)
         self.layout.check_is_store()
         # Segment sizes come from the files (they must all be equal); the
@@ -228,22 +232,37 @@ class MessageStoreReader:
     @cached_property
     def commit_log_max_offset(self) -> int:
         """Valid end of the CommitLog as recovery would find it."""
+        if self._pinned_end is not None:
+            return self._pinned_end
         cl = self.commitlog
         if not cl.segments:
             return 0
+        check_crc = self.config.check_crc_on_recover
         if self.abort_file_existed and not self.live:
             start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
-            return cl.find_valid_end(start, check_crc=self.config.check_crc_on_recover)
-        # Clean shutdown: trust the ConsumeQueues and scan only from the segment
-        # holding their max physical end (5.3.2+ normal recovery).
-        max_cq_end = -1
+            return cl.find_valid_end(start, check_crc=check_crc)
+        # Clean shutdown (or a live writer): trust the ConsumeQueues and validate
+        # only from the record of their last unit on (5.3.2+ normal recovery
+        # starts at that segment; starting at the record itself finds the same end).
+        last_start, max_cq_end = -1, -1
         for key in self._queue_keys_on_disk:
             q = self.consume_queue(*key)
-            max_cq_end = max(max_cq_end, q.max_physic_offset)
-        start_index = max(0, len(cl.segments) - 3)
-        if max_cq_end >= 0:
-            start_index = max((i for i, seg in enumerate(cl.segments) if seg.start_offset <= max_cq_end), default=0)
-        end = cl.find_valid_end(start_index, check_crc=self.config.check_crc_on_recover)
+            if q.max_offset > q.first_file_start_offset:
+                u = q.unit_at(q.max_offset - 1)
+                if u and u[1] != PRE_BLANK_SIZE:
+                    last_start = max(last_start, u[0])
+                    max_cq_end = max(max_cq_end, u[0] + u[1])
+        end = -1
+        if last_start >= cl.min_offset and cl.reader.find(last_start) is not None:
+            end = cl.find_valid_end_from(last_start, check_crc=check_crc)
+            if end == last_start:
+                end = -1  # the last unit's record is not valid: scan its whole segment
+        if end < 0:
+            start_index = max(0, len(cl.segments) - 3)
+            if max_cq_end >= 0:
+                start_index = max((i for i, seg in enumerate(cl.segments) if seg.start_offset <= max_cq_end),
+                                  default=0)
+            end = cl.find_valid_end(start_index, check_crc=check_crc)
         if self.live:
             # A writer is appending: records past the dispatched end may be torn
             # or not yet in any ConsumeQueue; show only what dispatch has seen.
