@@ -15,8 +15,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import CorruptRecordError
-from ..format.consumequeue import (CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix,
-                                   units_from_bytes)
+from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, units_from_bytes
 from ..io.segments import Segment, SegmentReader, list_segments
 
 DEFAULT_CQ_FILE_SIZE = 300_000 * CQ_UNIT_SIZE
@@ -138,14 +137,31 @@ class ConsumeQueue(ConsumeQueueBase):
         if not self.segments:
             return 0, -1
         for seg in reversed(self.segments[-3:]):
-            data = self.reader.pread(seg, 0, self.file_size)
-            units = units_from_bytes(data)
-            n = count_valid_prefix(units)
+            n = self._valid_prefix_units(seg)
             if n > 0:
-                last = units[n - 1]
+                last = units_from_bytes(self.reader.pread(seg, (n - 1) * CQ_UNIT_SIZE, CQ_UNIT_SIZE))[0]
                 phy_end = int(last["phy_offset"]) + int(last["size"]) if int(last["size"]) != PRE_BLANK_SIZE else -1
                 return seg.start_offset // CQ_UNIT_SIZE + n, phy_end
         return self.segments[-1].start_offset // CQ_UNIT_SIZE, -1
+
+    def _valid_prefix_units(self, seg: Segment) -> int:
+        """Units before the first invalid one: a binary search, units are written front to back."""
+        def valid(i: int) -> bool:
+            raw = self.reader.pread(seg, i * CQ_UNIT_SIZE, CQ_UNIT_SIZE)
+            if len(raw) < CQ_UNIT_SIZE:
+                return False
+            u = units_from_bytes(raw)[0]
+            return int(u["phy_offset"]) >= 0 and int(u["size"]) > 0
+        lo, hi = 0, min(self.units_per_file, seg.size_bytes // CQ_UNIT_SIZE)
+        if hi and valid(hi - 1):
+            return hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if valid(mid):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     @property
     def max_offset(self) -> int:

@@ -463,12 +463,26 @@ class MessageStoreReader:
         return ViewResult(mid.store_host, mid.phy_offset, message)
 
     def message_at(self, phy_offset: int) -> Optional[FoundMessage]:
-        if phy_offset < 0 or phy_offset >= self.commit_log_max_offset:
+        """The message stored at ``phy_offset`` below the valid end, or None.
+
+        After a clean shutdown a record that its own ConsumeQueue unit points at
+        is known to be below the end, which saves computing the end (one read
+        instead of one per queue); anything else is checked against the end.
+        """
+        if phy_offset < self.commitlog.min_offset:
+            return None
+        if "commit_log_max_offset" in self.__dict__ and phy_offset >= self.commit_log_max_offset:
             return None
         decoded, _ = self.commitlog.decode_at(phy_offset, keep_raw=True)
         if decoded.kind is not Kind.MESSAGE:
             return None
-        return FoundMessage(decoded.record, self.cq_unit_for(decoded.record))
+        record = decoded.record
+        unit = self.cq_unit_for(record)
+        dispatched = (unit is not None and unit.commit_log_offset == phy_offset and unit.size == record.store_size
+                      and not self.abort_file_existed and self._pinned_end is None)
+        if not dispatched and phy_offset + record.store_size > self.commit_log_max_offset:
+            return None
+        return FoundMessage(record, unit)
 
     # -- query by key ------------------------------------------------------------
     @cached_property
