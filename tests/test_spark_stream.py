@@ -454,6 +454,7 @@ def test_exactly_once_across_restarts_200k(spark, tmp_path):
 # --------------------------------------------------------------------------- notebook
 
 @pytest.mark.spark
+@pytest.mark.slow      # tests/test_notebooks.py already runs every notebook by default
 def test_streaming_notebook_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -141,12 +141,9 @@ def recover_store(root: str | os.PathLike, config: Optional[StoreConfig] = None,
                 redispatched_from = start
                 end = _walk_and_dispatch(commitlog, dispatcher, start, config)
             else:
-                max_cq_end = dispatcher.max_physic_offset()
-                start_index = max(0, len(commitlog.segments) - 3)
-                if max_cq_end > 0:
-                    start_index = max((i for i, s in enumerate(commitlog.segments)
-                                       if s.start_offset <= max_cq_end), default=0)
-                end = commitlog.find_valid_end(start_index, check_crc=config.check_crc_on_recover)
+                # Normal recovery trusts the ConsumeQueues: validate from their last record on.
+                with MessageStoreReader(layout.root, config) as reader:
+                    end = reader.commit_log_max_offset
             zeroed = 0
             if commitlog.segments:
                 report_deleted, zeroed = _truncate_commitlog(commitlog, end, full_check=abort)
