@@ -594,6 +594,17 @@ def cmd_queues(args, out: Output) -> int:
     return EXIT_OK
 
 
+def cmd_lag(args, out: Output) -> int:
+    from .store.lag import group_lag, lag_rows_text
+    rows = group_lag(args.store, load_config(args), args.group)
+    if out.json:
+        for row in rows:
+            out.json_line(row)
+    else:
+        out.line(lag_rows_text(rows))
+    return EXIT_OK
+
+
 def cmd_demo(args, out: Output) -> int:
     from .demo import run_demo
     return run_demo(args.dir, args.messages, keep=bool(args.dir), out=out.line)
@@ -870,6 +881,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")
     p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("lag", parents=[common], help="consumer-group progress and lag per queue",
+                       description="Committed offsets of consumer groups (config/consumerOffset.json) against "
+                                   "each queue's max offset, like mqadmin consumerProgress.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--group", help="only this consumer group")
+    p.set_defaults(func=cmd_lag)
 
     p = sub.add_parser("demo", help="write a sample store and query it with Spark",
                        description="Write a sample store (temporary directory unless --dir) and run Spark "

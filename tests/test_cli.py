@@ -411,3 +411,29 @@ def test_broken_pipe_is_quiet():
     assert p.stdout.count(b"\n") == 3
     assert p.stderr == b"", p.stderr
     assert p.returncode == 0
+
+
+def test_lag_shows_group_progress_per_queue(tmp_path):
+    """`rmq lag` reads config/consumerOffset.json (RocketMQ format) against each queue's max offset."""
+    import io as _io
+    import json as _json
+
+    from rmqsource.cli import main as rmq_main
+    from rmqsource.sample import write_sample_store
+    from rmqsource.store.consumer_offsets import ConsumerOffsets
+    from rmqsource.store.reader import MessageStoreReader
+
+    store = tmp_path / "store"
+    write_sample_store(store, 2000, queues_per_topic=2)
+    with MessageStoreReader(store) as reader:
+        maxes = {(q.topic, q.queue_id): q.max_offset for q in reader.queue_infos()}
+    ConsumerOffsets(store).commit("cg1", {"OrderEvents": {0: 10, 1: maxes[("OrderEvents", 1)]}})
+    out = _io.StringIO()
+    assert rmq_main(["lag", str(store), "--group", "cg1", "--json"], stdout=out) == 0
+    rows = {(r["topic"], r["queueId"]): r for r in map(_json.loads, out.getvalue().splitlines())}
+    assert rows[("OrderEvents", 0)]["consumerOffset"] == 10
+    assert rows[("OrderEvents", 0)]["diff"] == maxes[("OrderEvents", 0)] - 10
+    assert rows[("OrderEvents", 1)]["diff"] == 0
+    text = _io.StringIO()
+    assert rmq_main(["lag", str(store), "--group", "cg1"], stdout=text) == 0
+    assert "Diff Total: " + str(maxes[("OrderEvents", 0)] - 10) in text.getvalue()
