@@ -245,7 +245,9 @@ class IndexFile:
             time_read = begin_ts + diff * 1000
             if hash_read == key_hash and begin_ms <= time_read <= end_ms:
                 out.append(phy_read)
-            if prev <= 0 or prev > count or prev == entry_no or time_read < begin_ms:
+            # Entries are appended in order, so a chain only goes to lower entry
+            # numbers; anything else is a loop in a damaged file.
+            if prev <= 0 or prev > count or prev >= entry_no or time_read < begin_ms:
                 return
             entry_no = prev
 

@@ -18,13 +18,11 @@ from typing import Optional
 
 import numpy as np
 
-from .. import limits
-from ..errors import CorruptRecordError, OptionError
+from ..errors import OptionError
 from ..format.checkpoint import Checkpoint
 from ..format.consumequeue import CQ_UNIT_DTYPE, PRE_BLANK_SIZE
-from ..format.indexfile import (IndexEntry, IndexHeader, decode_slot, entry_position, index_file_size, index_key,
-                                slot_position)
-from ..format.javahash import index_key_hash, java_string_hash
+from ..format.indexfile import index_file_size
+from ..format.javahash import java_string_hash
 from ..format.msgid import decode_offset_msg_id
 from ..format.properties import split_keys
 from ..format.record import Kind, MessageRecord
@@ -33,6 +31,7 @@ from ..io.lock import is_store_locked
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
+from .index_service import IndexService, open_index_service_for_read
 from .layout import StoreLayout
 
 # Defaults of MessageStoreConfig used by getMessage that corpora never override.
@@ -150,6 +149,8 @@ class MessageStoreReader:
     # -- lifecycle ------------------------------------------------------------
     def close(self) -> None:
         self.commitlog.close()
+        if "index_service" in self.__dict__:
+            self.index_service.close()
         for q in self._queues.values():
             if isinstance(q, ConsumeQueue):
                 q.close()
@@ -504,54 +505,14 @@ class MessageStoreReader:
                 n = 4 * h
         return h, n
 
+    @cached_property
+    def index_service(self) -> IndexService:
+        h, n = self.index_geometry
+        return open_index_service_for_read(self.layout.index_dir, h, n, self.config.max_msgs_num_batch)
+
     def query_offsets(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int):
         """IndexFile hash walk (spec §5.4): (phy offsets newest first, lastUpdatePhy, lastUpdateTs)."""
-        max_num = min(max_num, self.config.max_msgs_num_batch)
-        h_slots, index_num = self.index_geometry
-        key_hash = index_key_hash(index_key(topic, key))
-        slot = key_hash % h_slots
-        offsets: list[int] = []
-        last_phy = last_ts = 0
-        for n, path in enumerate(reversed(self._index_files)):
-            try:
-                with open(path, "rb") as f:
-                    header = IndexHeader.decode(f.read(40))
-                    if n == 0:
-                        last_phy, last_ts = header.end_phy_offset, header.end_timestamp_ms
-                    f_begin, f_end = header.begin_timestamp_ms, header.end_timestamp_ms
-                    overlaps = ((begin_ms < f_begin and end_ms > f_end) or f_begin <= begin_ms <= f_end
-                                or f_begin <= end_ms <= f_end)
-                    if overlaps:
-                        f.seek(slot_position(slot))
-                        entry_no = decode_slot(f.read(4), 0)
-                        count = header.index_count
-                        if not (entry_no <= 0 or entry_no > count or count <= 1):
-                            steps = 0
-                            while len(offsets) < max_num and steps < min(index_num, limits.MAX_INDEX_CHAIN_STEPS):
-                                steps += 1
-                                pos = entry_position(h_slots, entry_no)
-                                f.seek(pos)
-                                raw = f.read(20)
-                                if len(raw) < 20:
-                                    raise CorruptRecordError(f"index entry {entry_no} lies past the end of the file",
-                                                             file=path, offset=pos)
-                                e = IndexEntry.decode(raw, 0)
-                                if e.time_diff_s < 0:
-                                    break
-                                time_read = f_begin + e.time_diff_s * 1000
-                                if e.key_hash == key_hash and begin_ms <= time_read <= end_ms:
-                                    offsets.append(e.phy_offset)
-                                # Entries are appended in order, so a chain only goes to lower
-                                # entry numbers; anything else is a loop in a damaged file.
-                                if (e.prev_entry <= 0 or e.prev_entry > count or e.prev_entry >= entry_no
-                                        or time_read < begin_ms):
-                                    break
-                                entry_no = e.prev_entry
-            except FileNotFoundError:
-                continue
-            if f_begin < begin_ms or len(offsets) >= max_num:
-                break
-        return offsets, last_phy, last_ts
+        return self.index_service.query_offsets(topic, key, max_num, begin_ms, end_ms)
 
     def query(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
               end_ms: int = (1 << 63) - 1, *, only_matching: bool = False) -> QueryResult:
