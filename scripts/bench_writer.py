@@ -3,11 +3,13 @@
 
     scripts/make_sample_inputs.py --count 250000 --jsonl /tmp/bench/in250k.jsonl
     scripts/make_sample_inputs.py --count 2000000 --parquet /tmp/bench/in2m.parquet
-    scripts/bench_writer.py --jsonl /tmp/bench/in250k.jsonl --parquet /tmp/bench/in2m.parquet [--profile]
+    scripts/bench_writer.py --jsonl /tmp/bench/in250k.jsonl --parquet /tmp/bench/in2m.parquet [--repeat 5] [--profile]
 
 Each run: default StoreConfig (1 GiB segments, index on), fresh store, dispatch
 and index included, clean close.  Prints wall and CPU seconds, msgs/s, and the
 same-run time of writing the resulting CommitLog bytes with one os.write loop.
+With ``--repeat N`` every measurement runs N times and the medians are
+reported (the machine may be shared: CPU time is the steadier figure).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import time
 
 
-def _raw_write_seconds(store: str, scratch: str, max_offset: int) -> tuple[float, int]:
-    """Time to write the store's CommitLog bytes (up to its max offset) to a new file with os.write."""
+def _raw_write_seconds(store: str, scratch: str, max_offset: int) -> tuple[float, float, int]:
+    """(wall, cpu) to write the store's CommitLog bytes (up to its max offset) to a new file with os.write."""
     from rmqsource.io.segments import list_segments
     segs = list_segments(os.path.join(store, "commitlog"))
     datas = []
@@ -28,7 +31,7 @@ def _raw_write_seconds(store: str, scratch: str, max_offset: int) -> tuple[float
         with open(s.path, "rb") as f:
             datas.append(f.read(max(0, min(s.size_bytes, max_offset - s.start_offset))))
     path = os.path.join(scratch, "raw.bin")
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     total = 0
     for d in datas:
@@ -39,32 +42,39 @@ def _raw_write_seconds(store: str, scratch: str, max_offset: int) -> tuple[float
             pos += os.write(fd, mv[pos:min(n, pos + (64 << 20))])
         total += n
     os.close(fd)
-    t = time.perf_counter() - t0
+    t, c = time.perf_counter() - t0, time.process_time() - c0
     os.unlink(path)
-    return t, total
+    return t, c, total
 
 
-def _timed(label: str, fn):
+def _timed(fn):
     c0, t0 = time.process_time(), time.perf_counter()
     out = fn()
     c1, t1 = time.process_time(), time.perf_counter()
-    print(f"  {label:<28} wall {t1 - t0:7.3f} s   cpu {c1 - c0:7.3f} s")
     return out, t1 - t0, c1 - c0
 
 
-def bench_jsonl(path: str, scratch: str, chunk: int, render: bool) -> None:
+def _report(label: str, n: int, walls, cpus, raws, raw_cpus, size: int) -> None:
+    w, c, r, rc = (statistics.median(x) for x in (walls, cpus, raws, raw_cpus))
+    print(f"  {label:<28} wall {w:7.3f} s   cpu {c:7.3f} s   (median of {len(walls)}; "
+          f"wall {min(walls):.3f}..{max(walls):.3f})")
+    print(f"  {n} msgs: {n / w:,.0f} msgs/s wall, {n / c:,.0f} msgs/s cpu; CommitLog {size / 1e6:.0f} MB, "
+          f"raw os.write {r:.3f} s wall / {rc:.3f} s cpu -> writer/raw = {w / r:.1f}x wall, {c / rc:.1f}x cpu")
+
+
+def bench_jsonl(path: str, scratch: str, chunk: int, render: bool, repeat: int) -> None:
     from rmqsource.store.writer import MessageStoreWriter
     with open(path, "rb") as f:
         data = f.read()
     store = os.path.join(scratch, "json-store")
-    print(f"JSON lines: {path} ({len(data) / 1e6:.0f} MB)")
+    print(f"JSON lines: {path} ({len(data) / 1e6:.0f} MB), blocks of {chunk >> 20} MiB, "
+          f"put.jsonl {'rendered' if render else 'not rendered'}")
     n = 0
     max_off = 0
 
     def run():
-        nonlocal n
+        nonlocal n, max_off
         out = open(os.devnull, "wb")
-        nonlocal max_off
         with MessageStoreWriter(store) as w:
             pos, i = 0, 0
             while pos < len(data):
@@ -79,17 +89,22 @@ def bench_jsonl(path: str, scratch: str, chunk: int, render: bool) -> None:
             max_off = w.commit_log_max_offset
         n = i
         out.close()
-    _, wall, cpu = _timed("put_json_lines + close", run)
-    raw, size = _raw_write_seconds(store, scratch, max_off)
-    print(f"  {n} msgs: {n / wall:,.0f} msgs/s wall, {n / cpu:,.0f} msgs/s cpu; CommitLog {size / 1e6:.0f} MB, "
-          f"raw os.write {raw:.3f} s -> writer/raw = {wall / raw:.1f}x")
-    shutil.rmtree(store)
+    walls, cpus, raws, raw_cpus = [], [], [], []
+    size = 0
+    for _ in range(repeat):
+        shutil.rmtree(store, ignore_errors=True)
+        _, wall, cpu = _timed(run)
+        raw, raw_cpu, size = _raw_write_seconds(store, scratch, max_off)
+        walls.append(wall), cpus.append(cpu), raws.append(raw), raw_cpus.append(raw_cpu)
+    _report("put_json_lines + close", n, walls, cpus, raws, raw_cpus, size)
+    shutil.rmtree(store, ignore_errors=True)
 
 
-def bench_parquet(path: str, scratch: str) -> None:
+def bench_parquet(path: str, scratch: str, repeat: int) -> None:
     import pyarrow.parquet as pq
     from rmqsource.store.writer import MessageStoreWriter
-    table, _, _ = _timed("read parquet", lambda: pq.read_table(path))
+    table, wall, cpu = _timed(lambda: pq.read_table(path))
+    print(f"Arrow: {path} (read in {wall:.3f} s wall, {cpu:.3f} s cpu; not counted)")
     store = os.path.join(scratch, "arrow-store")
     n = table.num_rows
     max_off = 0
@@ -100,11 +115,15 @@ def bench_parquet(path: str, scratch: str) -> None:
             res = w.put_arrow_batch(table)
             max_off = w.commit_log_max_offset
         assert res.ok_count == n
-    _, wall, cpu = _timed("put_arrow_batch + close", run)
-    raw, size = _raw_write_seconds(store, scratch, max_off)
-    print(f"  {n} msgs: {n / wall:,.0f} msgs/s wall, {n / cpu:,.0f} msgs/s cpu; CommitLog {size / 1e6:.0f} MB, "
-          f"raw os.write {raw:.3f} s -> writer/raw = {wall / raw:.1f}x")
-    shutil.rmtree(store)
+    walls, cpus, raws, raw_cpus = [], [], [], []
+    size = 0
+    for _ in range(repeat):
+        shutil.rmtree(store, ignore_errors=True)
+        _, wall, cpu = _timed(run)
+        raw, raw_cpu, size = _raw_write_seconds(store, scratch, max_off)
+        walls.append(wall), cpus.append(cpu), raws.append(raw), raw_cpus.append(raw_cpu)
+    _report("put_arrow_batch + close", n, walls, cpus, raws, raw_cpus, size)
+    shutil.rmtree(store, ignore_errors=True)
 
 
 def main() -> None:
@@ -113,6 +132,7 @@ def main() -> None:
     ap.add_argument("--parquet")
     ap.add_argument("--chunk-mb", type=int, default=64)
     ap.add_argument("--no-render", action="store_true", help="skip put.jsonl rendering")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per measurement (medians reported)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--scratch", default=None)
     a = ap.parse_args()
@@ -120,15 +140,15 @@ def main() -> None:
     try:
         def go():
             if a.jsonl:
-                bench_jsonl(a.jsonl, scratch, a.chunk_mb << 20, not a.no_render)
+                bench_jsonl(a.jsonl, scratch, a.chunk_mb << 20, not a.no_render, a.repeat)
             if a.parquet:
-                bench_parquet(a.parquet, scratch)
+                bench_parquet(a.parquet, scratch, a.repeat)
         if a.profile:
             import cProfile
             import pstats
             pr = cProfile.Profile()
             pr.runcall(go)
-            pstats.Stats(pr).sort_stats("cumulative").print_stats(40)
+            pstats.Stats(pr).sort_stats("tottime").print_stats(40)
         else:
             go()
     finally:

@@ -95,12 +95,82 @@ def _pow31(width: int) -> np.ndarray:
     return out
 
 
+_INV31 = pow(31, -1, 1 << 32)                   # 31 is odd: invertible mod 2^32
+_POW_BLOCK = 1 << 22                            # bytes hashed per cumulative pass
+
+
+@functools.lru_cache(maxsize=4)
+def _powers(base: int, n: int) -> np.ndarray:
+    """base^k mod 2^32 for k in [0, n) as uint32 (built from two small tables)."""
+    b = 1 << 11
+    small = np.empty(b, np.uint32)
+    v = 1
+    for k in range(b):
+        small[k] = v
+        v = (v * base) & 0xFFFFFFFF
+    nb = -(-n // b)
+    big = np.empty(nb, np.uint32)
+    v, step = 1, pow(base, b, 1 << 32)
+    for k in range(nb):
+        big[k] = v
+        v = (v * step) & 0xFFFFFFFF
+    return (big[:, None] * small[None, :]).reshape(-1)[:n]
+
+
+def _hash_fixed(seg: np.ndarray, k: int, width: int) -> np.ndarray:
+    """hashCode of k back-to-back ASCII strings of ``width`` bytes (Horner over the columns)."""
+    m = seg.reshape(k, width)
+    h = np.zeros(k, np.uint32)
+    w31 = np.uint32(31)
+    for j in range(width):
+        h *= w31
+        h += m[:, j]
+    return h
+
+
+def _hash_cumulative(seg: np.ndarray, rel: np.ndarray) -> np.ndarray:
+    """hashCode of the ASCII strings seg[rel[i]:rel[i+1]] (uint32).
+
+    hash(s[a:b]) = 31^(b-1) * (Q[b] - Q[a]) with Q[j] = sum_{k<j} s[k] * 31^-k (mod 2^32),
+    Q a running sum over the buffer; done in passes of at most _POW_BLOCK bytes
+    (rows never straddle a pass)."""
+    n = len(rel) - 1
+    h = np.empty(n, np.uint32)
+    inv = _powers(_INV31, _POW_BLOCK)
+    fwd = _powers(31, _POW_BLOCK)
+    i = 0
+    for _ in range(n + 1):
+        if i >= n:
+            break
+        c = int(rel[i])
+        j = int(np.searchsorted(rel, c + _POW_BLOCK, side="right")) - 1   # rows [i, j) fit
+        if j <= i:                                   # one string longer than a pass: scalar
+            s = seg[c:int(rel[i + 1])].tolist()
+            v = 0
+            for x in s:
+                v = (v * 31 + x) & 0xFFFFFFFF
+            h[i] = v
+            i += 1
+            continue
+        span = int(rel[j]) - c
+        q = np.empty(span + 1, np.uint32)
+        q[0] = 0
+        np.cumsum(seg[c:c + span] * inv[:span], dtype=np.uint32, out=q[1:])
+        a = rel[i:j] - c
+        b = rel[i + 1:j + 1] - c
+        h[i:j] = (q[b] - q[a]) * fwd[np.maximum(b - 1, 0)]
+        i = j
+    return h
+
+
 def java_hashes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """``String.hashCode`` (uint32 bit pattern) and UTF-16 length of each string of ``arr``.
 
     ASCII strings are hashed over the Arrow data buffer at once (byte = UTF-16
-    unit); strings with other bytes go through :func:`java_string_hash`.
-    Null entries hash to 0 with length 0.
+    unit): a Horner pass over the columns when all have one length, else a
+    running-sum formulation (:func:`_hash_cumulative`); strings with other
+    bytes go through :func:`java_string_hash`.  Null entries hash to 0 with
+    length 0.
     """
     arr = _as_binary(arr)
     n = len(arr)
@@ -110,25 +180,21 @@ def java_hashes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, np.uint32), np.zeros(0, np.int64)
     lo, hi = int(off[0]), int(off[-1])
     seg = data[lo:hi]
-    h = np.zeros(n, dtype=np.uint32)
-    nonempty = lengths > 0
-    if seg.size:
-        maxlen = int(lengths.max())
-        starts = off[:-1] - lo
-        ends = off[1:] - lo
-        # weight of byte j of a string ending at e: 31^(e-1-j)
-        exps = np.repeat(ends, lengths) - 1 - np.arange(seg.size, dtype=np.int64)
-        terms = seg.astype(np.uint32) * _pow31(maxlen)[exps]
-        ne = np.flatnonzero(nonempty)
-        h[ne] = np.add.reduceat(terms, starts[ne])
-        high = np.zeros(n, dtype=bool)
-        high[ne] = np.maximum.reduceat(seg, starts[ne]) >= 0x80
-        if high.any():
-            vals = arr.to_pylist()
-            for i in np.flatnonzero(high).tolist():
-                text = vals[i].decode("utf-8", "surrogatepass")
-                h[i] = java_string_hash(text) & 0xFFFFFFFF
-                lengths[i] = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    if not seg.size:
+        return np.zeros(n, np.uint32), lengths
+    width = int(lengths[0])
+    if width * n == seg.size and width <= 64 and not arr.null_count and int(lengths.min()) == width:
+        h = _hash_fixed(seg, n, width)
+    else:
+        h = _hash_cumulative(seg, off - lo)
+    hb = np.flatnonzero(seg >= 0x80)
+    if hb.size:
+        rows = np.unique(np.searchsorted(off, hb + lo, side="right") - 1)
+        vals = arr.take(pa.array(rows)).to_pylist()
+        for i, v in zip(rows.tolist(), vals):
+            text = v.decode("utf-8", "surrogatepass")
+            h[i] = java_string_hash(text) & 0xFFFFFFFF
+            lengths[i] = len(text.encode("utf-16-le", "surrogatepass")) // 2
     if arr.null_count:
         valid = np.asarray(arr.is_valid())
         h[~valid] = 0
@@ -173,9 +239,24 @@ def entries_string(keys: pa.Array, values: pa.Array, offsets: np.ndarray) -> pa.
     return pc.fill_null(pc.binary_join(lst, ""), "")
 
 
+def rows_with_separators(arr: pa.Array) -> np.ndarray:
+    """Rows of a string/binary array holding a 0x01 or 0x02 byte (one scan of the data buffer)."""
+    arr = _as_binary(_chunk(arr))
+    if len(arr) == 0:
+        return np.zeros(0, np.int64)
+    off, data = binary_offsets(arr)
+    lo, hi = int(off[0]), int(off[-1])
+    hit = np.flatnonzero((data[lo:hi] - np.uint8(1)) < 2)     # 1 or 2 (0 wraps to 255)
+    if not hit.size:
+        return np.zeros(0, np.int64)
+    return np.unique(np.searchsorted(off, hit + lo, side="right") - 1)
+
+
 def serialize_properties(tags: pa.Array, keys: pa.Array, map_part: pa.Array, trailing: bool) -> pa.Array:
     """``_serialize({TAGS, KEYS, **map})``: TAGS then KEYS (when not null), then the map entries
     (``map_part`` = their ``k\\x01v\\x02`` concatenation), last 0x02 dropped unless ``trailing``."""
+    if trailing and not tags.null_count and not keys.null_count and not map_part.null_count:
+        return pc.binary_join_element_wise("TAGS\x01", tags, "\x02KEYS\x01", keys, "\x02", map_part, "")
     t = pc.fill_null(pc.binary_join_element_wise("TAGS\x01", tags, "\x02", ""), "")
     k = pc.fill_null(pc.binary_join_element_wise("KEYS\x01", keys, "\x02", ""), "")
     s = pc.binary_join_element_wise(t, k, map_part, "")
@@ -212,6 +293,9 @@ class MessageColumns:
     slow: np.ndarray                                 # rows for the per-message path
     row_message: Any = None                          # callable(i) -> MessageExtBrokerInner (slow rows)
     extra: dict = field(default_factory=dict)
+    # True when map keys and values were checked for 0x01/0x02 (rows with them are in ``slow``):
+    # then only tags/keys need the check before the properties are trusted.
+    map_checked: bool = False
 
     def message(self, i: int):
         return self.row_message(i)
@@ -266,6 +350,7 @@ def _map_from_struct(col: pa.Array, n: int, slow: np.ndarray, special_row: np.nd
         count += present
         if name in _SPECIAL_MAP_KEYS or "\x01" in name or "\x02" in name:
             special_row |= present
+        special_row[rows_with_separators(f)] = True
         parts.append(pc.fill_null(pc.binary_join_element_wise(name + "\x01", f, "\x02", ""), ""))
         if name == UNIQ_KEY:
             uniq = f
@@ -309,14 +394,25 @@ def _map_from_maparray(col: pa.Array, n: int, slow: np.ndarray, special_row: np.
             srt = np.sort(row_of[multi] * len(dict_names) + codes[multi])
             dup = srt[1:][srt[1:] == srt[:-1]] // len(dict_names)
             slow[np.unique(dup)] = True
+        if len(vals):
+            bad_vals = rows_with_separators(vals)
+            if bad_vals.size:
+                special_row[np.unique(row_of[bad_vals])] = True
         if UNIQ_KEY in dict_names:
             u = dict_names.index(UNIQ_KEY)
             hit = np.flatnonzero(codes == u)
             idx = np.full(n, -1, np.int64)
             idx[row_of[hit]] = hit
-            uniq = vals.take(pa.array(np.where(idx >= 0, idx, 0))) if len(vals) else uniq
-            uniq = pc.if_else(pa.array(idx >= 0), uniq, pa.scalar(None, pa.string()))
-    map_part = entries_string(keys, vals, rel)
+            if hit.size == n and len(vals) == n and bool(np.all(idx == np.arange(n))):
+                uniq = vals                              # the only entry of every row
+            elif len(vals):
+                uniq = vals.take(pa.array(np.where(idx >= 0, idx, 0)))
+                if not bool(np.all(idx >= 0)):
+                    uniq = pc.if_else(pa.array(idx >= 0), uniq, pa.scalar(None, pa.string()))
+    if n and len(keys) == n and not vals.null_count and int(rel[-1]) == n and bool(np.all(lens == 1)):
+        map_part = pc.binary_join_element_wise(keys, "\x01", vals, "\x02", "")   # one entry per row
+    else:
+        map_part = entries_string(keys, vals, rel)
     return map_part, count, uniq
 
 
@@ -415,7 +511,7 @@ def _build(cols: dict, n: int, *, null_is_default: bool, row_message) -> Message
         born_ts=ints["born_timestamp_ms"], reconsume=ints["reconsume_times"],
         prepared_tx=ints["prepared_transaction_offset"], store_ts=store_ts, store_ts_valid=st_valid,
         born_host=hosts["born_host"], store_host=hosts["store_host"], tags=tags, keys=keys,
-        map_part=map_part, map_count=count, uniq=uniq, slow=slow, row_message=row_message)
+        map_part=map_part, map_count=count, uniq=uniq, slow=slow, row_message=row_message, map_checked=True)
 
 
 def columns_from_arrow(batch, allowed_unknown=()) -> MessageColumns:
@@ -628,9 +724,17 @@ def body_crcs(body: pa.Array) -> np.ndarray:
 
 def _crcs(off: np.ndarray, data: np.ndarray) -> np.ndarray:
     """zlib.crc32 of each data[off[i]:off[i+1]] (C-level iterators, one zlib call per value)."""
+    n = len(off) - 1
+    if n == 0:
+        return np.zeros(0, np.int64)
+    lo, hi = int(off[0]), int(off[-1])
+    width = int(off[1] - off[0])
+    if width and width * n == hi - lo and bool(np.all(np.diff(off) == width)):
+        # All one length: iterate the rows of a 2-D view (no slice objects).
+        return np.fromiter(map(zlib.crc32, data[lo:hi].reshape(n, width)), dtype=np.int64, count=n)
     mv = memoryview(data)
     slices = map(slice, off[:-1].tolist(), off[1:].tolist())
-    return np.fromiter(map(zlib.crc32, map(mv.__getitem__, slices)), dtype=np.int64, count=len(off) - 1)
+    return np.fromiter(map(zlib.crc32, map(mv.__getitem__, slices)), dtype=np.int64, count=n)
 
 
 def crc_digit_tails(records: pa.Array) -> pa.Array:
@@ -677,6 +781,52 @@ def segment_positions(sizes: np.ndarray, pos: int, seg_size: int, first_open: bo
     return seg_of, in_seg, plan
 
 
+def group_rows(tcode: np.ndarray, qid: np.ndarray):
+    """Group rows by (topic code, queueId).
+
+    Returns (gid of each group = topic code << 32 | queueId, ascending; group
+    of each row; a stable order of the rows by group; rows per group).  Small
+    code spaces use numpy's radix sort (uint16 keys), others a comparison sort."""
+    tcode = np.asarray(tcode, np.int64)
+    qid = np.asarray(qid, np.int64)
+    k = len(tcode)
+    if k == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    qmax, tmax = int(qid.max()), int(tcode.max())
+    width = qmax + 1
+    if int(qid.min()) >= 0 and int(tcode.min()) >= 0 and (tmax + 1) * width <= 1 << 16:
+        dense = (tcode * width + qid).astype(np.uint16)
+        counts_all = np.bincount(dense, minlength=(tmax + 1) * width)
+        present = np.flatnonzero(counts_all)
+        remap = np.zeros(len(counts_all), np.int64)
+        remap[present] = np.arange(len(present))
+        inv = remap[dense]
+        order = np.argsort(dense, kind="stable")
+        counts = counts_all[present]
+        ug = (present // width) * (1 << 32) + present % width
+        return ug.astype(np.int64), inv, order, counts.astype(np.int64)
+    gid = tcode * (1 << 32) + qid
+    ug, inv = np.unique(gid, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    counts = np.bincount(inv, minlength=len(ug)).astype(np.int64)
+    return ug, inv, order, counts
+
+
+def merge_index_entries(u_rec: np.ndarray, u_hash: np.ndarray, k_rec: np.ndarray, k_hash: np.ndarray):
+    """Interleave UNIQ_KEY entries (one per record at most) and KEYS entries (several per record,
+    already in piece order), both ascending by record: UNIQ_KEY first within a record."""
+    nu, nk = len(u_rec), len(k_rec)
+    rec = np.empty(nu + nk, np.int64)
+    hsh = np.empty(nu + nk, np.int64)
+    pu = np.arange(nu) + np.searchsorted(k_rec, u_rec, side="left")
+    pk = np.arange(nk) + np.searchsorted(u_rec, k_rec, side="right")
+    rec[pu], hsh[pu] = u_rec, u_hash
+    rec[pk], hsh[pk] = k_rec, k_hash
+    return rec, hsh
+
+
 # ---------------------------------------------------------------- put.jsonl
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", np.uint8)
@@ -691,8 +841,22 @@ def hex_fixed(values: np.ndarray, digits: int) -> np.ndarray:
     return out
 
 
+_JSON_SPECIAL = np.zeros(256, bool)
+_JSON_SPECIAL[[0, *range(3, 32), ord('"'), ord("\\")]] = True      # besides 0x01/0x02
+
+
 def _json_str_needs_escape(arr: pa.Array) -> np.ndarray:
-    return np.asarray(pc.fill_null(pc.match_substring_regex(arr, r'[\x00\x03-\x1f"\\]'), False))
+    """Rows holding a byte JSON must escape other than 0x01/0x02 (one LUT pass over the data)."""
+    n = len(arr)
+    out = np.zeros(n, bool)
+    if n == 0:
+        return out
+    off, data = binary_offsets(_as_binary(arr))
+    lo, hi = int(off[0]), int(off[-1])
+    hit = np.flatnonzero(_JSON_SPECIAL[data[lo:hi]])
+    if hit.size:
+        out[np.searchsorted(off, hit + lo, side="right") - 1] = True
+    return out
 
 
 def json_escape_props(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
@@ -704,8 +868,8 @@ def json_escape_props(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 def render_put_jsonl(first_i: int, ok_rows: np.ndarray, msg_ids: pa.Array, phy: np.ndarray, qo: np.ndarray,
                      size: np.ndarray, store_ts: np.ndarray, topic: pa.Array, qid: np.ndarray,
-                     sys_flag: np.ndarray, tags_code: np.ndarray, props: pa.Array) -> pa.Array:
-    """The put.jsonl lines (without newline) of PUT_OK rows, element-wise in Arrow.
+                     sys_flag: np.ndarray, tags_code: np.ndarray, props: pa.Array, newline: bool = False) -> pa.Array:
+    """The put.jsonl lines (with a trailing newline if ``newline``) of PUT_OK rows, element-wise in Arrow.
 
     All arguments are already restricted to ``ok_rows``; ``topic`` and ``props``
     must not need JSON escaping beyond \\x01/\\x02 (checked by the caller)."""
@@ -716,4 +880,5 @@ def render_put_jsonl(first_i: int, ok_rows: np.ndarray, msg_ids: pa.Array, phy: 
         ',"status":"PUT_OK","appendStatus":"PUT_OK","msgId":"', msg_ids,
         '","commitLogOffset":', s(phy), ',"queueOffset":', s(qo), ',"size":', s(size),
         ',"storeTimestamp":', s(store_ts), ',"topic":"', topic, '","queueId":', s(qid),
-        ',"sysFlag":', s(sys_flag), ',"tagsCode":', s(tags_code), ',"propertiesString":"', props, '"}', "")
+        ',"sysFlag":', s(sys_flag), ',"tagsCode":', s(tags_code), ',"propertiesString":"', props,
+        '"}\n' if newline else '"}', "")

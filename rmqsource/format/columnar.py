@@ -118,7 +118,7 @@ def padded_words(buf) -> np.ndarray:
     if isinstance(buf, PaddedBuffer):
         return buf.words
     b = np.frombuffer(buf, dtype=np.uint8)
-    nw = len(b) // 8 + 2
+    nw = len(b) // 8 + 16
     out = np.zeros(nw, dtype="<u8")
     out.view(np.uint8)[:len(b)] = b
     return out
@@ -134,7 +134,7 @@ class PaddedBuffer:
     __slots__ = ("array", "view", "words", "n")
 
     def __init__(self, capacity: int):
-        nw = capacity // 8 + 2
+        nw = capacity // 8 + 16
         self.words = np.empty(nw, dtype="<u8")
         self.array = self.words.view(np.uint8)
         self.n = 0
@@ -142,9 +142,7 @@ class PaddedBuffer:
 
     def set_length(self, n: int) -> None:
         self.n = n
-        # zero the rest of the last word(s) so windows past the end read zeros
-        end_word = -(-n // 8) * 8
-        self.array[n:end_word + 8] = 0
+        self.array[n:] = 0           # windows past the data read zeros
         self.view = self.array[:n]
 
 
@@ -161,10 +159,6 @@ def read_padded(fd: int, size: int, position: int) -> PaddedBuffer:
         got += k
     pb.set_length(got)
     return pb
-
-
-def _bswap(x: np.ndarray) -> np.ndarray:
-    return x.byteswap()
 
 
 def _windows_aligned(w: np.ndarray, pos: np.ndarray, k: int) -> list:
@@ -250,28 +244,35 @@ def _first(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
+HEADER_WINDOWS = 11     # 8-byte windows covering a record's first 88 bytes
+
+
 def cq_positions_match(buf, positions: np.ndarray, phys: np.ndarray, sizes: np.ndarray, *,
-                       words: Optional[np.ndarray] = None) -> np.ndarray:
+                       words: Optional[np.ndarray] = None) -> tuple[np.ndarray, list]:
     """Per position: a message record whose totalSize and PHYSICALOFFSET equal the ConsumeQueue unit's.
 
-    Never raises (positions must leave >= 36 bytes in the buffer): used to trust ConsumeQueue
-    units as record starts before decoding.
+    Never raises (positions must lie inside the buffer): used to trust ConsumeQueue
+    units as record starts before decoding.  Also returns the header windows for
+    :func:`decode_headers` (``windows=``).
     """
     n = len(positions)
     if n == 0:
-        return np.zeros(0, dtype=bool)
+        return np.zeros(0, dtype=bool), []
     w = padded_words(buf) if words is None else words
     pos = np.asarray(positions, dtype=np.int64)
-    w0, _, _, w3, w4 = _windows_aligned(w, pos, 5)
+    win = _windows_aligned(w, pos, HEADER_WINDOWS)
+    w0, w3, w4 = win[0], win[3], win[4]
     total = _hi32(w0).astype(np.int64)
     magic = _i32(w0)
     phy = (((w3 & _M32) << _U32) | (w4 >> _U32)).view(np.int64)
-    return (((magic == MAGIC_V1) | (magic == MAGIC_V2)) & (total == sizes) & (phy == phys)
-            & (total <= limits.MAX_RECORD_BYTES_READ))
+    ok = (((magic == MAGIC_V1) | (magic == MAGIC_V2)) & (total == sizes) & (phy == phys)
+          & (total <= limits.MAX_RECORD_BYTES_READ))
+    return ok, win
 
 
 def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = None,
-                   expected_sizes: Optional[np.ndarray] = None, words: Optional[np.ndarray] = None) -> Headers:
+                   expected_sizes: Optional[np.ndarray] = None, words: Optional[np.ndarray] = None,
+                   windows: Optional[list] = None) -> Headers:
     """Decode and validate the fixed part of the records at ``positions``.
 
     Raises CorruptRecordError (file and offset via ``locate``) for the first
@@ -288,7 +289,8 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
         _fail(locate, int(pos[-1] if pos[-1] + 8 > nb else pos[0]), "record header outside the buffer")
     w = padded_words(buf) if words is None else words
     if n:
-        win = _windows_aligned(w, pos, 1)
+        # (padding of >= 128 bytes: windows of a garbage record near the end stay inside the words)
+        win = windows if windows is not None else _windows_aligned(w, pos, HEADER_WINDOWS)
         w0 = win[0]
     else:
         w0 = np.zeros(0, dtype=np.uint64)
@@ -312,7 +314,7 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
                                        f"totalSize is {int(total[i])}")
     # Every record is >= 91 bytes: the first 88 bytes (IPv4 layout up to bodyLength) lie inside it.
     if n:
-        _, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10 = _windows_aligned(w, pos, 11)
+        _, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10 = win
     else:
         w1 = w2 = w3 = w4 = w5 = w6 = w7 = w8 = w9 = w10 = np.zeros(0, dtype=np.uint64)
     body_crc = _hi32(w1)
@@ -697,12 +699,10 @@ def parse_properties_columns(buf, h: Headers, *, words: Optional[np.ndarray] = N
     E[rows + ccum[1:]] = po[1:]
     # First 0x01/0x02 at or after each piece start: the next separator after its 0x02,
     # or (first piece of a row) a search from the row start.
-    nq = len(q)
     q_ext = np.append(q, _INF)
     K[idx_sep + 1] = q_ext[i2 + 1]
     K[first_tok] = q_ext[np.searchsorted(q, po[:-1])]
     valid = (S < K) & (K < E - 1)
-    del nq
     sel = np.flatnonzero(valid)
     s, k, e = S[sel], K[sel], E[sel]
     entry_row = np.repeat(rows, cnt + 1)[sel]

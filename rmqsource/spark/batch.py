@@ -23,12 +23,12 @@ from ..format.record import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSAC
 from ..format.tagscode import SCHEDULE_TOPIC
 from ..store.reader import MessageStoreReader
 from .options import ReadOptions
-from .planning import CommitLogRange, Lookup, QueueRange, RmqPartition, StoreRef
+from .planning import CommitLogRange, Lookup, QueueRange, QueueRanges, RmqPartition, StoreRef
 from .pushdown import Pushed
 from .schema import MAP_TYPE, output_schema
 
 CHUNK_BYTES = 8 * 1024 * 1024        # CommitLog bytes read at a time by whole-store tasks
-COALESCE_GAP = 64 * 1024             # records closer than this are fetched with one read
+COALESCE_GAP = 8 * 1024              # records closer than this share one read (a pread costs ~ 8 KiB of copying)
 MAX_RUN_BYTES = 16 * 1024 * 1024
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -54,6 +54,9 @@ def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatc
             yield from _read_commitlog_range(spec, reader, part)
         elif isinstance(part, QueueRange):
             yield from _read_queue_range(spec, reader, part)
+        elif isinstance(part, QueueRanges):
+            for piece in part.pieces():
+                yield from _read_queue_range(spec, reader, piece)
         elif isinstance(part, Lookup):
             yield from _read_lookup(spec, reader, part)
         else:
@@ -67,8 +70,9 @@ def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatc
 class _Buffer:
     """Bytes read from CommitLog segments, with a map back to (file, position) for errors."""
 
-    def __init__(self, data: bytes, buf_starts: list, seg_paths: list, seg_positions: list):
+    def __init__(self, data, buf_starts, seg_paths: list, seg_positions: list, words: Optional[np.ndarray] = None):
         self.data = data
+        self.words = words
         self._starts = np.asarray(buf_starts, dtype=np.int64)
         self._paths = seg_paths
         self._positions = seg_positions
@@ -99,33 +103,42 @@ def _topics(buf, h: col.Headers) -> pa.Array:
     return col.binary_to_string(col.spans_binary(buf, h.topic_pos, h.topic_len))
 
 
-def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows: np.ndarray,
+def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows: Optional[np.ndarray],
             tags_code: Optional[np.ndarray], tags_valid: Optional[np.ndarray],
-            topics: Optional[pa.Array] = None) -> Optional[pa.RecordBatch]:
-    """Exact string filters, then the output batch for ``rows`` of ``h``."""
+            topics: Optional[pa.Array] = None, *, words: Optional[np.ndarray] = None) -> Optional[pa.RecordBatch]:
+    """Exact string filters, then the output batch for ``rows`` of ``h`` (None: all rows)."""
     p = spec.pushed
-    if len(rows) == 0:
+    if rows is not None:
+        if len(rows) == 0:
+            return None
+        if len(rows) == len(h) and (len(rows) == 0 or (rows[0] == 0 and rows[-1] == len(h) - 1)):
+            rows = None
+    if rows is not None:
+        h = h.take(rows)
+        if tags_code is not None:
+            tags_code = tags_code[rows]
+            tags_valid = tags_valid[rows] if tags_valid is not None else None
+        if topics is not None:
+            topics = topics.take(pa.array(rows))
+    if len(h) == 0:
         return None
-    h = h.take(rows)
-    if tags_code is not None:
-        tags_code = tags_code[rows]
-        tags_valid = tags_valid[rows] if tags_valid is not None else None
-    if topics is not None:
-        topics = topics.take(pa.array(rows))
+    if words is None:
+        words = col.padded_words(buf.data)
     props = None
-    keep = np.ones(len(h), dtype=bool)
+    keep = None
     if p.topics is not None:
         if topics is None:
             topics = _topics(buf.data, h)
-        keep &= np.asarray(pc.is_in(topics, value_set=pa.array(sorted(p.topics), type=pa.string()))
-                           .to_numpy(zero_copy_only=False), dtype=bool)
+        keep = np.asarray(pc.is_in(topics, value_set=pa.array(sorted(p.topics), type=pa.string()))
+                          .to_numpy(zero_copy_only=False), dtype=bool)
     if p.tags is not None or p.uniq_keys is not None or p.msg_ids is not None:
+        keep = np.ones(len(h), dtype=bool) if keep is None else keep
         if p.tags is not None or p.uniq_keys is not None:
-            props = col.parse_properties_columns(buf.data, h)
+            props = col.parse_properties_columns(buf.data, h, words=words)
         if p.tags is not None:
             keep &= col.exact_tag_mask(props, p.tags)
         if p.uniq_keys is not None:
-            u = col.take_values(props.values, props.value_index("UNIQ_KEY"))
+            u = props.entry_values(props.value_index("UNIQ_KEY"))
             keep &= np.asarray(pc.fill_null(pc.is_in(u, value_set=pa.array(sorted(p.uniq_keys), type=pa.string())),
                                             False).to_numpy(zero_copy_only=False), dtype=bool)
         if p.msg_ids is not None:
@@ -133,7 +146,7 @@ def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows:
             ids = col.msg_id_strings(b, h, (h.sys_flag & 0x20) != 0)
             keep &= np.asarray(pc.is_in(ids, value_set=pa.array(sorted(p.msg_ids), type=pa.string()))
                                .to_numpy(zero_copy_only=False), dtype=bool)
-    if not keep.all():
+    if keep is not None and not keep.all():
         sel = np.flatnonzero(keep)
         if len(sel) == 0:
             return None
@@ -147,9 +160,7 @@ def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows:
     arrays = col.build_columns(buf.data, h, spec.columns, tags_code=tags_code, tags_code_valid=tags_valid,
                                broker=store.broker, store_path=store.root, decompress=spec.options.decompress,
                                max_inflated=spec.options.max_inflated_body_bytes, locate=buf.locate,
-                               map_type=MAP_TYPE, props=props)
-    if topics is not None and "topic" in spec.columns:
-        arrays["topic"] = topics
+                               map_type=MAP_TYPE, props=props, words=words, topics=topics)
     schema = output_schema(spec.columns)
     return pa.RecordBatch.from_arrays([arrays[c] for c in spec.columns], schema=schema)
 
@@ -210,78 +221,267 @@ def _tag_code_mask(codes: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- whole store
+#
+# Record starts come from the ConsumeQueues where they can be trusted: the units
+# of every queue that point into the window are merged by phyOffset, and a run of
+# units that tile the CommitLog exactly (each record ends where the next starts)
+# is read with one pread and decoded without walking the header chain, after a
+# vectorized check that each unit's record has that totalSize and PHYSICALOFFSET.
+# Everything else (gaps: records with no unit such as prepared transactions, a
+# unit that does not check out, stores without ConsumeQueue files) is walked
+# record by record as before, so the rows are the same either way.
+
+CQ_WINDOW_BYTES = 64 * 1024 * 1024     # CommitLog bytes whose units are merged at a time
+CQ_UNIT_BLOCK = 8192
+MAX_CQ_QUEUES = 4096                   # more queues than this: walk the chain instead
+
+
+def _first_unit_at_or_after(q, lo: int, hi: int, phy: int) -> int:
+    """First unit index in [lo, hi) whose phyOffset >= ``phy`` (pre-blank units count as below)."""
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) // 2
+        u = q.read_units(mid, 1)
+        if len(u) == 0:
+            b = mid
+            continue
+        if int(u[0]["size"]) != PRE_BLANK_SIZE and int(u[0]["phy_offset"]) >= phy:
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
+@dataclass
+class _WindowUnits:
+    phy: np.ndarray
+    end: np.ndarray
+    size: np.ndarray
+    code: np.ndarray
+    qk: np.ndarray          # index into the queue key list
+    qoff: np.ndarray        # unit index = queue offset
+    multi: np.ndarray       # phyOffset shared with another unit (multi-dispatch): tagsCode the slow way
+
+
+def _window_units(queues: list, lo: int, hi: int) -> _WindowUnits:
+    """Units of every queue with phyOffset in [lo, hi), sorted by phyOffset, one per phyOffset."""
+    parts = []
+    for i, (q, qlo, qhi) in enumerate(queues):
+        if qhi <= qlo:
+            continue
+        a = _first_unit_at_or_after(q, qlo, qhi, lo)
+        while a < qhi:
+            u = q.read_units(a, min(CQ_UNIT_BLOCK, qhi - a))
+            if len(u) == 0:
+                break
+            phy = u["phy_offset"].astype(np.int64)
+            size = u["size"].astype(np.int64)
+            live = (size != PRE_BLANK_SIZE) & (size > 0)
+            inside = live & (phy >= lo) & (phy < hi)
+            idx = np.flatnonzero(inside)
+            if len(idx):
+                parts.append((phy[idx], size[idx], u["tags_code"][idx].astype(np.int64),
+                              np.full(len(idx), i, dtype=np.int64), a + idx))
+            # units are in phyOffset order: stop once past the window
+            if (live & (phy >= hi)).any():
+                break
+            a += len(u)
+    if not parts:
+        z = np.empty(0, dtype=np.int64)
+        return _WindowUnits(z, z, z, z, z, z, np.empty(0, dtype=bool))
+    phy, size, code, qk, qoff = (np.concatenate([p[j] for p in parts]) for j in range(5))
+    order = np.argsort(phy, kind="stable")
+    phy, size, code, qk, qoff = phy[order], size[order], code[order], qk[order], qoff[order]
+    dup = np.zeros(len(phy), dtype=bool)
+    if len(phy) > 1:
+        same = phy[1:] == phy[:-1]
+        if same.any():
+            dup[1:] = same
+            multi = dup.copy()
+            multi[:-1] |= same
+            keep = ~dup
+            return _WindowUnits(phy[keep], phy[keep] + size[keep], size[keep], code[keep], qk[keep], qoff[keep],
+                                multi[keep])
+    return _WindowUnits(phy, phy + size, size, code, qk, qoff, dup)
+
+
+def _unit_tags_codes(reader, buf, h: col.Headers, topics: pa.Array, u: _WindowUnits, a: int, b: int,
+                     queue_topic_idx: np.ndarray, topic_names: list) -> tuple[np.ndarray, np.ndarray]:
+    """tagsCode of the records decoded from units [a, b) (same rows), as :func:`_cq_tags_codes` defines it."""
+    n = len(h)
+    codes = u.code[a:b].copy()
+    tx = h.sys_flag & TRANSACTION_MASK
+    eligible = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
+    enc = topics.dictionary_encode()
+    names = enc.dictionary.to_pylist()
+    lookup = {t: i for i, t in enumerate(topic_names)}
+    dict_tid = np.array([lookup.get(t, -1) for t in names], dtype=np.int64)
+    row_tid = dict_tid[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)] if n else \
+        np.empty(0, np.int64)
+    qk = u.qk[a:b]
+    from_unit = (row_tid == queue_topic_idx[qk, 0]) & (h.queue_id.astype(np.int64) == queue_topic_idx[qk, 1]) \
+        & (h.queue_offset == u.qoff[a:b])
+    valid = from_unit & eligible
+    slow = np.flatnonzero(eligible & (~from_unit | u.multi[a:b]))
+    if len(slow):
+        c, v = _cq_tags_codes(reader, buf, h, slow, topics.take(pa.array(slow)))
+        codes[slow] = c
+        valid[slow] = v
+    codes[~valid] = 0
+    return codes, valid
+
 
 def _read_commitlog_range(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRange):
+    import os
     cl = reader.commitlog
     seg = cl.reader.find(part.start)
     if seg is None:
         raise DataLossError(f"CommitLog segment for offset {part.start} of {part.store.root} is gone "
                             f"(deleted while the query ran?)")
+    try:
+        fd = os.open(seg.path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise DataLossError(f"CommitLog segment {seg.path} of {part.store.root} is gone "
+                            f"(deleted while the query ran?)") from None
+    try:
+        yield from _scan_segment(spec, reader, part, seg, fd)
+    finally:
+        os.close(fd)
+
+
+def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRange, seg, fd: int):
     seg_len = part.segment_end - part.segment_start
-    pos = part.start - seg.start_offset
-    end = part.end - seg.start_offset
+    base = seg.start_offset
     batch = spec.options.batch_size
     tag_codes = spec.tag_codes
     cq_needed = "tagsCode" in spec.columns or tag_codes is not None
-    first = True
-    read_size = CHUNK_BYTES
-    while pos < end:
-        data = cl.reader.pread(seg, pos, min(max(read_size, 8), end - pos))
-        read_size = CHUNK_BYTES
-        if len(data) < min(8, end - pos):
-            raise CorruptRecordError(f"file ends at position {pos + len(data)} before the valid CommitLog end "
-                                     f"{part.end}", file=seg.path, offset=pos + len(data))
-        positions, stop = col.walk_chain(data, 0, len(data), segment_remaining=seg_len - pos, max_records=batch)
-        if len(positions):
-            buf = _Buffer(data, [0], [seg.path], [pos])
-            h = col.decode_headers(data, positions, locate=buf.locate)
-            if first:
-                if int(h.phy_offset[0]) != part.start:
-                    raise CorruptRecordError(f"no record starts at CommitLog offset {part.start} (the record "
-                                             f"here says PHYSICALOFFSET {int(h.phy_offset[0])})",
-                                             file=seg.path, offset=pos)
-            first = False
-            rows = np.flatnonzero(_row_mask(spec, h, whole_store=True))
-            topics = None
-            codes = valid = None
-            if len(rows) and cq_needed:
-                hh = h
-                topics_all = _topics(data, hh)
-                codes_r, valid_r = _cq_tags_codes(reader, data, hh, rows, topics_all.take(pa.array(rows)))
+    keys = reader.queue_keys() if part.store.cq_on_disk else []
+    use_cq = 0 < len(keys) <= MAX_CQ_QUEUES
+    queues, topic_names, qti = [], [], None
+    if use_cq:
+        topic_names = sorted({t for t, _ in keys})
+        tindex = {t: i for i, t in enumerate(topic_names)}
+        qti = np.array([(tindex[t], q) for t, q in keys], dtype=np.int64).reshape(-1, 2)
+        for k in keys:
+            q = reader.consume_queue(*k)
+            queues.append((q, q.first_file_start_offset, q.max_offset) if q is not None else (None, 0, 0))
+    state = {"first": True}
+
+    def emit(pb: col.PaddedBuffer, rel_pos: np.ndarray, h: col.Headers, file_pos: int, units=None, ua=0, ub=0):
+        """Filters, tagsCode and the output batch for records ``h`` read at ``file_pos``."""
+        buf = _Buffer(pb.view, [0], [seg.path], [file_pos])
+        if state["first"]:
+            if int(h.phy_offset[0]) != part.start:
+                raise CorruptRecordError(f"no record starts at CommitLog offset {part.start} (the record "
+                                         f"here says PHYSICALOFFSET {int(h.phy_offset[0])})",
+                                         file=seg.path, offset=file_pos)
+            state["first"] = False
+        mask = _row_mask(spec, h, whole_store=True)
+        rows = None if mask.all() else np.flatnonzero(mask)
+        topics = codes = valid = None
+        nsel = len(h) if rows is None else len(rows)
+        if nsel and cq_needed:
+            topics = _topics(pb.view, h)
+            if units is not None:
+                codes, valid = _unit_tags_codes(reader, pb.view, h, topics, units, ua, ub, qti, topic_names)
+                if rows is not None:
+                    codes = np.where(mask, codes, 0)
+                    valid = valid & mask
+            else:
+                r = np.arange(len(h)) if rows is None else rows
+                codes_r, valid_r = _cq_tags_codes(reader, pb.view, h, r, topics.take(pa.array(r)))
                 codes = np.zeros(len(h), dtype=np.int64)
                 valid = np.zeros(len(h), dtype=bool)
-                codes[rows], valid[rows] = codes_r, valid_r
-                topics = topics_all
-                if tag_codes is not None:
-                    # Records with a unit are skipped unless the unit's tagsCode can match; records
-                    # without one (or in SCHEDULE_TOPIC_XXXX, whose tagsCode is a time) get the exact check.
-                    sched = np.asarray(pc.equal(topics_all.take(pa.array(rows)), SCHEDULE_TOPIC)
-                                       .to_numpy(zero_copy_only=False), dtype=bool)
-                    keep = ~valid_r | sched | _tag_code_mask(codes_r, tag_codes)
-                    rows = rows[keep]
-            if len(rows):
-                out = _finish(spec, part.store, buf, h, rows, codes, valid, topics)
+                codes[r], valid[r] = codes_r, valid_r
+            if tag_codes is not None:
+                # Records with a unit are skipped unless the unit's tagsCode can match; records
+                # without one (or in SCHEDULE_TOPIC_XXXX, whose tagsCode is a time) get the exact check.
+                sched = np.asarray(pc.equal(topics, SCHEDULE_TOPIC).to_numpy(zero_copy_only=False), dtype=bool)
+                keep = ~valid | sched | _tag_code_mask(codes, tag_codes)
+                keep &= mask
+                rows = None if keep.all() else np.flatnonzero(keep)
+        if rows is not None and len(rows) == 0:
+            return None
+        return _finish(spec, part.store, buf, h, rows, codes, valid, topics, words=pb.words)
+
+    pos = part.start - base          # position inside the segment file
+    end = part.end - base
+    while pos < end:
+        units = None
+        if use_cq:
+            wend = min(end, pos + CQ_WINDOW_BYTES)
+            units = _window_units(queues, base + pos, base + wend)
+            if len(units.phy):
+                tiles = units.end[:-1] == units.phy[1:]
+                brk = np.append(np.flatnonzero(~tiles), len(units.phy) - 1)   # last index of each tiled run
+            else:
+                brk = np.empty(0, dtype=np.int64)
+        else:
+            wend = end
+        while pos < wend:
+            ui = int(np.searchsorted(units.phy, base + pos)) if units is not None else 0
+            if units is not None and ui < len(units.phy) and int(units.phy[ui]) == base + pos:
+                run_last = int(brk[np.searchsorted(brk, ui)])
+                j = min(run_last + 1, ui + batch)
+                # at most CHUNK_BYTES per read (at least one record)
+                lim = int(np.searchsorted(units.end[ui:j], base + pos + CHUNK_BYTES, side="right")) + ui
+                j = max(ui + 1, min(j, lim))
+                stop_at = int(units.end[j - 1]) - base
+                if stop_at <= end and stop_at - pos <= limits.MAX_RECORD_BYTES_READ:
+                    pb = col.read_padded(fd, stop_at - pos, pos)
+                    rel = units.phy[ui:j] - (base + pos)
+                    ok, win = col.cq_positions_match(pb.view, rel, units.phy[ui:j], units.size[ui:j],
+                                                     words=pb.words) if pb.n == stop_at - pos else (None, None)
+                    if ok is not None and ok.all():
+                        buf = _Buffer(pb.view, [0], [seg.path], [pos])
+                        h = col.decode_headers(pb.view, rel, locate=buf.locate, words=pb.words, windows=win)
+                        out = emit(pb, rel, h, pos, units, ui, j)
+                        if out is not None:
+                            yield out
+                        pos = stop_at
+                        continue
+                    limit = stop_at        # a unit does not check out: walk this stretch
+                else:
+                    limit = min(end, stop_at)
+            else:
+                limit = int(units.phy[ui]) - base if units is not None and ui < len(units.phy) else wend
+                limit = min(limit, end)
+            # ---- walk the header chain from pos up to ``limit`` (one read of up to CHUNK_BYTES)
+            read_size = CHUNK_BYTES
+            while True:
+                pb = col.read_padded(fd, min(max(read_size, 8), end - pos), pos)
+                data = pb.view
+                if len(data) < min(8, end - pos):
+                    raise CorruptRecordError(f"file ends at position {pos + len(data)} before the valid CommitLog "
+                                             f"end {part.end}", file=seg.path, offset=pos + len(data))
+                positions, stop = col.walk_chain(data, 0, min(len(data), max(limit - pos, 1)),
+                                                 segment_remaining=seg_len - pos, max_records=batch)
+                if stop.reason == col.STOP_SHORT and len(positions) == 0:
+                    if stop.total_size and pos + stop.total_size > end:
+                        raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
+                                                 f"{part.end} (the valid CommitLog end or a split point)",
+                                                 file=seg.path, offset=pos)
+                    if stop.total_size == 0 and pos + 8 > end:
+                        raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
+                                                 f"CommitLog end or a split point)", file=seg.path, offset=pos)
+                    read_size = max(CHUNK_BYTES, stop.total_size)
+                    continue
+                break
+            if len(positions):
+                buf = _Buffer(data, [0], [seg.path], [pos])
+                h = col.decode_headers(data, positions, locate=buf.locate, words=pb.words)
+                out = emit(pb, positions, h, pos)
                 if out is not None:
                     yield out
-        pos += stop.position
-        if stop.reason == col.STOP_LIMIT:
-            continue
-        if stop.reason == col.STOP_SHORT:
-            if stop.total_size and pos + stop.total_size > end:
-                raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
-                                         f"{part.end} (the valid CommitLog end or a split point)",
-                                         file=seg.path, offset=pos)
-            if stop.total_size == 0 and pos + 8 > end:
-                raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
-                                         f"CommitLog end or a split point)", file=seg.path, offset=pos)
-            read_size = max(CHUNK_BYTES, stop.total_size)
-            continue
-        if stop.reason == col.STOP_BLANK:
-            return
-        if pos >= end:
-            return
-        raise CorruptRecordError(f"no valid record at CommitLog offset {seg.start_offset + pos}, below the "
-                                 f"valid end {part.end}: {stop.detail}", file=seg.path, offset=pos)
+            pos += stop.position
+            if stop.reason in (col.STOP_LIMIT, col.STOP_SHORT):
+                continue
+            if stop.reason == col.STOP_BLANK:
+                return
+            if pos >= end:
+                return
+            raise CorruptRecordError(f"no valid record at CommitLog offset {seg.start_offset + pos}, below the "
+                                     f"valid end {part.end}: {stop.detail}", file=seg.path, offset=pos)
     if pos != end:
         raise CorruptRecordError(f"records run past the split point {part.end}: the last record ends at "
                                  f"{seg.start_offset + pos}", file=seg.path, offset=pos)
@@ -290,7 +490,8 @@ def _read_commitlog_range(spec: ReadSpec, reader: MessageStoreReader, part: Comm
 # --------------------------------------------------------------------------- reads by offset
 
 def fetch_records(reader: MessageStoreReader, phys: np.ndarray, sizes: np.ndarray) -> tuple[_Buffer, np.ndarray]:
-    """Read the records at ascending CommitLog offsets; nearby records share one read."""
+    """Read the records at ascending CommitLog offsets into one padded buffer; nearby records share one read."""
+    import os
     cl = reader.commitlog
     n = len(phys)
     if n == 0:
@@ -304,27 +505,50 @@ def fetch_records(reader: MessageStoreReader, phys: np.ndarray, sizes: np.ndarra
         | (phys[1:] < ends[:-1])
     run_starts = np.flatnonzero(brk)
     run_ends = np.append(run_starts[1:], n)
-    pieces, buf_starts, paths, seg_pos = [], [], [], []
-    positions = np.empty(n, dtype=np.int64)
-    total = 0
-    for a, b in zip(run_starts.tolist(), run_ends.tolist()):
-        first = int(phys[a])
-        last_end = int(ends[a:b].max())
-        seg = cl.reader.find(first)
-        if seg is None:
-            raise DataLossError(f"CommitLog offset {first} of {reader.layout.root} is in no segment (deleted?)")
-        p = first - seg.start_offset
-        data = cl.reader.pread(seg, p, last_end - first)
-        if len(data) < last_end - first:
-            raise CorruptRecordError(f"file ends before the record at CommitLog offset {first + len(data)}",
-                                     file=seg.path, offset=p + len(data))
-        pieces.append(data)
-        buf_starts.append(total)
-        paths.append(seg.path)
-        seg_pos.append(p)
-        positions[a:b] = total + (phys[a:b] - first)
-        total += len(data)
-    return _Buffer(b"".join(pieces) if len(pieces) > 1 else pieces[0], buf_starts, paths, seg_pos), positions
+    run_first = phys[run_starts]
+    run_last_end = np.maximum.reduceat(ends, run_starts)
+    run_len = run_last_end - run_first
+    run_buf = np.zeros(len(run_starts) + 1, dtype=np.int64)
+    np.cumsum(run_len, out=run_buf[1:])
+    positions = np.repeat(run_buf[:-1] - run_first, run_ends - run_starts) + phys
+    pb = col.PaddedBuffer(int(run_buf[-1]))
+    mv = memoryview(pb.array)
+    paths, seg_pos = [], []
+    fds: dict = {}
+    preadv = os.preadv
+    try:
+        cur_seg_no, seg, fd = None, None, None
+        for first, length, at, sn in zip(run_first.tolist(), run_len.tolist(), run_buf[:-1].tolist(),
+                                         (run_first // z).tolist()):
+            if sn != cur_seg_no or seg is None or not (seg.start_offset <= first < seg.start_offset + z):
+                seg = cl.reader.find(first)
+                if seg is None:
+                    raise DataLossError(f"CommitLog offset {first} of {reader.layout.root} is in no segment "
+                                        f"(deleted?)")
+                fd = fds.get(seg.path)
+                if fd is None:
+                    try:
+                        fd = fds[seg.path] = os.open(seg.path, os.O_RDONLY)
+                    except FileNotFoundError:
+                        raise DataLossError(f"CommitLog segment {seg.path} of {reader.layout.root} is gone "
+                                            f"(deleted while the query ran?)") from None
+                cur_seg_no = sn
+            p = first - seg.start_offset
+            got = preadv(fd, [mv[at:at + length]], p)
+            if got < length:
+                got += max(0, preadv(fd, [mv[at + got:at + length]], p + got)) if got > 0 else 0
+                if got < length:
+                    raise CorruptRecordError(f"file ends before the record at CommitLog offset {first + got}",
+                                             file=seg.path, offset=p + got)
+            paths.append(seg.path)
+            seg_pos.append(p)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    pb.set_length(int(run_buf[-1]))
+    buf = _Buffer(pb.view, run_buf[:-1], paths, seg_pos)
+    buf.words = pb.words
+    return buf, positions
 
 
 def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRange):
@@ -382,7 +606,7 @@ def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRan
         order = np.argsort(phy[idx], kind="stable")
         idx = idx[order]
         buf, positions = fetch_records(reader, phy[idx], size[idx])
-        h = col.decode_headers(buf.data, positions, locate=buf.locate, expected_sizes=size[idx])
+        h = col.decode_headers(buf.data, positions, locate=buf.locate, expected_sizes=size[idx], words=buf.words)
         bad = h.phy_offset != phy[idx]
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -397,7 +621,7 @@ def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRan
             rows = rows[np.argsort(idx[rows], kind="stable")]
             out = _finish_reordered(spec, part.store, buf, h, rows, code[idx], valid)
         else:
-            out = _finish(spec, part.store, buf, h, rows, code[idx], valid)
+            out = _finish(spec, part.store, buf, h, rows, code[idx], valid, words=buf.words)
         if out is not None:
             yield out
 
@@ -405,7 +629,7 @@ def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRan
 def _finish_reordered(spec, store, buf, h, rows, codes, valid):
     """Queue order differs from CommitLog order (rare): decode sorted, then reorder the batch."""
     order = np.argsort(rows, kind="stable")
-    out = _finish(spec, store, buf, h, rows[order], codes, valid)
+    out = _finish(spec, store, buf, h, rows[order], codes, valid, words=buf.words)
     if out is None:
         return None
     # _finish may drop rows (exact filters); only reorder when nothing was dropped.
@@ -439,7 +663,7 @@ def _read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
     phys = np.array(phys, dtype=np.int64)
     sizes = np.array(sizes, dtype=np.int64)
     buf, positions = fetch_records(reader, phys, sizes)
-    h = col.decode_headers(buf.data, positions, locate=buf.locate)
+    h = col.decode_headers(buf.data, positions, locate=buf.locate, words=buf.words)
     ok = h.phy_offset == phys
     rows = np.flatnonzero(ok & _row_mask(spec, h, whole_store=True))
     topics = _topics(buf.data, h)
@@ -456,6 +680,6 @@ def _read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
             if rng and rng[0] <= int(h.queue_offset[r]) < rng[1] and valid[r]:
                 keep.append(r)
         rows = np.array(keep, dtype=np.int64)
-    out = _finish(spec, part.store, buf, h, rows, codes, valid, topics)
+    out = _finish(spec, part.store, buf, h, rows, codes, valid, topics, words=buf.words)
     if out is not None:
         yield out

@@ -70,6 +70,20 @@ class QueueRange(RmqPartition):
         return f"QueueRange({self.store.broker}, {self.topic}/{self.queue_id}, [{self.start}, {self.end}))"
 
 
+class QueueRanges(RmqPartition):
+    """Several whole-queue ranges read one after the other by one task (many small queues)."""
+
+    def __init__(self, store: StoreRef, ranges: tuple):
+        super().__init__(store)
+        self.ranges = tuple(ranges)          # ((topic, queue_id, start, end), ...)
+
+    def pieces(self) -> list[QueueRange]:
+        return [QueueRange(self.store, t, q, a, b) for t, q, a, b in self.ranges]
+
+    def __repr__(self):
+        return f"QueueRanges({self.store.broker}, {len(self.ranges)} queues)"
+
+
 class Lookup(RmqPartition):
     """Point reads at CommitLog offsets; ``queues`` restricts rows to planned queue ranges (topic reads)."""
 
@@ -346,7 +360,44 @@ def _plan_queues(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
         return (ref, t, q, a, m), (ref, t, q, m, b)
 
     ranges = _ensure_min_partitions(ranges, opts.min_partitions, lambda r: r[4] - r[3], split_one)
-    return [QueueRange(*r) for r in ranges]
+    return _pack_queue_ranges(ranges, opts)
+
+
+def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
+    """Whole (unsplit) queue ranges of one store are packed into tasks of up to
+    maxRecordsPerPartition units: one task per queue costs more than it reads when
+    queues are small or a tagsCode filter leaves few records.  Split queues keep one
+    partition per piece."""
+    counts: dict = {}
+    for ref, t, q, a, b in ranges:
+        counts[(ref.index, t, q)] = counts.get((ref.index, t, q), 0) + 1
+    out: list[RmqPartition] = []
+    whole: dict = {}
+    for r in ranges:
+        ref, t, q, a, b = r
+        if counts[(ref.index, t, q)] == 1 and b > a:
+            whole.setdefault(ref.index, (ref, []))[1].append(r)
+        else:
+            out.append(QueueRange(*r))
+    cap = opts.max_records_per_partition
+    for ref, rs in whole.values():
+        total = sum(b - a for _, _, _, a, b in rs)
+        bins_n = max(1, -(-total // cap), min(opts.min_partitions, len(rs)))
+        if bins_n >= len(rs):
+            out.extend(QueueRange(*r) for r in rs)
+            continue
+        bins = [[0, []] for _ in range(bins_n)]
+        for r in sorted(rs, key=lambda r: r[4] - r[3], reverse=True):     # largest first, least loaded bin
+            bmin = min(bins, key=lambda x: x[0])
+            bmin[0] += r[4] - r[3]
+            bmin[1].append(r)
+        for _, members in bins:
+            if len(members) == 1:
+                out.append(QueueRange(*members[0]))
+            elif members:
+                members.sort(key=lambda r: (r[1], r[2]))
+                out.append(QueueRanges(ref, tuple((t, q, a, b) for _, t, q, a, b in members)))
+    return out
 
 
 def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:

@@ -341,12 +341,10 @@ class Dispatcher:
         tran = sys_flag & TRANSACTION_MASK
         cq_rows = np.flatnonzero((tran == TRANSACTION_NOT_TYPE) | (tran == TRANSACTION_COMMIT_TYPE))
         if cq_rows.size:
-            gid = topic_code[cq_rows].astype(np.int64) * (1 << 32) + queue_id[cq_rows]
-            order = np.argsort(gid, kind="stable")
-            sg = gid[order]
-            cuts = np.flatnonzero(sg[1:] != sg[:-1]) + 1
-            starts = np.concatenate([[0], cuts])
-            ends = np.concatenate([cuts, [len(sg)]])
+            from ..format.batch_encode import group_rows
+            _, _, order, counts = group_rows(topic_code[cq_rows], queue_id[cq_rows])
+            ends = np.cumsum(counts)
+            starts = ends - counts
             last_row = -1
             for a, b in zip(starts.tolist(), ends.tolist()):
                 rows = cq_rows[order[a:b]]

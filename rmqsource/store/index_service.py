@@ -179,19 +179,29 @@ class IndexFile:
         slots = hashes.astype(np.int64) % self.hash_slot_num
         slot_view = np.frombuffer(mm, dtype=">i4", count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
         try:
-            order = np.argsort(slots, kind="stable")
-            ss = slots[order]
-            first = np.ones(k, bool)
-            first[1:] = ss[1:] != ss[:-1]
+            # Stable order by slot: sort (slot, position) packed in one uint64 (unique keys).
+            if k < 1 << 31:
+                key = (slots.astype(np.uint64) << np.uint64(32)) | np.arange(k, dtype=np.uint64)
+                key.sort()
+                order = (key & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                ss = (key >> np.uint64(32)).astype(np.int64)
+                del key
+            else:
+                order = np.argsort(slots, kind="stable")
+                ss = slots[order]
+            same = ss[1:] == ss[:-1]                      # entry i+1 (sorted) follows one in its slot
+            eo = order + c0                               # entry number, sorted
             prev_sorted = np.empty(k, np.int64)
-            prev_sorted[first] = slot_view[ss[first]]
-            prev_sorted[~first] = e_no[order][np.flatnonzero(~first) - 1]
+            prev_sorted[0] = slot_view[ss[0]]
+            prev_sorted[1:] = np.where(same, eo[:-1], 0)
+            first_rest = np.flatnonzero(~same) + 1
+            prev_sorted[first_rest] = slot_view[ss[first_rest]]
             prev = np.empty(k, np.int64)
             prev[order] = prev_sorted
             prev = np.where((prev <= 0) | (prev > e_no), 0, prev)
             last = np.ones(k, bool)
-            last[:-1] = ss[1:] != ss[:-1]
-            slot_view[ss[last]] = e_no[order][last]
+            last[:-1] = ~same
+            slot_view[ss[last]] = eo[last]
         finally:
             del slot_view
         begin = np.full(k, h.begin_timestamp_ms, np.int64)
@@ -205,7 +215,11 @@ class IndexFile:
         entries["diff"] = td
         entries["prev"] = prev
         base = self._entries_base + c0 * INDEX_ENTRY_SIZE
-        mm[base:base + k * INDEX_ENTRY_SIZE] = entries.tobytes()
+        view = np.frombuffer(mm, dtype=np.uint8, count=k * INDEX_ENTRY_SIZE, offset=base)
+        try:
+            view[:] = entries.view(np.uint8)
+        finally:
+            del view
         if c0 <= 1:
             h.begin_phy_offset = int(phy[0])
             h.begin_timestamp_ms = int(store_ts[0])

@@ -792,12 +792,19 @@ class MessageStoreWriter:
         string column (fast path: IPv4 only; others are flagged for the per-message path)."""
         import pyarrow.compute as pc
         from ..format.batch_encode import parse_ipv4_hosts
-        enc = pc.dictionary_encode(col.fill_null(default) if col.null_count else col)
-        d = enc.dictionary
+        col = col.fill_null(default) if col.null_count else col
+        if n and pc.all(pc.equal(col, col[0])).as_py():      # one host for the whole batch
+            d = col.slice(0, 1)
+            codes = np.zeros(n, np.int64)
+        else:
+            enc = pc.dictionary_encode(col)
+            d = enc.dictionary
+            codes = np.asarray(enc.indices).astype(np.int64)
+        if not len(d):
+            return codes, np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(n, bool)
         addr, port, ok = parse_ipv4_hosts(d)
         ok &= port < (1 << 31)
-        codes = np.asarray(enc.indices).astype(np.int64)
-        return codes, addr, port, (~ok)[codes] if len(d) else np.zeros(n, bool)
+        return codes, addr, port, (~ok)[codes]
 
     def _put_columns_locked(self, c, res: "BatchPutResults") -> None:
         import pyarrow as pa
@@ -826,10 +833,15 @@ class MessageStoreWriter:
         slow |= blen > self._max_body
         # -- properties (fast rows: TAGS, KEYS, then the map; no separators inside values)
         props = be.serialize_properties(c.tags, c.keys, c.map_part, trailing)
-        n_ent = c.map_count + np.asarray(c.tags.is_valid()) + np.asarray(c.keys.is_valid())
-        cnt1 = np.asarray(pc.count_substring(props, "\x01"))
-        cnt2 = np.asarray(pc.count_substring(props, "\x02"))
-        slow |= (cnt1 != n_ent) | (cnt2 != (n_ent if trailing else np.maximum(n_ent - 1, 0)))
+        if getattr(c, "map_checked", False):
+            # map keys/values were checked by the column builder; tags/keys here
+            slow[be.rows_with_separators(c.tags)] = True
+            slow[be.rows_with_separators(c.keys)] = True
+        else:
+            n_ent = c.map_count + np.asarray(c.tags.is_valid()) + np.asarray(c.keys.is_valid())
+            cnt1 = np.asarray(pc.count_substring(props, "\x01"))
+            cnt2 = np.asarray(pc.count_substring(props, "\x02"))
+            slow |= (cnt1 != n_ent) | (cnt2 != (n_ent if trailing else np.maximum(n_ent - 1, 0)))
         plen = np.asarray(pc.binary_length(props)).astype(np.int64)
         if self._append_crc:
             plen = plen + len(_CRC_PLACEHOLDER)
@@ -882,7 +894,7 @@ class MessageStoreWriter:
         res.host_code[:] = host_code
         rows = np.flatnonzero(ok)                     # rows to write, in order
         if rows.size == 0:
-            self._input_view_fast(res, c, fast, props)
+            self._input_view_fast(res, c, fast, props, None)
             return
         # -- positions: segments with the blank rule, then queue offsets
         seg = self._current
@@ -895,11 +907,9 @@ class MessageStoreWriter:
         qo = np.zeros(len(rows), np.int64)
         cq = np.flatnonzero(enters)
         if cq.size:
-            gid = final_tcode[rows[cq]] * (1 << 32) + qid[rows[cq]]
-            ug, inv = np.unique(gid, return_inverse=True)
-            order = np.argsort(inv, kind="stable")
-            counts = np.bincount(inv, minlength=len(ug))
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            ug, inv, order, counts = be.group_rows(final_tcode[rows[cq]], qid[rows[cq]])
+            starts = np.zeros(len(ug), np.int64)
+            np.cumsum(counts[:-1], out=starts[1:])
             rank = np.empty(len(cq), np.int64)
             rank[order] = np.arange(len(cq)) - np.repeat(starts, counts)
             bases = np.array([self._queue_offsets.get((topics[int(g >> 32)], int(g & 0xFFFFFFFF)), 0)
@@ -908,7 +918,9 @@ class MessageStoreWriter:
         ts = store_ts[rows]
         # -- tags codes (ConsumeQueue) and index keys
         tags_code = np.zeros(n, np.int64)
-        tags_code[fast] = be.tags_codes(c.tags)[fast] if fast.any() else 0
+        fast_tags = be.tags_codes(c.tags) if fast.any() else None
+        if fast_tags is not None:
+            tags_code[fast] = fast_tags[fast]
         levels = self._delay_levels
         rowpos = np.full(n, -1, np.int64)
         rowpos[rows] = np.arange(len(rows))
@@ -1000,24 +1012,24 @@ class MessageStoreWriter:
             except Exception as exc:  # the CommitLog holds the data; a reopen re-dispatches it
                 self._error = exc
                 self._writable = False
-        self._input_view_fast(res, c, fast, props)
+        self._input_view_fast(res, c, fast, props, fast_tags)
 
     @staticmethod
     def _last_per_group(tc: np.ndarray, q: np.ndarray, qo: np.ndarray):
-        gid = tc * (1 << 32) + q
-        rev = gid[::-1]
-        ug, idx = np.unique(rev, return_index=True)
-        last = qo[::-1][idx]
+        from ..format import batch_encode as be
+        ug, _, order, counts = be.group_rows(tc, q)
+        last = qo[order[np.cumsum(counts) - 1]]
         return [(int(g >> 32), int(g & 0xFFFFFFFF)) for g in ug.tolist()], last.tolist()
 
-    def _input_view_fast(self, res, c, fast, props) -> None:
+    def _input_view_fast(self, res, c, fast, props, fast_tags=None) -> None:
         import pyarrow as pa
         from ..format import batch_encode as be
         frows = np.flatnonzero(fast)
         res.input_rows = frows
         res.input_props = props.take(pa.array(frows)) if frows.size != c.n else props
         if frows.size:
-            res.input_tags_code[frows] = be.tags_codes(c.tags)[frows]
+            codes = fast_tags if fast_tags is not None else be.tags_codes(c.tags)
+            res.input_tags_code[frows] = codes[frows]
         for i, v in res.input_objects.items():
             res.input_tags_code[i] = v[0]
 
@@ -1087,53 +1099,59 @@ class MessageStoreWriter:
         from ..format import batch_encode as be
         from ..format.javahash import index_key_hash
         from ..format.properties import split_keys
-        recs, ranks, hashes = [], [], []
+        n = c.n
+        u_rec = k_rec = np.zeros(0, np.int64)
+        u_hash = k_hash = np.zeros(0, np.int64)
+        k_rank = np.zeros(0, np.int64)
         frows = np.flatnonzero(fast)
         if frows.size:
             pref = np.array([java_string_hash(t + "#") & 0xFFFFFFFF for t in tnames] or [0], np.uint32)
             u = c.uniq
-            uvalid = np.asarray(u.is_valid()) & fast if u.null_count else fast.copy()
+            uvalid = np.asarray(u.is_valid()) & fast if u.null_count else fast
             ur = np.flatnonzero(uvalid)
             if ur.size:
-                h, ln = be.java_hashes(u.take(pa.array(ur)))
-                recs.append(rowpos[ur])
-                ranks.append(np.zeros(ur.size, np.int64))
-                hashes.append(be.index_hash(be.combine_hash(pref[tcode[ur]], h, ln)))
-            kv = np.asarray(c.keys.is_valid()) & fast
+                h, ln = be.java_hashes(u if ur.size == n else u.take(pa.array(ur)))
+                u_rec = rowpos[ur]
+                u_hash = be.index_hash(be.combine_hash(pref[tcode[ur]], h, ln))
+            kv = np.asarray(c.keys.is_valid()) & fast if c.keys.null_count else fast
             kr = np.flatnonzero(kv)
             if kr.size:
-                lists = pc.split_pattern(c.keys.take(pa.array(kr)), " ")
-                flat = pc.list_flatten(lists)
-                parent = kr[np.asarray(pc.list_parent_indices(lists))]
-                loff = np.asarray(lists.offsets)
-                piece_rank = np.arange(len(flat)) - np.repeat(loff[:-1], np.diff(loff)) + 1
-                keep = np.asarray(pc.greater(pc.binary_length(flat), 0))
-                flat = flat.filter(pa.array(keep))
-                parent, piece_rank = parent[keep], piece_rank[keep]
+                karr = c.keys if kr.size == n else c.keys.take(pa.array(kr))
+                koff, kdata = be.binary_offsets(karr.view(pa.binary()))
+                if not bool(np.any(kdata[int(koff[0]):int(koff[-1])] == 32)):
+                    # no space anywhere: each non-empty KEYS value is one piece
+                    keep = np.diff(koff) > 0
+                    flat = karr if bool(keep.all()) else karr.filter(pa.array(keep))
+                    parent = kr[keep]
+                    piece_rank = np.ones(len(parent), np.int64)
+                else:
+                    lists = pc.split_pattern(karr, " ")
+                    flat = pc.list_flatten(lists)
+                    parent = kr[np.asarray(pc.list_parent_indices(lists))]
+                    loff = np.asarray(lists.offsets)
+                    piece_rank = np.arange(len(flat)) - np.repeat(loff[:-1], np.diff(loff)) + 1
+                    keep = np.asarray(pc.greater(pc.binary_length(flat), 0))
+                    flat = flat.filter(pa.array(keep))
+                    parent, piece_rank = parent[keep], piece_rank[keep]
                 if len(flat):
                     h, ln = be.java_hashes(flat)
-                    recs.append(rowpos[parent])
-                    ranks.append(piece_rank)
-                    hashes.append(be.index_hash(be.combine_hash(pref[tcode[parent]], h, ln)))
-        if prepared:
-            r2, k2, h2 = [], [], []
-            for i, p in prepared.items():
-                j = int(rowpos[i])
-                rank = 0
-                if p.uniq_key is not None:
-                    r2.append(j), k2.append(0), h2.append(index_key_hash(f"{p.topic}#{p.uniq_key}"))
-                for piece in split_keys(p.keys):
-                    rank += 1
-                    r2.append(j), k2.append(rank), h2.append(index_key_hash(f"{p.topic}#{piece}"))
-            if r2:
-                recs.append(np.array(r2, np.int64))
-                ranks.append(np.array(k2, np.int64))
-                hashes.append(np.array(h2, np.int64))
-        if not recs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        rec = np.concatenate(recs)
-        rank = np.concatenate(ranks)
-        hsh = np.concatenate(hashes)
+                    k_rec = rowpos[parent]
+                    k_rank = piece_rank
+                    k_hash = be.index_hash(be.combine_hash(pref[tcode[parent]], h, ln))
+        if not prepared:
+            return be.merge_index_entries(u_rec, u_hash, k_rec, k_hash)
+        r2, k2, h2 = [], [], []
+        for i, p in prepared.items():
+            j = int(rowpos[i])
+            rank = 0
+            if p.uniq_key is not None:
+                r2.append(j), k2.append(0), h2.append(index_key_hash(f"{p.topic}#{p.uniq_key}"))
+            for piece in split_keys(p.keys):
+                rank += 1
+                r2.append(j), k2.append(rank), h2.append(index_key_hash(f"{p.topic}#{piece}"))
+        rec = np.concatenate([u_rec, k_rec, np.array(r2, np.int64)])
+        rank = np.concatenate([np.zeros(len(u_rec), np.int64), k_rank, np.array(k2, np.int64)])
+        hsh = np.concatenate([u_hash, k_hash, np.array(h2, np.int64)])
         order = np.lexsort((rank, rec))
         return rec[order], hsh[order]
 
@@ -1390,7 +1408,7 @@ class BatchPutResults(Sequence):
             parts.append(be.render_put_jsonl(first_i, vec_rows, msg_ids, phy, self.queue_offsets[vec_rows],
                                              self.sizes[vec_rows], self.store_timestamps[vec_rows], topics,
                                              self.queue_ids[vec_rows], self.sys_flags[vec_rows],
-                                             self.input_tags_code[vec_rows], esc))
+                                             self.input_tags_code[vec_rows], esc, newline=True))
         if other.size:
             lines = []
             for i in other.tolist():
@@ -1400,7 +1418,7 @@ class BatchPutResults(Sequence):
                 doc["tagsCode"], doc["propertiesString"] = self.input_view(i)
                 if r.reason:
                     doc["reason"] = r.reason
-                lines.append(dumps(doc))
+                lines.append(dumps(doc) + "\n")
             parts.append(pa.array(lines, pa.string()))
         allv = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         if len(parts) > 1:
@@ -1408,15 +1426,21 @@ class BatchPutResults(Sequence):
             perm[vec_rows] = np.arange(len(vec_rows))
             perm[other] = len(vec_rows) + np.arange(len(other))
             allv = allv.take(pa.array(perm))
-        joined = pc.binary_join_element_wise(allv, "\n", "")
-        off, data = be.binary_offsets(joined)
+        off, data = be.binary_offsets(allv)
         return data[off[0]:off[-1]].tobytes()
 
     @staticmethod
     def concat(parts: Sequence["BatchPutResults"]) -> "BatchPutResults":
-        """One result object for consecutive batches (topic/host tables merged)."""
-        n = sum(p.n for p in parts)
-        out = BatchPutResults(n)
+        """One result object for consecutive batches (topic/host tables merged).
+
+        Lazy: counts, rows and put.jsonl come from the parts; the merged numpy
+        columns are built on first access of one of them."""
+        return _ConcatResults(list(parts))
+
+    @staticmethod
+    def _concat_into(out: "BatchPutResults", parts: Sequence["BatchPutResults"]) -> None:
+        n = out.n
+        BatchPutResults.__init__(out, n)
         tmap: dict[str, int] = {}
         hmap: dict[tuple, int] = {}
         rows_all, props_all = [], []
@@ -1442,7 +1466,45 @@ class BatchPutResults(Sequence):
             import pyarrow as pa
             out.input_rows = np.concatenate(rows_all)
             out.input_props = pa.concat_arrays(props_all)
-        return out
+
+
+class _ConcatResults(BatchPutResults):
+    """:meth:`BatchPutResults.concat` of several parts, merged only when a column is asked for."""
+
+    def __init__(self, parts: list):
+        self._parts = parts
+        self.n = sum(p.n for p in parts)
+        self._bases = np.cumsum([0] + [p.n for p in parts])
+
+    def __getattr__(self, name):            # a column not merged yet (instance attributes win)
+        if name.startswith("__") or name in ("_parts", "_bases", "n", "_merged"):
+            raise AttributeError(name)
+        if "_merged" not in self.__dict__:
+            self._merged = True
+            BatchPutResults._concat_into(self, self._parts)
+            return getattr(self, name)
+        raise AttributeError(name)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice) or "_merged" in self.__dict__:
+            return BatchPutResults.__getitem__(self, i)
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        k = int(np.searchsorted(self._bases, i, side="right")) - 1
+        return self._parts[k][i - int(self._bases[k])]
+
+    @property
+    def ok_count(self) -> int:
+        return sum(p.ok_count for p in self._parts)
+
+    def input_view(self, i: int) -> tuple[int, str]:
+        k = int(np.searchsorted(self._bases, i, side="right")) - 1
+        return self._parts[k].input_view(i - int(self._bases[k]))
+
+    def to_put_jsonl(self, first_i: int = 0) -> bytes:
+        return b"".join(p.to_put_jsonl(first_i + int(b)) for p, b in zip(self._parts, self._bases.tolist()))
 
 
 def input_view(m: MessageExtBrokerInner, trailing: bool) -> tuple[int, str]:
