@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from rmqsource.format.record import Kind
-from rmqsource.store.commitlog import CommitLog
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.recovery import recover_store

@@ -85,7 +85,7 @@ def test_rebuild_equals_incremental(store, tmp_path):
     d = _dispatcher(work, config)
     cl = CommitLog(StoreLayout.for_root(work), config.mapped_file_size_commit_log_bytes)
     try:
-        end = d.rebuild(cl, 0)
+        d.rebuild(cl, 0)
     finally:
         cl.close()
         d.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 from pathlib import Path
@@ -13,6 +12,7 @@ from rmqsource.errors import CorruptRecordError, NotAStoreError, OptionError, Rm
 from rmqsource.format.indexfile import entry_position, slot_position
 from rmqsource.format.javahash import index_key_hash
 from rmqsource.store.commitlog import CommitLog
+from rmqsource.store.layout import StoreLayout
 from rmqsource.store.reader import GetMessageStatus, MessageStoreReader
 
 from golden import copy_store, corpora, load_config
@@ -78,7 +78,7 @@ def test_walk_over_random_bytes_stops_without_raising(store):
     for i in range(1000, len(data), 997):
         data[i:i + 8] = rng.randbytes(8)
     segment.write_bytes(bytes(data))
-    cl = CommitLog(store and __import__("rmqsource.store.layout", fromlist=["StoreLayout"]).StoreLayout.for_root(store))
+    cl = CommitLog(StoreLayout.for_root(store))
     steps = list(cl.walk(262144, check_crc=True))
     assert steps and steps[-1].decoded.kind.name in ("END", "CORRUPT")
     cl.close()

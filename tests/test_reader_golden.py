@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import zlib
+
 import pytest
 
 from rmqsource.store.reader import MessageStoreReader
@@ -112,8 +116,8 @@ def _recovered_queue_view(reader):
 def test_crash_store_reads_as_recovered_view(case):
     """Opened read-only, a damaged store shows the engine's recovered offsets and messages."""
     corpus = corpus_of(case)
-    expected = __import__("json").loads((case / "expected" / "recover.json").read_text())
-    starts = __import__("json").loads((case / "case.json").read_text())["checks"].get("get_start_offsets", {})
+    expected = json.loads((case / "expected" / "recover.json").read_text())
+    starts = json.loads((case / "case.json").read_text())["checks"].get("get_start_offsets", {})
     with open_reader(case / "store", corpus) as reader:
         assert reader.commit_log_max_offset == expected["summary"]["commitLogMaxOffset"]
         assert reader.commitlog.min_offset == expected["summary"]["commitLogMinOffset"]
@@ -132,6 +136,6 @@ def test_crash_store_reads_as_recovered_view(case):
             assert status == want[-1], (topic, queue_id)
             got = [{"queueOffset": m["queueOffset"], "commitLogOffset": m["commitLogOffset"],
                     "storeSize": m["storeSize"], "tagsCode": m["cq"]["tagsCode"],
-                    "rawCrc32": __import__("zlib").crc32(__import__("base64").b64decode(m["raw"]))}
+                    "rawCrc32": zlib.crc32(base64.b64decode(m["raw"]))}
                    for m in messages]
             assert got == want[:-1], (topic, queue_id)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from rmqsource.errors import DataLossError, OptionError
+from rmqsource.errors import OptionError
 from rmqsource.io.segments import list_segments
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.consumer_offsets import ConsumerOffsets

@@ -54,7 +54,7 @@ def test_roll_writes_blank_record_with_remaining_size(tmp_path):
         # While open: the segment being written plus the pre-allocated next one.
         assert len(segments(tmp_path)) >= 2
     data = (tmp_path / "commitlog" / "00000000000000000000").read_bytes()
-    pos, prev = 0, None
+    pos = 0
     for _ in range(100):
         d = decode_record(data, pos, SEG, check_crc=True)
         if d.kind is not Kind.MESSAGE:

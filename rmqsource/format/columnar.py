@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import limits
-from ..errors import CorruptRecordError, DecompressionError
+from ..errors import CorruptRecordError
 from .compression import inflate_body
 from .record import (BLANK_MAGIC, BORNHOST_V6_FLAG, COMPRESSED_FLAG, MAGIC_V1, MAGIC_V2, STOREHOST_V6_FLAG,
                      TRANSACTION_MASK)

@@ -82,7 +82,7 @@ class ReadOptions:
         return self.topics is not None or self.topic_pattern is not None or self.queues is not None
 
 
-def _bool(name: str, value: str) -> bool:
+def parse_bool(name: str, value: str) -> bool:
     v = str(value).strip().lower()
     if v in ("true", "1", "yes"):
         return True
@@ -91,7 +91,7 @@ def _bool(name: str, value: str) -> bool:
     raise OptionError(f"option {name} must be true or false, got {value!r}")
 
 
-def _int(name: str, value: str, minimum: int, maximum: int = 2 ** 63 - 1) -> int:
+def parse_int(name: str, value: str, minimum: int, maximum: int = 2 ** 63 - 1) -> int:
     try:
         v = int(str(value).strip())
     except ValueError:
@@ -101,7 +101,8 @@ def _int(name: str, value: str, minimum: int, maximum: int = 2 ** 63 - 1) -> int
     return v
 
 
-def _offsets(name: str, value: str) -> OffsetSpec:
+def parse_offsets(name: str, value: str) -> OffsetSpec:
+    """``earliest``, ``latest`` or JSON ``{topic: {queueId: offset}}`` (-2 earliest, -1 latest)."""
     text = str(value).strip()
     if text.lower() in (EARLIEST, LATEST):
         return text.lower()
@@ -220,16 +221,16 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
 
     kw = {}
     if "startingoffsets" in opts:
-        kw["starting_offsets"] = _offsets("startingOffsets", opts["startingoffsets"])
+        kw["starting_offsets"] = parse_offsets("startingOffsets", opts["startingoffsets"])
     if "endingoffsets" in opts:
-        kw["ending_offsets"] = _offsets("endingOffsets", opts["endingoffsets"])
+        kw["ending_offsets"] = parse_offsets("endingOffsets", opts["endingoffsets"])
     if kw.get("starting_offsets") == LATEST:
         raise OptionError("startingOffsets=latest is not meaningful for a batch read (it would read nothing)")
     if kw.get("ending_offsets") == EARLIEST:
         raise OptionError("endingOffsets=earliest is not meaningful for a batch read (it would read nothing)")
     for name, key in (("startingTimestamp", "startingtimestamp"), ("endingTimestamp", "endingtimestamp")):
         if key in opts:
-            kw[name[0].lower() + re.sub(r"([A-Z])", r"_\1", name[1:]).lower()] = _int(name, opts[key], 0)
+            kw[name[0].lower() + re.sub(r"([A-Z])", r"_\1", name[1:]).lower()] = parse_int(name, opts[key], 0)
     if (("starting_offsets" in kw or "ending_offsets" in kw or "starting_timestamp" in kw
          or "ending_timestamp" in kw) and topics is None and topic_pattern is None and queues is None):
         raise OptionError("startingOffsets/endingOffsets/startingTimestamp/endingTimestamp need one of the "
@@ -239,22 +240,22 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
     if "ending_timestamp" in kw and "ending_offsets" in kw:
         raise OptionError("use either endingOffsets or endingTimestamp, not both")
     if "failondataloss" in opts:
-        kw["fail_on_data_loss"] = _bool("failOnDataLoss", opts["failondataloss"])
+        kw["fail_on_data_loss"] = parse_bool("failOnDataLoss", opts["failondataloss"])
     if "decompress" in opts:
-        kw["decompress"] = _bool("decompress", opts["decompress"])
+        kw["decompress"] = parse_bool("decompress", opts["decompress"])
     if "maxinflatedbodybytes" in opts:
-        kw["max_inflated_body_bytes"] = _int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1)
+        kw["max_inflated_body_bytes"] = parse_int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1)
     if "includetransactional" in opts:
-        kw["include_transactional"] = _bool("includeTransactional", opts["includetransactional"])
+        kw["include_transactional"] = parse_bool("includeTransactional", opts["includetransactional"])
     if "maxrecordsperpartition" in opts:
-        kw["max_records_per_partition"] = _int("maxRecordsPerPartition", opts["maxrecordsperpartition"], 1)
+        kw["max_records_per_partition"] = parse_int("maxRecordsPerPartition", opts["maxrecordsperpartition"], 1)
     if "minpartitions" in opts:
-        kw["min_partitions"] = _int("minPartitions", opts["minpartitions"], 0, 100_000)
+        kw["min_partitions"] = parse_int("minPartitions", opts["minpartitions"], 0, 100_000)
     if "maxbytesperpartition" in opts:
-        kw["max_bytes_per_partition"] = _int("maxBytesPerPartition", opts["maxbytesperpartition"], 4096)
+        kw["max_bytes_per_partition"] = parse_int("maxBytesPerPartition", opts["maxbytesperpartition"], 4096)
     if "batchsize" in opts:
-        kw["batch_size"] = _int("batchSize", opts["batchsize"], 1, 10_000_000)
+        kw["batch_size"] = parse_int("batchSize", opts["batchsize"], 1, 10_000_000)
     if "indexlookups" in opts:
-        kw["index_lookups"] = _bool("indexLookups", opts["indexlookups"])
+        kw["index_lookups"] = parse_bool("indexLookups", opts["indexlookups"])
     return ReadOptions(paths=paths, brokers=brokers, store_config=config, topics=topics,
                        topic_pattern=topic_pattern, queues=queues, raw=tuple(sorted(opts.items())), **kw)

@@ -53,7 +53,6 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson
 from ..format.javahash import java_string_hash
-from ..format.properties import parse_properties
 from ..format.record import Kind
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import StoreLock

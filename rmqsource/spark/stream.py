@@ -47,7 +47,6 @@ offsets when retention removed messages not yet read; ``false`` skips them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -63,12 +62,11 @@ from ..errors import DataLossError, OptionError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
 from ..format.record import Kind
 from ..io.segments import list_segments
-from ..names import validate_queue_id
 from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout
-from .options import EARLIEST, LATEST, ReadOptions, parse_options
+from .options import EARLIEST, LATEST, ReadOptions, parse_bool, parse_int, parse_offsets, parse_options
 
 GROUP = "group"
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
@@ -143,49 +141,7 @@ def parse_sub_expression(text: str) -> Optional[frozenset]:
 
 
 def _positive_int(name: str, value: str) -> int:
-    try:
-        v = int(str(value).strip())
-    except ValueError:
-        raise OptionError(f"option {name} must be a positive integer, got {value!r}") from None
-    if v <= 0:
-        raise OptionError(f"option {name} must be a positive integer, got {v}")
-    return v
-
-
-def _bool(name: str, value: str) -> bool:
-    v = str(value).strip().lower()
-    if v in ("true", "1", "yes"):
-        return True
-    if v in ("false", "0", "no"):
-        return False
-    raise OptionError(f"option {name} must be true or false, got {value!r}")
-
-
-def _parse_starting_json(text: str) -> dict:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OptionError(f"option startingOffsets must be latest, earliest, group or JSON like "
-                          f"{{\"TopicTest\": {{\"0\": 12}}}}; cannot parse {text!r}: {exc.msg}") from None
-    if not isinstance(doc, dict) or not doc:
-        raise OptionError(f"option startingOffsets: JSON must be a non-empty object topic -> {{queueId: offset}}")
-    out: dict = {}
-    for topic, per_queue in doc.items():
-        if not isinstance(per_queue, dict) or not per_queue:
-            raise OptionError(f"option startingOffsets: topic {topic!r} must map to a non-empty object "
-                              f"queueId -> offset, got {per_queue!r}")
-        q: dict[int, int] = {}
-        for qid, off in per_queue.items():
-            try:
-                qi = validate_queue_id(qid)
-            except OptionError as exc:
-                raise OptionError(f"option startingOffsets: topic {topic!r}: {exc}") from None
-            if isinstance(off, bool) or not isinstance(off, int) or off < -2:
-                raise OptionError(f"option startingOffsets: {topic}/{qid}: offset must be an integer >= 0 "
-                                  f"(or -2 = earliest, -1 = latest), got {off!r}")
-            q[qi] = off
-        out[topic] = q
-    return out
+    return parse_int(name, value, 1)
 
 
 def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
@@ -203,7 +159,7 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
     if "startingoffsets" in ours:
         text = ours["startingoffsets"].strip()
         low = text.lower()
-        kw["starting"] = low if low in (EARLIEST, LATEST, GROUP) else _parse_starting_json(text)
+        kw["starting"] = low if low in (EARLIEST, LATEST, GROUP) else parse_offsets("startingOffsets", text)
     if "startingoffsetsfallback" in ours:
         fb = ours["startingoffsetsfallback"].strip().lower()
         if fb not in (EARLIEST, LATEST):
@@ -244,7 +200,7 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
     if kw.get("starting") == GROUP and not kw.get("consumer_group"):
         raise OptionError("startingOffsets=group needs the option consumerGroup")
     if "reportlatestoffset" in ours:
-        kw["report_latest"] = _bool("reportLatestOffset", ours["reportlatestoffset"])
+        kw["report_latest"] = parse_bool("reportLatestOffset", ours["reportlatestoffset"])
     return StreamOptions(read=read, **kw)
 
 

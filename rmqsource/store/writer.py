@@ -746,10 +746,28 @@ class MessageStoreWriter:
         from ..format.batch_encode import columns_from_arrow
         n = batch.num_rows
         parts = []
-        for lo in range(0, max(n, 1), self._ARROW_CHUNK_ROWS):
-            piece = batch.slice(lo, min(self._ARROW_CHUNK_ROWS, n - lo))
+        for piece in self._arrow_pieces(batch):
             parts.append(self.put_columns(columns_from_arrow(piece)))
         return parts[0] if len(parts) == 1 else BatchPutResults.concat(parts)
+
+    def _arrow_pieces(self, batch) -> list:
+        """Slices of at most _ARROW_CHUNK_ROWS rows; a Table is cut at its chunk boundaries (runs
+        of small chunks are grouped) so that columns need no copy to become contiguous."""
+        import pyarrow as pa
+        n = batch.num_rows
+        step = self._ARROW_CHUNK_ROWS
+        if not isinstance(batch, pa.Table) or n == 0:
+            return [batch.slice(lo, min(step, n - lo)) for lo in range(0, max(n, 1), step)]
+        pieces, group, rows = [], [], 0
+        for rb in batch.to_batches(max_chunksize=step):
+            if group and (rows + rb.num_rows > step or rb.num_rows >= step // 4):
+                pieces.append(group[0] if len(group) == 1 else pa.Table.from_batches(group))
+                group, rows = [], 0
+            group.append(rb)
+            rows += rb.num_rows
+        if group:
+            pieces.append(group[0] if len(group) == 1 else pa.Table.from_batches(group))
+        return pieces
 
     def put_json_lines(self, data: bytes, *, what: str = "input", first_line: int = 1) -> "BatchPutResults":
         """Put a block of JSON lines (``inputs.jsonl`` shape: camelCase fields, base64 body) -- the
