@@ -461,3 +461,32 @@ def test_consumequeue_unit_that_lies_falls_back_to_the_chain(monkeypatch, tmp_pa
     got = _whole_store_table(monkeypatch, store, corpus / "store.properties", True)
     cols = [c for c in want.column_names if c != "tagsCode"]
     assert got.select(cols).equals(want.select(cols))
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_tag_filtered_reads_equal_engine_get_tag(spark, corpus):
+    """`tags IN (...)` through ConsumeQueue pushdown returns what the engine's tag-filtered get returned.
+
+    The engine filters on tag hashes only; SCHEDULE_TOPIC_XXXX units hold a deliver time
+    instead of a hash, so there the engine matches nothing while SQL `tags = x` still
+    means "rows whose TAGS is x": those entries are checked against the TAGS property.
+    """
+    tag_dir = corpus / "expected" / "get_tag"
+    expected_all = expected_messages(corpus / "expected")
+    entries = read_jsonl(tag_dir / "INDEX.jsonl")
+    assert entries
+    for entry in entries:
+        tags = [t.strip() for t in entry["tagExpression"].split("||") if t.strip()]
+        df = rmq(spark, corpus, queues=f"{entry['topic']}:{entry['queueId']}").where(
+            "tags IN (" + ", ".join("'" + t.replace("'", "''") + "'" for t in tags) + ")")
+        assert "PushedFilters" in plan_of(df) and "tags" in plan_of(df)
+        rows = sorted(rows_of(df), key=lambda r: r["queueOffset"])
+        if entry["topic"] == "SCHEDULE_TOPIC_XXXX":
+            want = sorted(k[2] for k, v in expected_all.items()
+                          if k[:2] == (entry["topic"], entry["queueId"]) and v["tags"] in tags)
+            assert [r["queueOffset"] for r in rows] == want, entry["file"]
+            continue
+        expected = read_jsonl(tag_dir / entry["file"])[:-1]
+        assert [r["queueOffset"] for r in rows] == [m["queueOffset"] for m in expected], entry["file"]
+        for row, want in zip(rows, expected):
+            assert_row_equals_engine(row, want)

@@ -182,3 +182,64 @@ def test_put_jsonl_rendering_matches_per_row(tmp_path):
         if r.reason:
             doc["reason"] = r.reason
         assert line == dumps(doc)
+
+
+# ---------------------------------------------------------------- vectorized helpers
+
+def test_java_hashes_match_scalar():
+    from rmqsource.format import batch_encode as be
+    from rmqsource.format.javahash import java_string_hash
+    rng = random.Random(11)
+    alphabet = "abcXYZ019 #-_\u00e9\u4e2d\U0001F600\x01"
+    old_block = be._POW_BLOCK
+    try:
+        for block in (old_block, 16):            # 16: rows spread over many cumulative passes
+            be._POW_BLOCK = block
+            for _ in range(200):
+                n = rng.randint(0, 40)
+                if rng.random() < 0.3:           # one width: the column-wise path
+                    w = rng.randint(0, 70)
+                    vals = ["".join(rng.choice("abc019") for _ in range(w)) for _ in range(n)]
+                else:
+                    vals = [None if rng.random() < 0.1 else
+                            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(n)]
+                arr = pa.array(vals, pa.string())
+                if n > 3 and rng.random() < 0.3:
+                    arr, vals = arr.slice(1, n - 2), vals[1:n - 1]
+                h, ln = be.java_hashes(arr)
+                assert h.tolist() == [0 if v is None else java_string_hash(v) & 0xFFFFFFFF for v in vals]
+                assert ln.tolist() == [0 if v is None else len(v.encode("utf-16-le", "surrogatepass")) // 2
+                                       for v in vals]
+    finally:
+        be._POW_BLOCK = old_block
+
+
+def test_chunked_table_and_lazy_concat(tmp_path):
+    """A Table of many chunks (cut at chunk boundaries, results merged lazily) writes the same
+    store and the same put.jsonl as row slices of it."""
+    rng = random.Random(3)
+    dicts = _random_dicts(rng, 900)
+    t = _arrow_table(dicts)
+    chunked = pa.Table.from_batches([b for k in range(0, 900, 70) for b in t.slice(k, 70).to_batches()])
+    config = StoreConfig().with_overrides({"engineVersion": "5.3.3", "maxHashSlotNum": "64",
+                                           "maxIndexNum": "333", "mappedFileSizeCommitLog": "65536"})
+    clock = lambda: 1_700_000_500_000      # noqa: E731
+    old = MessageStoreWriter._ARROW_CHUNK_ROWS
+    MessageStoreWriter._ARROW_CHUNK_ROWS = 256
+    try:
+        with MessageStoreWriter(tmp_path / "a", config, clock_ms=clock) as w:
+            ra = w.put_arrow_batch(chunked)
+            ja = ra.to_put_jsonl(7)
+            assert ra.ok_count == int(ra.ok_mask.sum())          # lazy merge of the columns
+        with MessageStoreWriter(tmp_path / "b", config, clock_ms=clock) as w:
+            rb = [w.put_arrow_batch(t.slice(k, 256)) for k in range(0, 900, 256)]
+            jb, base = b"", 7
+            for r in rb:
+                jb += r.to_put_jsonl(base)
+                base += len(r)
+    finally:
+        MessageStoreWriter._ARROW_CHUNK_ROWS = old
+    assert ja == jb
+    assert [r.to_json_dict() for r in ra] == [x.to_json_dict() for r in rb for x in r]
+    assert ja == ra.to_put_jsonl(7)                                # after the merge, same text
+    _same_store(tmp_path / "a", tmp_path / "b")

@@ -175,40 +175,48 @@ class IndexFile:
         if c0 + k > self.index_num:
             raise ValueError("put_hashed: keys do not fit")
         mm = self._mm
-        e_no = c0 + np.arange(k, dtype=np.int64)
         slots = hashes.astype(np.int64) % self.hash_slot_num
         slot_view = np.frombuffer(mm, dtype=">i4", count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
         try:
             # Stable order by slot: sort (slot, position) packed in one uint64 (unique keys).
             if k < 1 << 31:
-                key = (slots.astype(np.uint64) << np.uint64(32)) | np.arange(k, dtype=np.uint64)
+                key = slots.astype(np.uint64)
+                key <<= np.uint64(32)
+                key |= np.arange(k, dtype=np.uint64)
                 key.sort()
-                order = (key & np.uint64(0xFFFFFFFF)).astype(np.int64)
-                ss = (key >> np.uint64(32)).astype(np.int64)
-                del key
+                order = (key & np.uint64(0xFFFFFFFF)).view(np.int64)
+                key >>= np.uint64(32)
+                ss = key.view(np.int64)
             else:
                 order = np.argsort(slots, kind="stable")
                 ss = slots[order]
-            same = ss[1:] == ss[:-1]                      # entry i+1 (sorted) follows one in its slot
-            eo = order + c0                               # entry number, sorted
+            same = ss[1:] == ss[:-1]                      # sorted entry i+1 follows one in its slot
+            eo = order + c0                               # entry numbers, sorted
             prev_sorted = np.empty(k, np.int64)
-            prev_sorted[0] = slot_view[ss[0]]
-            prev_sorted[1:] = np.where(same, eo[:-1], 0)
-            first_rest = np.flatnonzero(~same) + 1
-            prev_sorted[first_rest] = slot_view[ss[first_rest]]
+            prev_sorted[0] = 0
+            np.multiply(eo[:-1], same, out=prev_sorted[1:])
+            # First entry of a slot in this batch: the slot's value on disk when it is in (0, e].
+            fi = np.flatnonzero(~same) + 1
+            fi = np.concatenate(([0], fi)) if fi.size else np.zeros(1, np.int64)
+            disk = slot_view[ss[fi]].astype(np.int64)
+            disk[(disk <= 0) | (disk > eo[fi])] = 0
+            prev_sorted[fi] = disk
             prev = np.empty(k, np.int64)
             prev[order] = prev_sorted
-            prev = np.where((prev <= 0) | (prev > e_no), 0, prev)
             last = np.ones(k, bool)
             last[:-1] = ~same
             slot_view[ss[last]] = eo[last]
         finally:
             del slot_view
-        begin = np.full(k, h.begin_timestamp_ms, np.int64)
-        if c0 <= 1:
-            begin[1:] = store_ts[0]
-        diff = store_ts - begin
-        td = np.where(begin <= 0, 0, np.clip(np.where(diff < 0, 0, diff // 1000), 0, 0x7FFFFFFF))
+        b0 = h.begin_timestamp_ms
+
+        def time_diff(ts, begin):
+            if begin <= 0:
+                return np.zeros(len(ts), np.int64)
+            return np.clip((ts - begin) // 1000, 0, 0x7FFFFFFF)
+        td = time_diff(store_ts, b0)
+        if c0 <= 1 and k > 1:
+            td[1:] = time_diff(store_ts[1:], int(store_ts[0]))
         entries = np.empty(k, dtype=_ENTRY_DTYPE)
         entries["hash"] = hashes
         entries["phy"] = phy
