@@ -32,7 +32,9 @@ import time
 PRODUCER = textwrap.dedent("""
     import sys, time, json
     from rmqsource.store.config import StoreConfig
-    from rmqsource.store.writer import MessageStoreWriter, MessageExtBrokerInner
+    import numpy as np
+    import pyarrow as pa
+    from rmqsource.store.writer import MessageStoreWriter
     root, total, rate, body_size, stats = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     config = StoreConfig().with_overrides({"messageIndexEnable": "false"})
     body = b"x" * body_size
@@ -43,9 +45,12 @@ PRODUCER = textwrap.dedent("""
         while done < total:
             n = min(chunk, total - done)
             now = int(time.time() * 1000)
-            res = w.put_messages([MessageExtBrokerInner(topic="Bench", queue_id=(done + k) % 4, body=body,
-                                                        born_timestamp_ms=now) for k in range(n)])
-            assert res[-1].ok, res[-1]
+            table = pa.table({"topic": pa.array(["Bench"] * n),
+                              "queueId": pa.array((np.arange(done, done + n) % 4).astype(np.int32)),
+                              "body": pa.array([body] * n, type=pa.binary()),
+                              "bornTimestamp": pa.array(np.full(n, now, dtype=np.int64))})
+            res = w.put_arrow_batch(table)   # the writer's columnar path
+            assert res.ok_count == n, res[-1]
             done += n
             out.write(f"{time.time():.3f} {done}\\n")
             out.flush()
