@@ -87,10 +87,15 @@ class Output:
     def json_line(self, obj: Any) -> None:
         self.line(_dumps(obj))
 
-    def raw(self, text: str) -> None:
-        """Text that already holds whole lines (bulk-rendered JSON lines)."""
+    def raw(self, data: bytes) -> None:
+        """UTF-8 bytes that already hold whole lines (bulk-rendered JSON lines)."""
         self.flush()
-        self.stream.write(text)
+        binary = getattr(self.stream, "buffer", None)
+        if binary is not None:
+            binary.write(data)      # no decode/encode round trip through the text layer
+            binary.flush()
+        else:
+            self.stream.write(data.decode("utf-8"))
 
     def lines(self, texts: Iterable[str]) -> None:
         for t in texts:
@@ -740,7 +745,7 @@ def cmd_put(args, out: Output) -> int:
                 for j in np.flatnonzero(~results.ok_mask)[:1000 - len(failures)].tolist():
                     failures.append((base + j, results[j]))
             if out.json:
-                out.raw(results.to_put_jsonl(base).decode("utf-8"))
+                out.raw(results.to_put_jsonl(base))
 
         if args.from_files:
             for path in args.from_files:

@@ -318,6 +318,7 @@ class MessageStoreWriter:
         self._max_record = c.max_message_size_bytes + limits.RECORD_HEADROOM_BYTES
         self._sync_flush = c.flush_disk_type == FlushDiskType.SYNC_FLUSH
         self._put_lock = threading.RLock()
+        self._flush_lock = threading.Lock()         # one flush at a time; close() waits for it
         self._writable = False
         self._closed = False
         self._error: Optional[BaseException] = None
@@ -744,15 +745,15 @@ class MessageStoreWriter:
         (a sequence of PutMessageResult, plus numpy columns and ``to_put_jsonl``).
         """
         from ..format.batch_encode import columns_from_arrow
-        n = batch.num_rows
         parts = []
         for piece in self._arrow_pieces(batch):
             parts.append(self.put_columns(columns_from_arrow(piece)))
         return parts[0] if len(parts) == 1 else BatchPutResults.concat(parts)
 
     def _arrow_pieces(self, batch) -> list:
-        """Slices of at most _ARROW_CHUNK_ROWS rows; a Table is cut at its chunk boundaries (runs
-        of small chunks are grouped) so that columns need no copy to become contiguous."""
+        """Slices of at most _ARROW_CHUNK_ROWS rows.  A Table is cut at its chunk boundaries, runs of
+        chunks grouped up to that size: big chunks need no copy to become contiguous, small ones are
+        combined (fewer, bigger batches are cheaper than copies saved)."""
         import pyarrow as pa
         n = batch.num_rows
         step = self._ARROW_CHUNK_ROWS
@@ -760,7 +761,7 @@ class MessageStoreWriter:
             return [batch.slice(lo, min(step, n - lo)) for lo in range(0, max(n, 1), step)]
         pieces, group, rows = [], [], 0
         for rb in batch.to_batches(max_chunksize=step):
-            if group and (rows + rb.num_rows > step or rb.num_rows >= step // 4):
+            if group and rows + rb.num_rows > step:
                 pieces.append(group[0] if len(group) == 1 else pa.Table.from_batches(group))
                 group, rows = [], 0
             group.append(rb)
@@ -1189,16 +1190,46 @@ class MessageStoreWriter:
                 return
 
     def flush(self) -> None:
-        """fsync CommitLog segments, ConsumeQueues and the IndexFile written so far."""
+        """fsync CommitLog segments, ConsumeQueues and the IndexFile written so far.
+
+        The CommitLog fsyncs run outside the put lock (on duplicated fds), so
+        puts go on while the disk catches up; what was written before the call
+        is durable when it returns."""
+        with self._flush_lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
         with self._put_lock:
             if self._closed:
                 return
-            for seg in self._segments:
-                if seg.dirty and seg.fd >= 0:
-                    os.fsync(seg.fd)
-                    seg.dirty = False
-            if self._last_store_ts:
-                self._physic_ts = self._last_store_ts
+            todo = []
+            try:
+                for seg in self._segments:
+                    if seg.dirty and seg.fd >= 0:
+                        todo.append((seg, os.dup(seg.fd)))
+                        seg.dirty = False
+            except OSError:
+                for seg, fd in todo:
+                    seg.dirty = True
+                    os.close(fd)
+                raise
+            ts = self._last_store_ts
+        try:
+            for _, fd in todo:
+                os.fsync(fd)
+        except BaseException:
+            with self._put_lock:
+                for seg, _ in todo:
+                    seg.dirty = True
+            raise
+        finally:
+            for _, fd in todo:
+                os.close(fd)
+        with self._put_lock:
+            if self._closed:
+                return
+            if ts:
+                self._physic_ts = ts
             self._retire_old_segments()
             self.dispatcher.sync()
 
@@ -1234,6 +1265,7 @@ class MessageStoreWriter:
         if self._flusher is not None:
             self._flusher.join()
         clean = False
+        self._flush_lock.acquire()
         try:
             with self._put_lock:
                 failed_before = self._error is not None
@@ -1263,6 +1295,7 @@ class MessageStoreWriter:
                     clean = True
         finally:
             self._closed = True
+            self._flush_lock.release()
             self._lock.release()
         self.clean_shutdown = clean
 
@@ -1403,7 +1436,8 @@ class BatchPutResults(Sequence):
         props_all = None
         if vec.any():
             sel = np.flatnonzero(vec[self.input_rows])
-            props_all = self.input_props.take(pa.array(sel))
+            props_all = self.input_props if len(sel) == len(self.input_props) else \
+                self.input_props.take(pa.array(sel))
             esc, bad = be.json_escape_props(props_all)
             topic_bad = np.array([dumps(t)[1:-1] != t for t in self.topics] or [False])
             rows = self.input_rows[sel]
