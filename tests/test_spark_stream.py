@@ -414,26 +414,24 @@ def _exactly_once(spark, tmp_path, total, rate, max_per_trigger, stop_after_s):
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
     producer = start_producer(root, total - 8, rate, first=8)
     try:
-        restarts = 0
-        # 1) stop / restart in this process, while the producer appends
-        for _ in range(2):
-            _consume_in_process(spark, root, out, ckpt, max_per_trigger, seconds=stop_after_s)
-            restarts += 1
-        # 2) a driver killed with SIGKILL in the middle of its work
-        kid = subprocess.Popen([sys.executable, "-c", CONSUMER, str(root), str(out), str(ckpt),
-                                str(stop_after_s + 10), str(max_per_trigger)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        kid.wait(timeout=240)
-        assert kid.returncode == -signal.SIGKILL, kid.stderr.read()[-3000:]
-        restarts += 1
+        kills = 0
+        # 1) a stop / restart in this process, while the producer appends
+        _consume_in_process(spark, root, out, ckpt, max_per_trigger, seconds=stop_after_s)
+        # 2) three drivers killed with SIGKILL in the middle of their work (no clean shutdown)
+        for _ in range(3):
+            kid = subprocess.Popen([sys.executable, "-c", CONSUMER, str(root), str(out), str(ckpt),
+                                    str(stop_after_s + 8), str(max_per_trigger)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            kid.wait(timeout=240)
+            assert kid.returncode == -signal.SIGKILL, kid.stderr.read()[-3000:]
+            kills += 1
         assert producer.wait(timeout=300) == 0, producer.stderr.read()
         # 3) restart once more and drain everything
         _consume_in_process(spark, root, out, ckpt, max_per_trigger, until_rows=total)
-        restarts += 1
     finally:
         if producer.poll() is None:
             producer.kill()
-    assert restarts >= 3
+    assert kills == 3
     rows = spark.read.parquet(str(out)).select("b").collect()
     bodies = [int(r[0]) for r in rows]
     assert len(bodies) == total, (len(bodies), total)
