@@ -582,6 +582,20 @@ class MessageStoreWriter:
         return parse_properties(pstr)
 
     # -- puts -----------------------------------------------------------------------
+    def _written(self, seg: "_Segment", wrote: int) -> PutMessageStatus:
+        """Record bytes written up to ``wrote``; under SYNC_FLUSH they are acknowledged only once fsynced."""
+        seg.wrote = wrote
+        seg.dirty = True
+        if not self._sync_flush:
+            return PutMessageStatus.PUT_OK
+        try:
+            os.fsync(seg.fd)
+            seg.dirty = False
+            return PutMessageStatus.PUT_OK
+        except OSError as exc:
+            self._error = exc
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT
+
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         return self.put_messages([msg])[0]
 
@@ -694,16 +708,7 @@ class MessageStoreWriter:
                                               AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR),
                                               p.topic, p.queue_id, p.sys_flag, str(exc))
             return False
-        seg.wrote = buf_pos + len(buf)
-        seg.dirty = True
-        status = PutMessageStatus.PUT_OK
-        if self._sync_flush:
-            try:
-                os.fsync(seg.fd)
-                seg.dirty = False
-            except OSError as exc:
-                self._error = exc
-                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        status = self._written(seg, buf_pos + len(buf))
         self._queue_offsets.update(pending_qo)
         if items:
             self._last_store_ts = items[-1][4]
@@ -995,16 +1000,7 @@ class MessageStoreWriter:
                     self._writable = False
                 self._fail_rows(c, res, rows[a:], PutMessageStatus.UNKNOWN_ERROR, str(exc))
                 break
-            seg.wrote = pos + len(chunk)
-            seg.dirty = True
-            status = PutMessageStatus.PUT_OK
-            if self._sync_flush:
-                try:
-                    os.fsync(seg.fd)
-                    seg.dirty = False
-                except OSError as exc:
-                    self._error = exc
-                    status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            status = self._written(seg, pos + len(chunk))
             if b == a:
                 continue
             r = rows[a:b]
