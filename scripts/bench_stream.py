@@ -170,11 +170,15 @@ def main(argv=None) -> int:
     sdf.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(sink_root)
     sink_s = time.monotonic() - ts
     wroot = os.path.join(work, "writer")
-    msgs = [MessageExtBrokerInner(topic="Sink", queue_id=i % 4, body=body.encode()) for i in range(sink_rows)]
+    import numpy as np
+    import pyarrow as pa
+    # The writer's own batch API on the same rows (columnar path, one process).
+    table = pa.table({"topic": pa.array(["Sink"] * sink_rows),
+                      "queueId": pa.array((np.arange(sink_rows) % 4).astype(np.int32)),
+                      "body": pa.array([body.encode()] * sink_rows, type=pa.binary())})
     tw = time.monotonic()
     with MessageStoreWriter(wroot, config) as w:
-        for k in range(0, sink_rows, 4096):
-            w.put_messages(msgs[k:k + 4096])
+        w.put_arrow_batch(table)
     writer_s = time.monotonic() - tw
     spark.stop()
 

@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage)
 
@@ -66,7 +67,7 @@ SINK_LOG_NAME = "rmqsourceSinkLog.json"
 FAULT_FILE_NAME = "rmqsourceSinkFault"
 DEFAULT_QUEUE_NUMS = 4
 DEFAULT_LOCK_TIMEOUT_S = 120.0
-PUT_CHUNK = 4096
+PUT_CHUNK = 65536
 
 # Columns of the read schema that a sink ignores (the store assigns them).
 READ_ONLY_COLUMNS = frozenset({
@@ -294,20 +295,41 @@ def messages_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_p
     return out
 
 
+def _table_of(msgs: list) -> pa.Table:
+    """The messages as columns for the writer's columnar path (same bytes as put_messages)."""
+    def props(m):
+        return None if not m.properties else list(m.properties.items())
+    return pa.table({
+        "topic": pa.array([m.topic for m in msgs], pa.string()),
+        "queueId": pa.array([m.queue_id for m in msgs], pa.int32()),
+        "body": pa.array([m.body for m in msgs], pa.binary()),
+        "flag": pa.array([m.flag for m in msgs], pa.int32()),
+        "tags": pa.array([m.tags for m in msgs], pa.string()),
+        "keys": pa.array([m.keys for m in msgs], pa.string()),
+        "properties": pa.array([props(m) for m in msgs], pa.map_(pa.string(), pa.string())),
+        "bornTimestamp": pa.array([m.born_timestamp_ms for m in msgs], pa.int64()),
+        "bornHost": pa.array([m.born_host for m in msgs], pa.string()),
+    })
+
+
 def _put_all(writer, msgs: list) -> tuple[int, int, int]:
-    """Put messages in chunks; (count, first CommitLog offset, end offset); raises on a refused put."""
+    """Put messages through the writer's columnar path; (count, first CommitLog offset, end offset).
+
+    Raises on a refused put (nothing of the task is acknowledged to Spark then)."""
     first = -1
     end = -1
     for i in range(0, len(msgs), PUT_CHUNK):
         chunk = msgs[i:i + PUT_CHUNK]
-        results = writer.put_messages(chunk)
-        for m, r in zip(chunk, results):
-            if not r.ok:
-                raise StoreError(f"rmq sink: put of a message to {m.topic}:{m.queue_id} failed with "
-                                 f"{r.status.value}: {r.reason or r.append_status}")
-            if first < 0:
-                first = r.commit_log_offset
-            end = r.commit_log_offset + r.size
+        results = writer.put_arrow_batch(_table_of(chunk))
+        if results.ok_count != len(chunk):
+            j = int(np.flatnonzero(~results.ok_mask)[0])
+            r, m = results[j], chunk[j]
+            raise StoreError(f"rmq sink: put of a message to {m.topic}:{m.queue_id} failed with "
+                             f"{r.status.value}: {r.reason or r.append_status}")
+        if first < 0:
+            first = results[0].commit_log_offset
+        last = results[len(chunk) - 1]
+        end = last.commit_log_offset + last.size
     return len(msgs), first, end
 
 
