@@ -71,14 +71,15 @@ def run_demo(directory: Optional[str] = None, messages: int = 200_000, keep: boo
         n_paid = paid.count()
         out(f"\nPaymentEvents with tag 'paid': {n_paid:,} ({time.perf_counter() - t0:.1f} s); "
             "the tag filter runs on ConsumeQueue tag hashes:")
-        plan = paid._jdf.queryExecution().executedPlan().toString()
+        mode = spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("formatted")
+        plan = paid._jdf.queryExecution().explainString(mode)
         for line in plan.splitlines():
-            if "BatchScan" in line:
-                # The scan line lists every column; show its tail, where the pushed filters are.
-                _, _, tail = line.partition("] ")
-                out("  BatchScan rmq ... " + tail.strip())
+            if line.strip().startswith("PushedFilters"):
+                out("  " + line.strip())
 
-        sample = paid.select("msgId", "uniqKey", "queueId", "queueOffset").first()
+        # collect() rather than first(): a LIMIT stops Spark's Python workers mid-read, which
+        # pyspark's worker daemon reports as a BrokenPipeError on stderr.
+        sample = paid.select("msgId", "uniqKey", "queueId", "queueOffset").collect()[0]
         t0 = time.perf_counter()
         # A fresh DataFrame per filtered query: Spark 4.3 keeps a pushed-down scan for
         # later queries of the same DataFrame (see the README).
@@ -89,10 +90,11 @@ def run_demo(directory: Optional[str] = None, messages: int = 200_000, keep: boo
             out(f"  {row['topic']}/{row['queueId']}@{row['queueOffset']} tags={row['tags']} "
                 f"body={row['body'][:60].decode('utf-8', 'replace')}")
 
-        out("\nmessages per minute per topic (first 8 minutes):")
-        per_minute = (spark.read.format("rmq").load(str(store)).groupBy(F.date_trunc("minute", "storeTimestamp").alias("minute"), "topic").count()
-                      .orderBy("minute", "topic").limit(8 * 4).collect())
-        for row in per_minute:
+        out("\nmessages per minute per topic (first minutes):")
+        minutes = (spark.read.format("rmq").load(str(store))
+                   .groupBy(F.date_trunc("minute", "storeTimestamp").alias("minute"), "topic").count()
+                   .orderBy("minute", "topic").collect())   # small: one row per minute and topic
+        for row in minutes[:8 * 4]:
             out(f"  {row['minute']}  {row['topic']:<16} {row['count']:>8,}")
         spark.stop()
         return 0
