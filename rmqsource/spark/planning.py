@@ -109,7 +109,7 @@ def _store_ref(i: int, root: str, broker: str, config: StoreConfig, reader: Mess
     return StoreRef(index=i, root=root, broker=broker, config=config,
                     commit_log_min=reader.commitlog.min_offset,
                     commit_log_max=reader.commit_log_max_offset,
-                    cq_on_disk=bool(reader._queue_keys_on_disk))
+                    cq_on_disk=reader.has_consume_queue_files)
 
 
 # --------------------------------------------------------------------------- helpers over a queue

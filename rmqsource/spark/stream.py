@@ -67,6 +67,7 @@ from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout
 from .options import EARLIEST, LATEST, ReadOptions, parse_bool, parse_int, parse_offsets, parse_options
+from .planning import split_range
 
 GROUP = "group"
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
@@ -417,15 +418,6 @@ class StreamRange(InputPartition):
         return f"StreamRange({self.topic}:{self.queue_id}, [{self.start}, {self.end}))"
 
 
-def _split_range(start: int, end: int, max_records: int) -> list[tuple[int, int]]:
-    n = end - start
-    if n <= 0:
-        return []
-    pieces = -(-n // max_records)
-    step = -(-n // pieces)
-    return [(s, min(end, s + step)) for s in range(start, end, step)]
-
-
 def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamRange) -> Iterator:
     """Arrow batches of one StreamRange, through the batch source's queue-range reader."""
     from .batch import ReadSpec, read_partition
@@ -666,7 +658,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             new_queue = key not in begin
             s = begin.get(key, 0)
             e = stop[key]
-            for a, b in _split_range(s, e, max_records):
+            for a, b in split_range(s, e, max_records):
                 parts.append(StreamRange(key[0], key[1], a, b, new_queue=new_queue))
         return parts
 

@@ -208,6 +208,11 @@ class MessageStoreReader:
                                         first_offset=first_offsets[k], units_per_file=upf)
                 for k, v in per_queue.items()}
 
+    @property
+    def has_consume_queue_files(self) -> bool:
+        """Whether consumequeue/ holds any queue (else queues are re-derived from the CommitLog)."""
+        return bool(self._queue_keys_on_disk)
+
     def queue_keys(self) -> list[tuple[str, int]]:
         if self._rederived_queues is not None:
             return sorted(self._rederived_queues)
@@ -331,9 +336,7 @@ class MessageStoreReader:
             return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
         file_end = (offset // q.units_per_file + 1) * q.units_per_file
         units = q.read_units(offset, min(file_end, max_offset) - offset)
-        if self.engine_v5:
-            return self._scan_v5(q, units, offset, max_offset, min_offset, max_msg_nums, tag_filter)
-        return self._scan_v4(units, offset, min_offset, max_offset, max_msg_nums, tag_filter)
+        return self._scan(units, offset, min_offset, max_offset, max_msg_nums, tag_filter)
 
     def _batch_full(self, size: int, max_msg_nums: int, buffer_total: int, message_total: int,
                     in_disk: bool) -> bool:
@@ -354,64 +357,38 @@ class MessageStoreReader:
         record = self.commitlog.read_message(phy, size, keep_raw=True)
         return FoundMessage(record, CqUnit(phy, size, tags_code))
 
-    def _scan_v4(self, units, offset, min_offset, max_offset, max_msg_nums, tag_filter) -> GetMessageResult:
-        status = GetMessageStatus.NO_MATCHED_MESSAGE
-        messages: list[FoundMessage] = []
-        buffer_total = 0
-        next_phy_file_start = None
-        max_filter_units = max(16000, max_msg_nums * 20) // 20
-        i = 0
-        n = min(len(units), max_filter_units)
-        phys = units["phy_offset"].tolist()
-        sizes = units["size"].tolist()
-        codes = units["tags_code"].tolist()
-        while i < n:
-            phy, size, code = phys[i], sizes[i], codes[i]
-            if next_phy_file_start is not None and phy < next_phy_file_start:
-                i += 1
-                continue
-            if self._batch_full(size, max_msg_nums, buffer_total, len(messages), self._is_in_disk(phy)):
-                break
-            if not tag_filter.matches_code(code):
-                if buffer_total == 0:
-                    status = GetMessageStatus.NO_MATCHED_MESSAGE
-                i += 1
-                continue
-            found = self._fetch(phy, size, code)
-            if found is None:
-                if buffer_total == 0:
-                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                next_phy_file_start = self.commitlog.roll_next_file(phy)
-                i += 1
-                continue
-            messages.append(found)
-            buffer_total += size
-            status = GetMessageStatus.FOUND
-            next_phy_file_start = None
-            i += 1
-        return GetMessageResult(status, offset + i, min_offset, max_offset, messages)
+    def _scan(self, units, offset, min_offset, max_offset, max_msg_nums, tag_filter) -> GetMessageResult:
+        """The getMessage scan over the units of one ConsumeQueue file.
 
-    def _scan_v5(self, q, units, offset, max_offset, min_offset, max_msg_nums, tag_filter) -> GetMessageResult:
+        The generations differ in two details: 4.9 scans at most
+        ``max(16000, maxMsgNums * 20)`` bytes of units and skips units of a removed
+        CommitLog segment before checking the batch caps; 5.x allows one unit more
+        (``maxFilterMessageSize``) and checks the caps first.  Either way
+        nextBeginOffset is the first unit not processed.
+        """
+        v5 = self.engine_v5
+        if v5:
+            limit = max(self.config.max_filter_message_size_bytes, max_msg_nums * 20) // 20 + 1
+        else:
+            limit = max(16000, max_msg_nums * 20) // 20
         status = GetMessageStatus.NO_MATCHED_MESSAGE
         messages: list[FoundMessage] = []
         buffer_total = 0
-        next_begin = offset
+        processed = 0
         next_phy_file_start = None
-        max_filter_bytes = max(self.config.max_filter_message_size_bytes, max_msg_nums * 20)
         phys = units["phy_offset"].tolist()
         sizes = units["size"].tolist()
         codes = units["tags_code"].tolist()
-        for k in range(len(phys)):
-            queue_offset = offset + k
-            if queue_offset >= max_offset:
-                break
+        for k in range(min(len(phys), limit)):
             phy, size, code = phys[k], sizes[k], codes[k]
-            if (queue_offset - offset) * 20 > max_filter_bytes:
-                break
+            in_removed_segment = next_phy_file_start is not None and phy < next_phy_file_start
+            if in_removed_segment and not v5:
+                processed = k + 1
+                continue
             if self._batch_full(size, max_msg_nums, buffer_total, len(messages), self._is_in_disk(phy)):
                 break
-            next_begin = queue_offset + 1
-            if next_phy_file_start is not None and phy < next_phy_file_start:
+            processed = k + 1
+            if in_removed_segment:
                 continue
             if not tag_filter.matches_code(code):
                 if buffer_total == 0:
@@ -427,7 +404,7 @@ class MessageStoreReader:
             buffer_total += size
             status = GetMessageStatus.FOUND
             next_phy_file_start = None
-        return GetMessageResult(status, next_begin, min_offset, max_offset, messages)
+        return GetMessageResult(status, offset + processed, min_offset, max_offset, messages)
 
     def get_loop(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                  tag_expression: Optional[str] = None, max_calls: int = 10_000_000):
