@@ -72,3 +72,19 @@ def copy_store(src: Path, dst: Path) -> Path:
         else:
             path.chmod(0o644)
     return dst
+
+
+def corpus_names() -> list[str]:
+    return [p.name for p in corpora()]
+
+
+def tree_bytes(base: Path) -> dict[str, bytes]:
+    """Every file under ``base`` (relative path -> bytes), to compare two stores' files."""
+    base = Path(base)
+    return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def index_file_contents(index_dir: Path) -> list[bytes]:
+    """IndexFile contents in name order (names are creation times and differ between runs)."""
+    index_dir = Path(index_dir)
+    return [p.read_bytes() for p in sorted(index_dir.iterdir())] if index_dir.is_dir() else []

@@ -21,23 +21,12 @@ from rmqsource.store.index_service import IndexService
 from rmqsource.store.layout import StoreLayout
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
+from golden import GOLDEN_ROOT, corpus_names, index_file_contents, tree_bytes
+
 pytestmark = pytest.mark.unit
 
-GOLDEN = Path(__file__).resolve().parents[1] / ".." / "shared" / "golden"
-CORPORA = sorted(p.name for p in GOLDEN.iterdir() if (p / "inputs.jsonl").is_file()) if GOLDEN.is_dir() else []
-
-
-def _files(base: Path) -> dict[str, bytes]:
-    out = {}
-    for dirpath, _, names in os.walk(base):
-        for n in names:
-            p = Path(dirpath) / n
-            out[str(p.relative_to(base))] = p.read_bytes()
-    return out
-
-
-def _index(base: Path) -> list[bytes]:
-    return [(base / n).read_bytes() for n in sorted(os.listdir(base))] if base.is_dir() else []
+GOLDEN = GOLDEN_ROOT
+CORPORA = corpus_names()
 
 
 @pytest.fixture(scope="module", params=CORPORA)
@@ -66,7 +55,7 @@ def _copy(src: Path, dst: Path) -> Path:
 def test_dispatch_twice_changes_nothing(store, tmp_path):
     corpus, config, root = store
     work = _copy(root, tmp_path / "s")
-    before_cq, before_idx = _files(work / "consumequeue"), _index(work / "index")
+    before_cq, before_idx = tree_bytes(work / "consumequeue"), index_file_contents(work / "index")
     for _ in range(2):
         d = _dispatcher(work, config)
         cl = CommitLog(StoreLayout.for_root(work), config.mapped_file_size_commit_log_bytes)
@@ -75,8 +64,8 @@ def test_dispatch_twice_changes_nothing(store, tmp_path):
         finally:
             cl.close()
             d.close()
-    assert _files(work / "consumequeue") == before_cq
-    assert _index(work / "index") == before_idx
+    assert tree_bytes(work / "consumequeue") == before_cq
+    assert index_file_contents(work / "index") == before_idx
 
 
 def test_rebuild_equals_incremental(store, tmp_path):
@@ -89,8 +78,8 @@ def test_rebuild_equals_incremental(store, tmp_path):
     finally:
         cl.close()
         d.close()
-    assert _files(work / "consumequeue") == _files(GOLDEN / corpus / "store" / "consumequeue")
-    assert _index(work / "index") == _index(GOLDEN / corpus / "store" / "index")
+    assert tree_bytes(work / "consumequeue") == tree_bytes(GOLDEN / corpus / "store" / "consumequeue")
+    assert index_file_contents(work / "index") == index_file_contents(GOLDEN / corpus / "store" / "index")
 
 
 def test_rebuild_from_offset_fills_pre_blank(tmp_path):
@@ -111,7 +100,7 @@ def test_rebuild_from_offset_fills_pre_blank(tmp_path):
     finally:
         cl.close()
         d.close()
-    assert _files(work / "consumequeue") == _files(case / "store" / "consumequeue")
+    assert tree_bytes(work / "consumequeue") == tree_bytes(case / "store" / "consumequeue")
 
 
 def test_index_worked_example_spec_5_5(tmp_path):
@@ -123,7 +112,7 @@ def test_index_worked_example_spec_5_5(tmp_path):
     assert svc.query_offsets("TopicTest", "order-10001", 64, 1700000004000, 1700000009000)[0] == [206]
     assert svc.query_offsets("TopicTest", "k3", 64, 0, 2**62) == ([412], 412, 1700000009999)
     svc.close()
-    data = _index(tmp_path / "index")[0]
+    data = index_file_contents(tmp_path / "index")[0]
     expected = bytes.fromhex(
         "0000018BCFE5687B0000018BCFE58F0F0000000000000000000000000000019C0000000300000005"
         "0000000000000000000000040000000100000000000000000000000000000003"

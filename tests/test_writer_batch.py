@@ -16,24 +16,17 @@ import pytest
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
-GOLDEN = Path(__file__).resolve().parents[1] / ".." / "shared" / "golden"
-CORPORA = sorted(p.name for p in GOLDEN.iterdir() if (p / "inputs.jsonl").is_file()) if GOLDEN.is_dir() else []
+from golden import GOLDEN_ROOT, corpus_names, tree_bytes
+
+GOLDEN = GOLDEN_ROOT
+CORPORA = corpus_names()
 PUT_FIELDS = ("status", "appendStatus", "msgId", "commitLogOffset", "queueOffset", "size", "storeTimestamp",
               "topic", "queueId", "sysFlag")
 
 
-def _files(base: Path) -> dict[str, bytes]:
-    out = {}
-    for dirpath, _, names in os.walk(base):
-        for n in names:
-            p = Path(dirpath) / n
-            out[str(p.relative_to(base))] = p.read_bytes()
-    return out
-
-
 def _same_store(a: Path, b: Path) -> None:
     for sub in ("commitlog", "consumequeue"):
-        fa, fb = _files(a / sub), _files(b / sub)
+        fa, fb = tree_bytes(a / sub), tree_bytes(b / sub)
         assert sorted(fa) == sorted(fb), sub
         for name in fa:
             assert fa[name] == fb[name], f"{sub}/{name} differs"

@@ -18,10 +18,12 @@ import pytest
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
+from golden import GOLDEN_ROOT, corpus_names, index_file_contents, tree_bytes
+
 pytestmark = pytest.mark.golden
 
-GOLDEN = Path(__file__).resolve().parents[1] / ".." / "shared" / "golden"
-CORPORA = sorted(p.name for p in GOLDEN.iterdir() if (p / "inputs.jsonl").is_file()) if GOLDEN.is_dir() else []
+GOLDEN = GOLDEN_ROOT
+CORPORA = corpus_names()
 PUT_FIELDS = ("status", "appendStatus", "msgId", "commitLogOffset", "queueOffset", "size", "storeTimestamp",
               "topic", "queueId", "sysFlag")
 
@@ -35,32 +37,19 @@ def _config(corpus: str, **overrides) -> StoreConfig:
     return StoreConfig.from_properties_file(GOLDEN / corpus / "store.properties", overrides or None)
 
 
-def _files(base: Path) -> dict[str, bytes]:
-    out = {}
-    for dirpath, _, names in os.walk(base):
-        for n in names:
-            p = Path(dirpath) / n
-            out[str(p.relative_to(base))] = p.read_bytes()
-    return out
-
-
-def _index_contents(base: Path) -> list[bytes]:
-    return [(base / n).read_bytes() for n in sorted(os.listdir(base))]
-
-
 def assert_same_store(expected_store: Path, root: Path) -> None:
-    exp_cl = _files(expected_store / "commitlog")
-    got_cl = _files(root / "commitlog")
+    exp_cl = tree_bytes(expected_store / "commitlog")
+    got_cl = tree_bytes(root / "commitlog")
     assert sorted(got_cl) == sorted(exp_cl)
     for name in exp_cl:
         assert got_cl[name] == exp_cl[name], f"CommitLog segment {name} differs"
-    exp_cq = _files(expected_store / "consumequeue")
-    got_cq = _files(root / "consumequeue")
+    exp_cq = tree_bytes(expected_store / "consumequeue")
+    got_cq = tree_bytes(root / "consumequeue")
     assert sorted(got_cq) == sorted(exp_cq)
     for name in exp_cq:
         assert got_cq[name] == exp_cq[name], f"ConsumeQueue file {name} differs"
-    exp_idx = _index_contents(expected_store / "index")
-    got_idx = _index_contents(root / "index")
+    exp_idx = index_file_contents(expected_store / "index")
+    got_idx = index_file_contents(root / "index")
     assert len(got_idx) == len(exp_idx)
     for i, (g, e) in enumerate(zip(got_idx, exp_idx)):
         assert g == e, f"IndexFile #{i} (name order) differs"
@@ -161,4 +150,4 @@ def test_recovery_rebuilds_preblank_consume_queues(tmp_path):
     shutil.rmtree(root / "consumequeue")
     with MessageStoreWriter(root, _config("rmq497-g1")):
         pass
-    assert _files(root / "consumequeue") == _files(case / "store" / "consumequeue")
+    assert tree_bytes(root / "consumequeue") == tree_bytes(case / "store" / "consumequeue")
