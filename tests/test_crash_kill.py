@@ -88,6 +88,20 @@ class Child:
         assert self.proc.returncode == 0, self.proc.stderr.read()
 
 
+def served_messages(reader: MessageStoreReader, seed: int) -> int:
+    """Messages every queue serves from offset 0; each queue's offsets consecutive, each record intact."""
+    served = 0
+    for topic, qid in reader.queue_keys():
+        expect_offset = 0
+        for result in reader.get_loop("check", topic, qid, 0, 256):
+            for m in result.messages:
+                assert m.record.queue_offset == expect_offset
+                assert matches(seed, m.record)
+                expect_offset += 1
+        served += expect_offset
+    return served
+
+
 def check_store_after_crash(store: Path, seed: int, acked: int, attempted: int, cfg: StoreConfig) -> int:
     """Every acknowledged message present and intact; nothing torn readable. Returns messages present."""
     present = 0
@@ -105,16 +119,7 @@ def check_store_after_crash(store: Path, seed: int, acked: int, attempted: int, 
         present = len(indices)
         assert acked <= present <= attempted
         # Every queue serves exactly its share, consecutive offsets, each record intact.
-        served = 0
-        for topic, qid in reader.queue_keys():
-            expect_offset = 0
-            for result in reader.get_loop("check", topic, qid, 0, 256):
-                for m in result.messages:
-                    assert m.record.queue_offset == expect_offset
-                    assert matches(seed, m.record)
-                    expect_offset += 1
-            served += expect_offset
-        assert served == present
+        assert served_messages(reader, seed) == present
     return present
 
 
@@ -168,15 +173,7 @@ def test_reader_in_another_process_never_sees_torn_or_undispatched(tmp_path):
             break
         with MessageStoreReader(store, cfg) as reader:
             live = reader.live
-            seen = 0
-            for topic, qid in reader.queue_keys():
-                expect = 0
-                for result in reader.get_loop("watch", topic, qid, 0, 256):
-                    for m in result.messages:
-                        assert m.record.queue_offset == expect
-                        assert matches(seed, m.record)
-                        expect += 1
-                seen += expect
+            seen = served_messages(reader, seed)
             end = reader.commit_log_max_offset
             for step in reader.commitlog.walk(reader.commitlog.min_offset, stop_offset=end):
                 assert step.decoded.kind in (Kind.MESSAGE, Kind.BLANK), step.decoded.reason
