@@ -15,7 +15,7 @@ import pytest
 from rmqsource.errors import OptionError
 from rmqsource.format.javahash import java_string_hash
 from rmqsource.spark.sink import (BATCH_PROPERTY, FAULT_FILE_NAME, SEQ_PROPERTY, QueueChooser, SinkLog,
-                                  messages_from_batch, parse_sink_options)
+                                  table_from_batch, parse_sink_options)
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
@@ -53,12 +53,12 @@ def test_rows_become_messages(tmp_path):
         "bornTimestamp": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), None, None, None],
                                   type=pa.timestamp("us", tz="UTC")),
     })
-    msgs = messages_from_batch(batch, QueueChooser(opts, seed=0))
-    assert [m.queue_id for m in msgs] == [0, 7, java_queue("k1 k2", 3), 0]
-    assert msgs[0].properties == {"p": "1"} and msgs[0].tags == "t"
-    assert msgs[0].born_timestamp_ms == 1704067200000
-    assert msgs[2].body == b"" and msgs[2].keys == "k1 k2"
-    assert msgs[3].properties is None                           # TAGS comes from the tags column
+    rows = table_from_batch(batch, QueueChooser(opts, seed=0)).to_pylist()
+    assert [r["queueId"] for r in rows] == [0, 7, java_queue("k1 k2", 3), 0]
+    assert rows[0]["properties"] == [("p", "1")] and rows[0]["tags"] == "t"
+    assert rows[0]["bornTimestamp"] == 1704067200000
+    assert rows[2]["body"] == b"" and rows[2]["keys"] == "k1 k2"
+    assert rows[3]["properties"] is None                        # TAGS comes from the tags column
     with pytest.raises(OptionError, match="unknown option"):
         parse_sink_options({"path": str(tmp_path), "topic": "x"})
 

@@ -237,11 +237,13 @@ def _ms(value: Any) -> int:
     return int(value)
 
 
-def messages_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_props=None,
-                        seq_start: int = 0, skip=None) -> list:
-    """MessageExtBrokerInner per row; ``extra_props(i)`` adds properties to row ``seq_start + i``."""
-    from ..store.writer import MessageExtBrokerInner
+def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_props=None,
+                     seq_start: int = 0, skip=None) -> pa.Table:
+    """The rows as the writer's input columns; ``extra_props(i)`` adds properties to row ``seq_start + i``.
 
+    Per row only what needs it runs in Python (queue choice, property merges);
+    the table goes straight to the writer's columnar path.
+    """
     names = batch.schema.names
     n = batch.num_rows
 
@@ -256,7 +258,8 @@ def messages_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_p
     topics, bodies, qids = col("topic"), col("body"), col("queueId")
     tags, keys, props = col("tags"), col("keys"), col("properties")
     flags, borns, hosts = col("flag"), col("bornTimestamp"), col("bornHost")
-    out = []
+    out = {c: [] for c in ("topic", "queueId", "body", "flag", "tags", "keys", "properties", "bornTimestamp",
+                           "bornHost")}
     for i in range(n):
         seq = seq_start + i
         if skip is not None and seq in skip:
@@ -272,10 +275,8 @@ def messages_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_p
         k = keys[i]
         if isinstance(k, list):
             k = " ".join(x for x in k if x) or None
-        p = props[i]
-        pmap = None
-        if p:
-            pmap = dict(p) if isinstance(p, list) else dict(p)
+        pmap = dict(props[i]) if props[i] else None
+        if pmap:
             # TAGS / KEYS come from their own columns when present.
             if "tags" in names:
                 pmap.pop("TAGS", None)
@@ -284,53 +285,47 @@ def messages_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_p
         if extra_props is not None:
             pmap = dict(pmap or {})
             pmap.update(extra_props(seq))
-        t = tags[i]
-        kw = {}
-        if hosts[i]:
-            kw["born_host"] = hosts[i]
-        out.append(MessageExtBrokerInner(
-            topic=topic, queue_id=chooser.choose(topic, qids[i], k), body=bytes(body),
-            flag=int(flags[i] or 0), properties=pmap or None, tags=t or None, keys=k or None,
-            born_timestamp_ms=_ms(borns[i]), **kw))
-    return out
-
-
-def _table_of(msgs: list) -> pa.Table:
-    """The messages as columns for the writer's columnar path (same bytes as put_messages)."""
-    def props(m):
-        return None if not m.properties else list(m.properties.items())
+        out["topic"].append(topic)
+        out["queueId"].append(chooser.choose(topic, qids[i], k))
+        out["body"].append(body)
+        out["flag"].append(int(flags[i] or 0))
+        out["tags"].append(tags[i] or None)
+        out["keys"].append(k or None)
+        out["properties"].append(list(pmap.items()) if pmap else None)
+        out["bornTimestamp"].append(_ms(borns[i]))
+        out["bornHost"].append(hosts[i] or None)
     return pa.table({
-        "topic": pa.array([m.topic for m in msgs], pa.string()),
-        "queueId": pa.array([m.queue_id for m in msgs], pa.int32()),
-        "body": pa.array([m.body for m in msgs], pa.binary()),
-        "flag": pa.array([m.flag for m in msgs], pa.int32()),
-        "tags": pa.array([m.tags for m in msgs], pa.string()),
-        "keys": pa.array([m.keys for m in msgs], pa.string()),
-        "properties": pa.array([props(m) for m in msgs], pa.map_(pa.string(), pa.string())),
-        "bornTimestamp": pa.array([m.born_timestamp_ms for m in msgs], pa.int64()),
-        "bornHost": pa.array([m.born_host for m in msgs], pa.string()),
+        "topic": pa.array(out["topic"], pa.string()),
+        "queueId": pa.array(out["queueId"], pa.int32()),
+        "body": pa.array(out["body"], pa.binary()),
+        "flag": pa.array(out["flag"], pa.int32()),
+        "tags": pa.array(out["tags"], pa.string()),
+        "keys": pa.array(out["keys"], pa.string()),
+        "properties": pa.array(out["properties"], pa.map_(pa.string(), pa.string())),
+        "bornTimestamp": pa.array(out["bornTimestamp"], pa.int64()),
+        "bornHost": pa.array(out["bornHost"], pa.string()),
     })
 
 
-def _put_all(writer, msgs: list) -> tuple[int, int, int]:
-    """Put messages through the writer's columnar path; (count, first CommitLog offset, end offset).
+def _put_all(writer, table: pa.Table) -> tuple[int, int, int]:
+    """Put the rows through the writer's columnar path; (count, first CommitLog offset, end offset).
 
     Raises on a refused put (nothing of the task is acknowledged to Spark then)."""
     first = -1
     end = -1
-    for i in range(0, len(msgs), PUT_CHUNK):
-        chunk = msgs[i:i + PUT_CHUNK]
-        results = writer.put_arrow_batch(_table_of(chunk))
-        if results.ok_count != len(chunk):
+    for i in range(0, table.num_rows, PUT_CHUNK):
+        chunk = table.slice(i, PUT_CHUNK)
+        results = writer.put_arrow_batch(chunk)
+        if results.ok_count != chunk.num_rows:
             j = int(np.flatnonzero(~results.ok_mask)[0])
-            r, m = results[j], chunk[j]
-            raise StoreError(f"rmq sink: put of a message to {m.topic}:{m.queue_id} failed with "
+            r = results[j]
+            raise StoreError(f"rmq sink: put of a message to {r.topic}:{r.queue_id} failed with "
                              f"{r.status.value}: {r.reason or r.append_status}")
         if first < 0:
             first = results[0].commit_log_offset
-        last = results[len(chunk) - 1]
+        last = results[chunk.num_rows - 1]
         end = last.commit_log_offset + last.size
-    return len(msgs), first, end
+    return table.num_rows, first, end
 
 
 def open_store_writer(opts: SinkOptions):
@@ -384,9 +379,7 @@ class RmqBatchWriter(DataSourceArrowWriter):
         if rows == 0:
             return SinkCommitMessage(partition_id=pid)
         chooser = QueueChooser(self.opts, seed=pid)
-        msgs = []
-        for b in batches:
-            msgs.extend(messages_from_batch(b, chooser))
+        msgs = pa.concat_tables([table_from_batch(b, chooser) for b in batches])
         t0 = time.monotonic()
         writer = open_store_writer(self.opts)
         t1 = time.monotonic()
@@ -534,15 +527,16 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
                 q["tasks"][task_key] = entry
                 log.save(doc)
             chooser = QueueChooser(self.opts, seed=pid)
-            msgs = []
+            tables = []
             seq = 0
             for b in batches:
-                msgs.extend(messages_from_batch(
+                tables.append(table_from_batch(
                     b, chooser, seq_start=seq, skip=skip,
                     extra_props=lambda s: {BATCH_PROPERTY: tag, SEQ_PROPERTY: f"{pid}:{s}"}))
                 seq += b.num_rows
-            if len(msgs) > 1 and _take_fault(self.opts.root, f"mid-append:{batch_id}"):
-                _put_all(writer, msgs[:len(msgs) // 2])
+            msgs = pa.concat_tables(tables)
+            if msgs.num_rows > 1 and _take_fault(self.opts.root, f"mid-append:{batch_id}"):
+                _put_all(writer, msgs.slice(0, msgs.num_rows // 2))
                 writer.flush()
                 os._exit(17)          # the task dies half-way through its append
             n, first, end = _put_all(writer, msgs)
