@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 PROG = "rmq"
 DEFAULT_GROUP = "rmq-cli"
 JAVA_LONG_MAX = (1 << 63) - 1
-EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -510,9 +510,11 @@ def run_recovery(args, config) -> dict:
     from .store.reader import MessageStoreReader
     from .store.shapes import queue_json
     if args.dry_run:
+        from .store.recovery_plan import plan_recovery
         with MessageStoreReader(args.store, config) as reader:
             doc = recover_report_readonly(reader, config, all_queues=args.all)
         doc["dryRun"] = True
+        doc["plan"] = plan_recovery(args.store, config).to_json()
         return doc
     from .io.lock import StoreLock
     from .store.layout import StoreLayout
@@ -548,7 +550,10 @@ def cmd_recover(args, out: Output) -> int:
         return EXIT_OK
     s = doc["summary"]
     if doc.get("dryRun"):
+        from .commands.verify import recovery_plan_lines
         out.line("dry run: report computed read-only, nothing was written")
+        out.lines(recovery_plan_lines(doc["plan"]))
+        out.line()
     else:
         a = doc["actions"]
         did = []
@@ -608,6 +613,11 @@ def cmd_lag(args, out: Output) -> int:
     else:
         out.line(lag_rows_text(rows))
     return EXIT_OK
+
+
+def cmd_verify(args, out: Output) -> int:
+    from .commands.verify import cmd_verify as run
+    return run(args, out)
 
 
 def cmd_demo(args, out: Output) -> int:
@@ -882,6 +892,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="list every queue, also empty / in-memory ones")
     p.add_argument("--dry-run", action="store_true", help="only report what recovery would find; write nothing")
     p.set_defaults(func=cmd_recover)
+
+    p = sub.add_parser("verify", parents=[common], help="check every record, unit and index entry (fsck)",
+                       description="Check the store read-only: CommitLog records (lengths, body CRC, __CRC32#), "
+                                   "ConsumeQueue units against their records, IndexFile chains, checkpoint and "
+                                   "config JSON. Exit 0 when clean, 1 when problems were found.")
+    p.add_argument("store", metavar="STORE")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")

@@ -91,6 +91,7 @@ class _Verifier:
         self.records = 0
         self.max_store_ts = 0
         self.unmatched: dict[tuple[int, int], list] = {}     # (topic id, queueId) -> [count, first phy]
+        self.invalid_at = 1 << 62       # first record recovery would stop at (fields that do not add up)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> None:
@@ -106,7 +107,7 @@ class _Verifier:
             self.cl_min = cl.min_offset
             self._check_segment_files(cl)
             self._open_cursors()
-            end = self._walk_commitlog(cl)
+            end = min(self._walk_commitlog(cl), self.invalid_at)
             self._drain_cursors(end)
         finally:
             cl.close()
@@ -299,7 +300,7 @@ class _Verifier:
             return
         rep = self.report
         rel = rep.rel(seg.path)
-        base = seg.start_offset + chunk_pos
+        base = self.window_base = seg.start_offset + chunk_pos
         locate = lambda p: (seg.path, chunk_pos + p)  # noqa: E731
         try:
             h = col.decode_headers(pb.view, positions, locate=locate, words=pb.words)
@@ -333,6 +334,7 @@ class _Verifier:
         for p in positions.tolist():
             d = decode_record(pb.view, p, pb.n)
             if d.record is None:
+                self.invalid_at = min(self.invalid_at, self.window_base + p)
                 self.report.add(Problem("commitlog", "record-fields", rel, chunk_pos + p,
                                         f"record fields do not add up: {d.reason}", "a decodable record", d.kind.value))
             else:
