@@ -609,6 +609,16 @@ def cmd_lag(args, out: Output) -> int:
     return run(args, out)
 
 
+def cmd_export_entry(args, out: Output) -> int:
+    from .commands.export import cmd_export
+    return cmd_export(args, out)
+
+
+def cmd_print_entry(args, out: Output) -> int:
+    from .commands.export import cmd_print
+    return cmd_print(args, out)
+
+
 def cmd_verify(args, out: Output) -> int:
     from .commands.verify import cmd_verify as run
     return run(args, out)
@@ -899,6 +909,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "config JSON. Exit 0 when clean, 1 when problems were found.")
     p.add_argument("store", metavar="STORE")
     p.set_defaults(func=cmd_verify)
+
+    from .commands.export import add_parsers as add_export_parsers
+    add_export_parsers(sub, common, _int_arg)
 
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")
