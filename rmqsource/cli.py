@@ -16,8 +16,10 @@ corpora's expected files (``expected/get/*``, ``view.jsonl`` results,
 ``query.jsonl`` hits and summary, ``recover.json``, ``put.jsonl``).  Without
 it every command prints aligned, readable tables.
 
-Exit codes: 0 success, 1 store / format errors (the message names the file
-and offset), 2 argument / option errors, 130 on Ctrl-C.  A closed pipe
+Exit codes: 0 success (found), 1 store / format errors (the message names
+the file and offset; ``verify``: problems found), 2 argument / option errors,
+3 not found (``view`` of a missing msgId, ``query`` with no hits, ``get`` of a
+missing topic/queue, ``lag --group`` of a group without commits), 130 on Ctrl-C.  A closed pipe
 (``rmq get ... | head``) ends the command quietly.
 """
 
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 PROG = "rmq"
 DEFAULT_GROUP = "rmq-cli"
 JAVA_LONG_MAX = (1 << 63) - 1
-EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -303,7 +305,8 @@ _MESSAGE_NUMERIC = [True, True, True, False, False, False, False]
 def cmd_get(args, out: Output) -> int:
     from .store.shapes import message_json, status_json
     with open_reader(args) as reader:
-        if reader.consume_queue(args.topic, args.queue_id) is None:
+        missing = reader.consume_queue(args.topic, args.queue_id) is None
+        if missing:
             known = reader.queue_keys()
             if args.topic not in {t for t, _ in known}:
                 note = f"topic {args.topic!r} has no ConsumeQueue in this store"
@@ -339,7 +342,7 @@ def cmd_get(args, out: Output) -> int:
             out.line(f"status {last.status.value}  nextBeginOffset {last.next_begin_offset}  "
                      f"minOffset {last.min_offset}  maxOffset {last.max_offset}  "
                      f"messages {count}  calls {calls}")
-    return EXIT_OK
+    return EXIT_NOT_FOUND if missing else EXIT_OK
 
 
 def _flush_message_rows(out: Output, rows, widths: list[int]) -> None:
@@ -388,19 +391,8 @@ def _message_details(found, out: Output, body_chars: int) -> None:
 
 
 def cmd_view(args, out: Output) -> int:
-    from .store.shapes import view_json
-    with open_reader(args) as reader:
-        result = reader.view(args.msg_id)
-        if out.json:
-            out.json_line(view_json(result))
-            return EXIT_OK
-        out.line(f"msgId {args.msg_id}: storeHost {result.store_host}, commitLogOffset {result.commit_log_offset}")
-        if result.message is None:
-            out.line("no message at that offset (removed, past the CommitLog end, or not a record start)")
-            return EXIT_OK
-        out.line()
-        _message_details(result.message, out, args.body_chars)
-    return EXIT_OK
+    from .commands.lookup import cmd_view as run
+    return run(args, out)
 
 
 # --------------------------------------------------------------- query
@@ -425,11 +417,12 @@ def cmd_query(args, out: Output) -> int:
     with open_reader(args) as reader:
         result = reader.query(args.topic, args.key, max_num, begin, end, only_matching=args.only_matching)
         doc = query_json(result, args.topic, args.key)
+        exit_code = EXIT_OK if doc["hits"] else EXIT_NOT_FOUND
         if out.json:
             for hit in doc["hits"]:
                 out.json_line(hit)
             out.json_line(doc["summary"])
-            return EXIT_OK
+            return exit_code
         rows = []
         for found, hit in zip(result.messages, doc["hits"]):
             r = found.record
@@ -448,7 +441,7 @@ def cmd_query(args, out: Output) -> int:
         collisions = sum(1 for h in doc["hits"] if not h["keyMatch"])
         if collisions:
             out.line(f"{collisions} hit(s) are index hash collisions (keyMatch no); --only-matching drops them")
-    return EXIT_OK
+    return exit_code
 
 
 # --------------------------------------------------------------- recover / queues / topics
@@ -510,9 +503,11 @@ def run_recovery(args, config) -> dict:
     from .store.reader import MessageStoreReader
     from .store.shapes import queue_json
     if args.dry_run:
+        from .store.recovery_plan import plan_recovery
         with MessageStoreReader(args.store, config) as reader:
             doc = recover_report_readonly(reader, config, all_queues=args.all)
         doc["dryRun"] = True
+        doc["plan"] = plan_recovery(args.store, config).to_json()
         return doc
     from .io.lock import StoreLock
     from .store.layout import StoreLayout
@@ -548,7 +543,10 @@ def cmd_recover(args, out: Output) -> int:
         return EXIT_OK
     s = doc["summary"]
     if doc.get("dryRun"):
+        from .commands.verify import recovery_plan_lines
         out.line("dry run: report computed read-only, nothing was written")
+        out.lines(recovery_plan_lines(doc["plan"]))
+        out.line()
     else:
         a = doc["actions"]
         did = []
@@ -569,11 +567,13 @@ def cmd_recover(args, out: Output) -> int:
 
 def _queue_table(queues: list[dict]) -> list[str]:
     rows = [[short_topic(q["topic"]), q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"],
-             q["cqMaxPhysicOffset"]] for q in queues]
+             q["cqMaxPhysicOffset"]] + ([format_ms(q["lastStoreTime"])] if "lastStoreTime" in q else [])
+            for q in queues]
     if not rows:
         return ["(no queues)"]
-    return format_table(["topic", "queueId", "minOffset", "maxOffset", "messages", "cqMaxPhysicOffset"], rows,
-                        [False, True, True, True, True, True])
+    last = ["lastStoreTime (UTC)"] if "lastStoreTime" in queues[0] else []
+    return format_table(["topic", "queueId", "minOffset", "maxOffset", "messages", "cqMaxPhysicOffset"] + last, rows,
+                        [False, True, True, True, True, True] + [False] * len(last))
 
 
 def cmd_queues(args, out: Output) -> int:
@@ -587,6 +587,11 @@ def cmd_queues(args, out: Output) -> int:
             if not queues:
                 raise OptionError(f"topic {args.topic!r} has no ConsumeQueue in {args.store}; "
                                   f"topics: {', '.join(topics) or '(none)'}")
+        from .commands.lookup import last_store_times
+        times = last_store_times(reader, queues)
+        for q in queues:
+            q["messages"] = q["maxOffset"] - q["minOffset"]
+            q["lastStoreTime"] = times[(q["topic"], q["queueId"])]
         if out.json:
             for q in queues:
                 out.json_line(q)
@@ -600,14 +605,23 @@ def cmd_queues(args, out: Output) -> int:
 
 
 def cmd_lag(args, out: Output) -> int:
-    from .store.lag import group_lag, lag_rows_text
-    rows = group_lag(args.store, load_config(args), args.group)
-    if out.json:
-        for row in rows:
-            out.json_line(row)
-    else:
-        out.line(lag_rows_text(rows))
-    return EXIT_OK
+    from .commands.lookup import cmd_lag as run
+    return run(args, out)
+
+
+def cmd_export_entry(args, out: Output) -> int:
+    from .commands.export import cmd_export
+    return cmd_export(args, out)
+
+
+def cmd_print_entry(args, out: Output) -> int:
+    from .commands.export import cmd_print
+    return cmd_print(args, out)
+
+
+def cmd_verify(args, out: Output) -> int:
+    from .commands.verify import cmd_verify as run
+    return run(args, out)
 
 
 def cmd_demo(args, out: Output) -> int:
@@ -627,6 +641,8 @@ def cmd_topics(args, out: Output) -> int:
     from .store.reader import MessageStoreReader
     with MessageStoreReader(args.store, config) as reader:
         queues = _queue_entries(reader, config, include_memory_queues=False)
+        from .commands.lookup import last_store_times
+        times = last_store_times(reader, queues)
         per_topic: dict[str, list[dict]] = {}
         for q in queues:
             per_topic.setdefault(q["topic"], []).append(q)
@@ -636,16 +652,18 @@ def cmd_topics(args, out: Output) -> int:
             docs.append({"topic": topic, "queueIds": [q["queueId"] for q in qs],
                          "messages": sum(q["maxOffset"] - q["minOffset"] for q in qs),
                          "minOffset": min(q["minOffset"] for q in qs),
-                         "maxOffset": max(q["maxOffset"] for q in qs)})
+                         "maxOffset": max(q["maxOffset"] for q in qs),
+                         "lastStoreTime": max((t for q in qs if (t := times[(topic, q["queueId"])]) is not None),
+                                              default=None)})
         if out.json:
             for d in docs:
                 out.json_line(d)
             return EXIT_OK
         rows = [[short_topic(d["topic"]), len(d["queueIds"]), d["messages"], d["minOffset"], d["maxOffset"],
-                 ",".join(str(i) for i in d["queueIds"])] for d in docs]
+                 format_ms(d["lastStoreTime"]), ",".join(str(i) for i in d["queueIds"])] for d in docs]
         if rows:
-            out.lines(format_table(["topic", "queues", "messages", "minOffset", "maxOffset", "queueIds"], rows,
-                                   [False, True, True, True, True, False]))
+            out.lines(format_table(["topic", "queues", "messages", "minOffset", "maxOffset", "lastStoreTime (UTC)",
+                                    "queueIds"], rows, [False, True, True, True, True, False, False]))
         else:
             out.line("(no topics)")
         out.line()
@@ -865,8 +883,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", default=DEFAULT_GROUP, help=f"consumer group (default {DEFAULT_GROUP})")
     p.set_defaults(func=cmd_get)
 
-    p = sub.add_parser("view", parents=[common], help="view a message by its offset msgId",
-                       description="Decode an offset msgId (storeHost + commitLogOffset) and read that record.")
+    p = sub.add_parser("view", parents=[common], help="view a message by offset msgId or UNIQ_KEY",
+                       description="Like mqadmin queryMsgById: decode an offset msgId (storeHost + "
+                                   "commitLogOffset) and read that record; otherwise look the id up as a UNIQ_KEY "
+                                   "(the client's msgId) through the IndexFiles. Exit 3 when not found.")
     p.add_argument("store", metavar="STORE")
     p.add_argument("msg_id", metavar="MSGID")
     p.set_defaults(func=cmd_view)
@@ -889,6 +909,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="list every queue, also empty / in-memory ones")
     p.add_argument("--dry-run", action="store_true", help="only report what recovery would find; write nothing")
     p.set_defaults(func=cmd_recover)
+
+    p = sub.add_parser("verify", parents=[common], help="check every record, unit and index entry (fsck)",
+                       description="Check the store read-only: CommitLog records (lengths, body CRC, __CRC32#), "
+                                   "ConsumeQueue units against their records, IndexFile chains, checkpoint and "
+                                   "config JSON. Exit 0 when clean, 1 when problems were found.")
+    p.add_argument("store", metavar="STORE")
+    p.set_defaults(func=cmd_verify)
+
+    from .commands.export import add_parsers as add_export_parsers
+    add_export_parsers(sub, common, _int_arg)
 
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")

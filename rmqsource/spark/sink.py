@@ -58,6 +58,7 @@ from ..format.record import Kind
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import StoreLock
 from ..store.config import StoreConfig
+from .options import store_path
 
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
 SEQ_PROPERTY = "__RMQSOURCE_SEQ"
@@ -142,7 +143,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise OptionError("no store path: use df.write.format('rmq').mode('append').save('/path/to/store')")
     if "," in root:
         raise OptionError(f"the rmq sink writes one store; got {root!r}")
-    root = os.path.abspath(os.path.expanduser(root))
+    root = store_path(root)                  # plain path or file:// URI
     if opts.get("config"):
         if not os.path.isfile(opts["config"]):
             raise OptionError(f"option config: {opts['config']} is not a file")
