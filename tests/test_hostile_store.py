@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import signal
 import struct
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from rmqsource.store.layout import StoreLayout
 from rmqsource.store.reader import GetMessageStatus, MessageStoreReader
 
 from golden import copy_store, corpora, load_config
+from fuzz_stores import read_whole_store
 
 pytestmark = pytest.mark.unit
 
@@ -32,6 +35,20 @@ def first_unit(store: Path, topic="TopicTest", qid=0, n=0):
     cq = sorted((store / "consumequeue" / topic / str(qid)).iterdir())[0]
     phy, size, code = struct.unpack_from(">qiq", cq.read_bytes(), n * 20)
     return phy, size, code
+
+
+@contextlib.contextmanager
+def no_hang(seconds: float):
+    """Fail (instead of hanging the suite) when the body runs longer than ``seconds``."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: a read loop does not end")
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def poke(path: Path, offset: int, data: bytes):
@@ -140,3 +157,17 @@ def test_not_a_store(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(RmqError):
         MessageStoreReader(tmp_path / "file")
+
+
+@needs_corpus
+@pytest.mark.parametrize("topics", [None, "TopicTest"])
+def test_segment_cut_mid_record_is_corruption_for_spark_reads(store, topics):
+    """A CommitLog segment cut inside a record: the whole-store and the queue decode both raise, naming the file."""
+    segment = store / "commitlog" / f"{262144:020d}"
+    with open(segment, "r+b") as f:
+        f.truncate(61131)
+    with no_hang(10):
+        with pytest.raises(CorruptRecordError) as info:
+            read_whole_store(store, CORPUS, topics=topics)
+    assert info.value.file == str(segment)
+    assert info.value.offset is not None and f"offset {info.value.offset}" in str(info.value)

@@ -447,26 +447,35 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                 limit = int(units.phy[ui]) - base if units is not None and ui < len(units.phy) else wend
                 limit = min(limit, end)
             # ---- walk the header chain from pos up to ``limit`` (one read of up to CHUNK_BYTES)
+            # At most two reads: a chunk, then (a record longer than the chunk) exactly that record.
+            # A read that comes back short means the file ends inside the record: corruption.
             read_size = CHUNK_BYTES
-            while True:
-                pb = col.read_padded(fd, min(max(read_size, 8), end - pos), pos)
+            for _ in range(2):
+                want = min(max(read_size, 8), end - pos)
+                pb = col.read_padded(fd, want, pos)
                 data = pb.view
                 if len(data) < min(8, end - pos):
                     raise CorruptRecordError(f"file ends at position {pos + len(data)} before the valid CommitLog "
                                              f"end {part.end}", file=seg.path, offset=pos + len(data))
                 positions, stop = col.walk_chain(data, 0, min(len(data), max(limit - pos, 1)),
                                                  segment_remaining=seg_len - pos, max_records=batch)
-                if stop.reason == col.STOP_SHORT and len(positions) == 0:
-                    if stop.total_size and pos + stop.total_size > end:
-                        raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
-                                                 f"{part.end} (the valid CommitLog end or a split point)",
-                                                 file=seg.path, offset=pos)
-                    if stop.total_size == 0 and pos + 8 > end:
-                        raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
-                                                 f"CommitLog end or a split point)", file=seg.path, offset=pos)
-                    read_size = max(CHUNK_BYTES, stop.total_size)
-                    continue
-                break
+                if stop.reason != col.STOP_SHORT or len(positions):
+                    break
+                if stop.total_size and pos + stop.total_size > end:
+                    raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
+                                             f"{part.end} (the valid CommitLog end or a split point)",
+                                             file=seg.path, offset=pos)
+                if stop.total_size == 0 and pos + 8 > end:
+                    raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
+                                             f"CommitLog end or a split point)", file=seg.path, offset=pos)
+                if len(data) < want or stop.total_size <= len(data):
+                    raise CorruptRecordError(f"the file ends at position {pos + len(data)}, inside the record of "
+                                             f"{stop.total_size or 'unknown'} bytes that starts here (a truncated "
+                                             f"segment)", file=seg.path, offset=pos)
+                read_size = stop.total_size
+            else:
+                raise CorruptRecordError(f"the record here ({stop.total_size} bytes) could not be read whole",
+                                         file=seg.path, offset=pos)
             if len(positions):
                 buf = _Buffer(data, [0], [seg.path], [pos])
                 h = col.decode_headers(data, positions, locate=buf.locate, words=pb.words)

@@ -13,8 +13,9 @@ Writes go through the crash-safe ``MixAll.string2File`` protocol
 fallback of ``ConfigManager.load``.  Read-modify-write cycles of different
 processes are serialized by ``flock`` on the side file
 ``consumerOffset.json.lock``, so concurrent commits never lose each other's
-updates.  (A running broker does not take that lock: do not commit into the
-store of a live broker, it overwrites the file from memory every 5 s.)
+updates.  A running broker does not take that lock and overwrites the file
+from memory every 5 s, so commits into the store of a live broker (its
+``lock`` held by a process that is not an rmqsource writer) are refused.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..errors import FormatError, OptionError, StoreLockedError
 from ..format.configjson import dumps_fastjson, loads_fastjson
 from ..io.durable import load_with_bak, string2file
+from ..io.lock import describe_holder, store_lock_state
 from .config import StoreConfig
 
 __all__ = [
@@ -203,6 +205,17 @@ class ConsumerOffsets:
 
     # ---------------------------------------------------------------- writes
 
+    def check_writable(self) -> None:
+        """StoreLockedError when a running broker holds the store: its config/ is not ours to write."""
+        state = store_lock_state(self.store_root)
+        if state.by_broker:
+            raise StoreLockedError(
+                f"{self.store_root} is in use by a running broker ({describe_holder(state)}): the broker keeps "
+                f"consumer offsets in memory and rewrites config/{CONSUMER_OFFSET_FILE_NAME} every few seconds, "
+                f"so rmqsource does not commit there. Commit through the broker instead (a RocketMQ consumer of "
+                f"the group, or mqadmin resetOffsetByTime), or read without consumerGroup (a Spark checkpoint "
+                f"keeps the stream's offsets)")
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -256,6 +269,7 @@ class ConsumerOffsets:
                                       f"[0, 2^63-1]")
                 wanted.setdefault(topic, {})[qid] = offset
 
+        self.check_writable()
         with self._locked():
             current = self.load()
             table = {k: dict(v) for k, v in current.offset_table.items()}
