@@ -607,7 +607,10 @@ def cmd_queues(args, out: Output) -> int:
 
 def cmd_lag(args, out: Output) -> int:
     from .store.lag import group_lag, lag_rows_text
-    rows = group_lag(args.store, load_config(args), args.group)
+    problems: list[str] = []
+    rows = group_lag(args.store, load_config(args), args.group, problems=problems)
+    for p in problems:
+        print(f"{PROG} lag: warning: {p}", file=sys.stderr)
     if out.json:
         for row in rows:
             out.json_line(row)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -99,17 +100,26 @@ def _check_name(kind: str, name: Any) -> None:
         raise OptionError(f"{kind} {name!r} contains '@', the topic@group separator of consumerOffset.json")
 
 
+_DECIMAL_TEXT = re.compile(r"[+-]?[0-9]{1,19}")      # ASCII digits only: "--5", "²", "١" are not numbers here
+
+
 def _as_int(value: Any) -> Optional[int]:
-    """fastjson reads a JSON int or a numeric string into Integer/Long."""
+    """fastjson reads a JSON int or a numeric string into Integer/Long; anything else is None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("+-").isdigit() and len(text) <= 20:
+        if _DECIMAL_TEXT.fullmatch(text):
             return int(text)
     return None
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """repr of a value from the file, cut so a hostile file cannot blow up an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
 def decode_consumer_offsets(text: str, file: str = "<consumerOffset.json>") -> ConsumerOffsetTable:
@@ -124,18 +134,18 @@ def decode_consumer_offsets(text: str, file: str = "<consumerOffset.json>") -> C
             if queues is None:
                 continue
             if not isinstance(key, str) or not isinstance(queues, dict):
-                raise FormatError(f"offsetTable entry {key!r} is not \"topic@group\":{{queueId:offset}}",
+                raise FormatError(f"offsetTable entry {_short(key)} is not \"topic@group\":{{queueId:offset}}",
                                   file=file)
             parsed: dict[int, int] = {}
             for qid_raw, offset_raw in queues.items():
                 qid = _as_int(qid_raw)
                 offset = _as_int(offset_raw)
                 if qid is None or not 0 <= qid <= JAVA_INT_MAX:
-                    raise FormatError(f"offsetTable[{key!r}]: queue id {qid_raw!r} is not a Java int >= 0",
+                    raise FormatError(f"offsetTable[{_short(key)}]: queue id {_short(qid_raw)} is not a Java int >= 0",
                                       file=file)
                 if offset is None or not JAVA_LONG_MIN <= offset <= JAVA_LONG_MAX:
-                    raise FormatError(f"offsetTable[{key!r}][{qid}]: offset {offset_raw!r} is not a Java long",
-                                      file=file)
+                    raise FormatError(f"offsetTable[{_short(key)}][{qid}]: offset {_short(offset_raw)} is not a Java "
+                                      f"long", file=file)
                 parsed[qid] = offset
             table[key] = parsed
     others = {k: v for k, v in doc.items() if k != "offsetTable"}
