@@ -171,3 +171,81 @@ def test_segment_cut_mid_record_is_corruption_for_spark_reads(store, topics):
             read_whole_store(store, CORPUS, topics=topics)
     assert info.value.file == str(segment)
     assert info.value.offset is not None and f"offset {info.value.offset}" in str(info.value)
+
+
+def _record_in_segment(store: Path, segment_start: int, k: int):
+    """(phyOffset, record, field positions) of the k-th message of a CommitLog segment."""
+    from fuzz_stores import _record_fields
+    from rmqsource.format.record import Kind
+    cl = CommitLog(StoreLayout.for_root(store))
+    try:
+        steps = [s for s in cl.walk(segment_start) if s.decoded.kind is Kind.MESSAGE
+                 and s.segment.start_offset == segment_start]
+    finally:
+        cl.close()
+    step = steps[k]
+    return step.phy_offset, step.decoded.record, _record_fields(step.decoded.record)
+
+
+@needs_corpus
+@pytest.mark.parametrize("crashed", [False, True])
+def test_zeroed_topic_is_corruption_and_recovery_truncates_there(store, crashed):
+    from rmqsource.store.recovery import recover_store
+    config = load_config(CORPUS)
+    seg_start = 786432
+    phy, rec, fields = _record_in_segment(store, seg_start, 10)
+    at, width = fields["topic"]
+    segment = store / "commitlog" / f"{seg_start:020d}"
+    poke(segment, phy - seg_start + at, bytes(width))
+    with MessageStoreReader(store, config) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.get_message("g", rec.topic, rec.queue_id, rec.queue_offset, 1)
+    assert (info.value.file, info.value.offset) == (str(segment), phy - seg_start)
+    with pytest.raises(CorruptRecordError) as info:
+        read_whole_store(store, CORPUS)
+    assert (info.value.file, info.value.offset) == (str(segment), phy - seg_start)
+    if crashed:
+        (store / "abort").write_bytes(b"")
+    report = recover_store(store, config, mark_clean=True)
+    with MessageStoreReader(store, config) as reader:
+        if crashed:
+            # The abnormal scan walks every record (checkMessageAndReturnSize): the valid end is the damaged
+            # record, which recovery truncates, and every queue now ends before it.
+            assert report.commit_log_max_offset == reader.commit_log_max_offset == phy
+            assert reader.queue_max_offset(reader.consume_queue(rec.topic, rec.queue_id)) == rec.queue_offset
+            for topic, qid in reader.queue_keys():
+                for result in reader.get_loop("g", topic, qid, 0, 32):
+                    assert all(m.record.phy_offset < phy for m in result.messages)
+        else:
+            # Normal recovery validates from the last dispatched record on: the damaged record behind it
+            # stays, and reading it stays a typed error.
+            with pytest.raises(CorruptRecordError):
+                reader.get_message("g", rec.topic, rec.queue_id, rec.queue_offset, 1)
+
+
+@needs_corpus
+def test_index_header_with_hostile_index_count_is_a_typed_error(store):
+    config = load_config(CORPUS)
+    index = sorted((store / "index").iterdir())[-1]
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">i", data, 36, 2 ** 31 - 1)                       # indexCount
+    slot = index_key_hash("TopicTest#k1") % config.max_hash_slot_num
+    struct.pack_into(">i", data, slot_position(slot), 2 ** 31 - 2)    # a slot past the entries
+    index.write_bytes(bytes(data))
+    with MessageStoreReader(store, config) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.query("TopicTest", "k1", 64)
+    assert info.value.file == str(index) and info.value.offset is not None
+
+
+@needs_corpus
+def test_truncated_last_index_file_names_that_file(store):
+    config = load_config(CORPUS)
+    files = sorted((store / "index").iterdir())
+    assert len(files) > 1
+    with open(files[-1], "r+b") as f:
+        f.truncate(40 + 84 * 100)          # a size that also fits another geometry (H=100, N=400)
+    with MessageStoreReader(store, config) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.query("TopicTest", "k1", 64)
+    assert info.value.file == str(files[-1])

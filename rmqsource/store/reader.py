@@ -486,10 +486,14 @@ class MessageStoreReader:
 
     @cached_property
     def index_geometry(self) -> tuple[int, int]:
-        """(hashSlotNum, indexNum): configured, or inferred from the file size when N = 4H."""
+        """(hashSlotNum, indexNum): configured, or inferred from the file size when N = 4H.
+
+        Inferred from the oldest file: the newest is the one a crash or a full disk may have cut short,
+        and its size must not redefine the geometry of the others (it then fails naming itself).
+        """
         h, n = self.config.max_hash_slot_num, self.config.max_index_num
         if self._index_files:
-            size = os.path.getsize(self._index_files[-1])
+            size = os.path.getsize(self._index_files[0])
             if size != index_file_size(h, n) and (size - 40) % 84 == 0:
                 h = (size - 40) // 84
                 n = 4 * h
