@@ -249,3 +249,49 @@ def test_truncated_last_index_file_names_that_file(store):
         with pytest.raises(CorruptRecordError) as info:
             reader.query("TopicTest", "k1", 64)
     assert info.value.file == str(files[-1])
+
+
+def _compressed_store(root: Path, n: int, inflated: int) -> Path:
+    import zlib
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    body = zlib.compress(b"\0" * inflated, 9)
+    with MessageStoreWriter(root) as w:
+        w.put_messages([Message(topic="Z", queue_id=0, body=body, sys_flag=1) for _ in range(n)])
+        w.put_messages([Message(topic="Z", queue_id=0, body=b"plain")])
+    return root
+
+
+@pytest.mark.parametrize("topics", [None, "Z"])
+def test_inflated_bodies_are_bounded_per_batch_and_per_task(tmp_path, topics):
+    from rmqsource.errors import DecompressionError
+    from rmqsource.spark.batch import ReadSpec, read_partition
+    from rmqsource.spark.options import parse_options
+    from rmqsource.spark.planning import plan
+    from rmqsource.spark.pushdown import Pushed
+    store = _compressed_store(tmp_path / "store", 12, 300_000)
+    raw = {"path": str(store), "decompress": "true", "maxInflatedBatchBytes": str(1 << 20)}
+    if topics:
+        raw["topics"] = topics
+    opts = parse_options(raw)
+    spec = ReadSpec(opts, Pushed(), ("body", "commitLogOffset"))
+    batches = [b for part in plan(opts, Pushed()) for b in read_partition(spec, part)]
+    sizes = [sum(len(v) for v in b.column("body").to_pylist()) for b in batches]
+    assert sum(b.num_rows for b in batches) == 13 and len(batches) >= 4      # 3.6 MB flushed in batches of <= 1 MiB
+    assert all(s <= 1 << 20 for s in sizes)
+    offsets = [o for b in batches for o in b.column("commitLogOffset").to_pylist()]
+    assert offsets == sorted(offsets)                                       # order kept across the flushes
+    raw["maxInflatedTaskBytes"] = str(2 << 20)
+    opts = parse_options(raw)
+    with pytest.raises(DecompressionError) as info:
+        for part in plan(opts, Pushed()):
+            for _ in read_partition(ReadSpec(opts, Pushed(), ("body",)), part):
+                pass
+    assert info.value.file.startswith(str(store / "commitlog")) and info.value.offset is not None
+    assert "maxInflatedTaskBytes" in str(info.value)
+
+
+def test_error_messages_are_bounded():
+    from rmqsource.errors import FormatError, OptionError
+    huge = "ab" * 5_000_000
+    for exc in (FormatError(huge, file="f", offset=1), OptionError(huge), CorruptRecordError(huge)):
+        assert len(str(exc)) < 5000

@@ -931,10 +931,11 @@ def build_columns(buf, h: Headers, columns: Sequence[str], *, tags_code: Optiona
                   decompress: bool = False, max_inflated: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES,
                   locate: Optional[Locator] = None, map_type: Optional[pa.DataType] = None,
                   props: Optional[PropertyColumns] = None, words: Optional[np.ndarray] = None,
-                  topics: Optional[pa.Array] = None) -> dict[str, pa.Array]:
+                  topics: Optional[pa.Array] = None, body: Optional[pa.Array] = None) -> dict[str, pa.Array]:
     """Arrow arrays of the requested output columns for records ``h`` in ``buf``.
 
     ``words``: :func:`padded_words` of ``buf`` if the caller has them (saves a copy).
+    ``body``: the body column when the caller built it (inflated bodies).
     """
     b = np.frombuffer(buf, dtype=np.uint8)
     n = len(h)
@@ -966,7 +967,8 @@ def build_columns(buf, h: Headers, columns: Sequence[str], *, tags_code: Optiona
             out["properties"] = props.map_array(map_type or pa.map_(pa.field("key", pa.string(), False),
                                                                     pa.field("value", pa.string(), True)))
     if "body" in cols:
-        out["body"] = body_array(buf, h, decompress=decompress, max_inflated=max_inflated, locate=locate)
+        out["body"] = body if body is not None else body_array(buf, h, decompress=decompress,
+                                                               max_inflated=max_inflated, locate=locate)
     if "bornTimestamp" in cols:
         out["bornTimestamp"] = timestamps_us(h.born_ts)
     if "storeTimestamp" in cols:
