@@ -295,3 +295,27 @@ def test_error_messages_are_bounded():
     huge = "ab" * 5_000_000
     for exc in (FormatError(huge, file="f", offset=1), OptionError(huge), CorruptRecordError(huge)):
         assert len(str(exc)) < 5000
+
+
+def test_consume_queue_with_a_missing_middle_file(tmp_path):
+    """A ConsumeQueue whose second file is gone: queue bounds, getMessage and Spark reads stay typed."""
+    import os
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "store.properties").write_text("mappedFileSizeConsumeQueue=1200\n")
+    config = StoreConfig.from_properties_file(tmp_path / "conf" / "store.properties")
+    root = tmp_path / "store"
+    with MessageStoreWriter(root, config) as w:
+        w.put_messages([Message(topic="T", queue_id=0, body=b"x" * 50) for _ in range(250)])
+    files = sorted((root / "consumequeue" / "T" / "0").iterdir())
+    assert len(files) == 5
+    os.unlink(files[1])
+    with no_hang(10), MessageStoreReader(root, config) as reader:
+        (info,) = reader.queue_infos()
+        assert 0 <= info.min_offset <= info.max_offset == 250
+        served = [m.record.queue_offset for r in reader.get_loop("g", "T", 0, info.min_offset, 32)
+                  for m in r.messages]
+        assert served and all(not 60 <= o < 120 for o in served)          # nothing from the missing file
+    assert read_whole_store(root, tmp_path / "conf") == 250
+    assert 0 < read_whole_store(root, tmp_path / "conf", topics="T") <= 250 - 60
