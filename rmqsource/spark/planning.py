@@ -16,6 +16,7 @@ Three kinds of partition:
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -32,6 +33,7 @@ from .pushdown import Pushed
 
 # Reads of the IndexFile for uniqKey lookups are not capped at maxMsgsNumBatch.
 LOOKUP_MAX_HITS = 1 << 20
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -326,6 +328,8 @@ def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, 
 def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
     readers = [open_store(p, opts.store_config) for p in opts.paths]
     try:
+        for note in filter(None, (r.broker_note() for r in readers)):
+            log.warning("rmq: %s", note)
         refs = [_store_ref(i, p, b, opts.store_config, r)
                 for i, (p, b, r) in enumerate(zip(opts.paths, opts.brokers, readers))]
         queue_mode = opts.topic_mode or (
