@@ -139,7 +139,8 @@ def test_crashed_store_on_a_read_only_mount_reads(store):
     (store / "abort").write_bytes(b"")
     (store / "lock").write_bytes(b"lock")
     script = (f'mount --bind "{store}" "{store}" && mount -o remount,bind,ro "{store}" '
-              f'&& ! touch "{store}/probe" 2>/dev/null && exec "{sys.executable}" -c "$0" "{store}" "{Path(__file__).parent}"')
+              f'&& ! touch "{store}/probe" 2>/dev/null '
+              f'&& exec "{sys.executable}" -c "$0" "{store}" "{Path(__file__).parent}"')
     done = subprocess.run(["unshare", "-m", "sh", "-c", script, MOUNT_CHILD], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.returncode == 0, done.stderr[-3000:]
