@@ -615,6 +615,13 @@ def cmd_demo(args, out: Output) -> int:
     return run_demo(args.dir, args.messages, keep=bool(args.dir), out=out.line)
 
 
+def cmd_jar(args, out: Output) -> int:
+    from .spark.jar import build_jar, jar_path
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731 - progress on stderr, the path on stdout
+    out.line(build_jar(log=log) if args.build else jar_path(required=True))
+    return EXIT_OK
+
+
 def cmd_topics(args, out: Output) -> int:
     config = load_config(args)
     from .store.reader import MessageStoreReader
@@ -900,6 +907,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", metavar="DIR", help="where to write the sample store (kept)")
     p.add_argument("--messages", type=_int_arg("--messages", 1), default=200_000, metavar="N")
     p.set_defaults(func=cmd_demo, json=False)
+
+    p = sub.add_parser("jar", help="print the path of the JVM scan's jar (--build: compile it)",
+                       description="Path of the jar to put on spark.jars (exit 1 when it is not built). --build "
+                                   "compiles the Java sources with javac against pyspark's jars (skipped when unchanged).")
+    p.add_argument("--build", action="store_true", help="build the jar (needs a JDK 17)")
+    p.set_defaults(func=cmd_jar, json=False)
 
     p = sub.add_parser("queues", parents=[common], help="list queues with min/max offsets")
     p.add_argument("store", metavar="STORE")

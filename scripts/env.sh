@@ -24,3 +24,10 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$here/.venv/bin:$PATH"
+# The JVM scan's jar (rebuilt only when its Java sources change). Without a JDK,
+# format("rmq") runs on the Python data source and everything else still works.
+if command -v javac >/dev/null 2>&1 || [ -x "${JAVA_HOME:-/nonexistent}/bin/javac" ]; then
+  python -m rmqsource jar --build >/dev/null
+else
+  echo "rmqsource: no javac, so Spark reads rmq through the Python path; for the JVM scan install a JDK 17, then run: rmq jar --build" >&2
+fi

@@ -11,6 +11,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from cluster_workload import query_rows
+from rmqsource.spark.jar import session_conf
 
 
 def main() -> None:
@@ -21,7 +22,7 @@ def main() -> None:
              .config("spark.executor.memory", "1g").config("spark.executor.cores", "1")
              .config("spark.cores.max", "2").config("spark.task.maxFailures", "1")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.python.filterPushdown.enabled", "true")
+             .config(map=session_conf())   # the jar (shipped to the executors) in jvm mode
              .config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())
     try:

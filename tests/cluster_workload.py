@@ -8,6 +8,8 @@ import zlib
 def query_rows(spark, store: str, config: str) -> dict:
     from pyspark.sql import functions as F
 
+    from rmqsource.spark.jar import relation_classes
+
     whole = spark.read.format("rmq").option("config", config).load(store)
     by_topic = spark.read.format("rmq").option("config", config).option("topics", "TopicTest,OrderTopic") \
         .load(store).where(F.col("tags").isin("TagA", "TagB"))
@@ -18,4 +20,5 @@ def query_rows(spark, store: str, config: str) -> dict:
     tagged = sorted((r["topic"], r["queueId"], r["queueOffset"])
                     for r in by_topic.select("topic", "queueId", "queueOffset").collect())
     per_topic = {r["topic"]: r["n"] for r in whole.groupBy("topic").agg(F.count("*").alias("n")).collect()}
-    return {"rows": [list(r) for r in rows], "tagged": [list(r) for r in tagged], "perTopic": per_topic}
+    return {"rows": [list(r) for r in rows], "tagged": [list(r) for r in tagged], "perTopic": per_topic,
+            "relations": [list(r) for r in relation_classes(whole) + relation_classes(by_topic)]}

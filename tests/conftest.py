@@ -1,4 +1,10 @@
-"""Shared fixtures: one local SparkSession for every spark test."""
+"""Shared fixtures: one local SparkSession for every spark test, in the mode the run asks for.
+
+RMQ_SPARK_MODE=jvm puts the JVM scan's jar on ``spark.jars`` (an error when it
+is not built), =python runs ``format("rmq")`` on the Python data source alone;
+unset: jvm when the jar is built. scripts/test.sh runs the Spark tests in both
+modes. RMQ_SPARK_TESTS_ONLY=1 deselects every test that starts no Spark.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,45 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+from rmqsource.spark.jar import MODE_ENV, JarError, has_native_scan, session_conf, session_jar, spark_mode  # noqa: E402
+
+SPARK_MARKERS = ("spark", "cluster", "notebook")
+
+
+def pytest_configure(config):
+    try:
+        mode = spark_mode()
+    except JarError as e:
+        raise pytest.UsageError(str(e)) from None
+    # Subprocesses (the cluster driver, notebook kernels) follow the same mode.
+    os.environ[MODE_ENV] = mode
+
+
+def _mode_line() -> str:
+    jar = session_jar()
+    if jar is None:
+        return "rmq Spark mode: python (format(\"rmq\") is the Python data source; no jar on spark.jars)"
+    scan = "native JVM batch scan" if has_native_scan(jar) else "batch scans handed to the Python data source"
+    return f"rmq Spark mode: jvm (spark.jars={jar}; {scan})"
+
+
+def pytest_report_header(config):
+    return _mode_line()
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(_mode_line())
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("RMQ_SPARK_TESTS_ONLY") != "1":
+        return
+    keep = [i for i in items if any(i.get_closest_marker(m) for m in SPARK_MARKERS)]
+    dropped = [i for i in items if not any(i.get_closest_marker(m) for m in SPARK_MARKERS)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")
@@ -20,10 +65,10 @@ def spark():
     session = (SparkSession.builder
                .master("local[2]")
                .appName("rmqsource-tests")
+               .config(map=session_conf())      # the jar in jvm mode; see session_conf on pushdown
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.default.parallelism", "2")
-               .config("spark.sql.python.filterPushdown.enabled", "true")
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.memory", "2g")

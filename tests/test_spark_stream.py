@@ -369,8 +369,9 @@ CONSUMER = textwrap.dedent("""
     import os, sys, time
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    from rmqsource.spark.jar import session_conf   # RMQ_SPARK_MODE is the test run's
     root, out, ckpt, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    spark = (SparkSession.builder.master("local[2]").config(map=session_conf()).config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     df = (spark.readStream.format("rmq").option("topics", "T").option("startingOffsets", "earliest")
