@@ -42,10 +42,12 @@ def expected_keys(expected_dir: Path) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def jvm(spark):
+    from rmqsource.spark.jar import has_native_scan, session_jar
     if not CORPORA:
         pytest.skip("no golden corpus")
-    if "RmqScan(JVM)" not in plan_of(rmq(spark, CORPORA[0])):
-        pytest.skip("the session reads format('rmq') through the Python data source (no JVM jar)")
+    if not has_native_scan(session_jar()):
+        pytest.skip("the session reads format('rmq') through the Python data source (no JVM scan jar)")
+    assert "RmqScan(JVM)" in plan_of(rmq(spark, CORPORA[0]))
     return spark
 
 

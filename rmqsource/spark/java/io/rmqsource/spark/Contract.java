@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,8 +37,7 @@ public final class Contract {
                 ddl.append('`').append(c.get(0).asText()).append("` ").append(c.get(1).asText());
             }
             Map<String, String> opts = new LinkedHashMap<>();
-            for (Iterator<Map.Entry<String, JsonNode>> it = doc.get("options").fields(); it.hasNext(); ) {
-                Map.Entry<String, JsonNode> e = it.next();
+            for (Map.Entry<String, JsonNode> e : doc.get("options").properties()) {
                 opts.put(e.getKey(), e.getValue().asText());
             }
             Map<String, String> keys = new LinkedHashMap<>();

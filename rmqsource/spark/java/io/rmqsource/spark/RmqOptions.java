@@ -10,7 +10,6 @@ import java.io.File;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -240,8 +239,7 @@ public final class RmqOptions implements Serializable {
                     + Repr.of(text));
         }
         Map<String, Map<Integer, Long>> out = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = doc.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
+        for (Map.Entry<String, JsonNode> e : doc.properties()) {
             String topic = e.getKey();
             if (topic.getBytes(StandardCharsets.UTF_8).length <= 127) {
                 String problem = topicProblem(topic);
@@ -253,8 +251,7 @@ public final class RmqOptions implements Serializable {
                         + "of queueId -> offset, got " + perQueue);
             }
             Map<Integer, Long> q = new LinkedHashMap<>();
-            for (Iterator<Map.Entry<String, JsonNode>> qi = perQueue.fields(); qi.hasNext(); ) {
-                Map.Entry<String, JsonNode> qe = qi.next();
+            for (Map.Entry<String, JsonNode> qe : perQueue.properties()) {
                 int id;
                 try {
                     id = queueId(qe.getKey());
