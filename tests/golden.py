@@ -19,8 +19,10 @@ GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_ROOT") or PROJECT_ROOT.parent / "s
 
 
 def corpora() -> list[Path]:
+    # A missing corpus folder is an error, never a quietly skipped tier.
     if not GOLDEN_ROOT.is_dir():
-        return []
+        raise FileNotFoundError(f"golden corpora not found at {GOLDEN_ROOT}: ../shared/golden must sit "
+                                f"beside the checkout (or set RMQ_GOLDEN_ROOT)")
     return sorted(p for p in GOLDEN_ROOT.iterdir() if (p / "inputs.jsonl").is_file())
 
 
