@@ -228,7 +228,7 @@ final class RecordColumns {
             v.putNull(row);
             return;
         }
-        WritableColumnVector items = (WritableColumnVector) v.getChild(0);
+        WritableColumnVector items = v.getChild(0);
         int start = items.getElementsAppended();
         int s = p.valueStart(e);
         int end = s + p.valueLength(e);
@@ -250,8 +250,8 @@ final class RecordColumns {
 
     /** All properties as a map; a key repeated later wins. */
     private void putMap(WritableColumnVector v, int row, ByteBuffer b, Properties p) {
-        WritableColumnVector keys = (WritableColumnVector) v.getChild(0);
-        WritableColumnVector values = (WritableColumnVector) v.getChild(1);
+        WritableColumnVector keys = v.getChild(0);
+        WritableColumnVector values = v.getChild(1);
         int start = keys.getElementsAppended();
         int count = 0;
         for (int e = 0; e < p.count; e++) {
