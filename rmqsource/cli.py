@@ -576,10 +576,16 @@ def _queue_table(queues: list[dict]) -> list[str]:
                         [False, True, True, True, True, True] + [False] * len(last))
 
 
+def _note_live_broker(reader) -> None:
+    if reader.broker_note():
+        print(f"{PROG}: note: {reader.broker_note()}", file=sys.stderr)
+
+
 def cmd_queues(args, out: Output) -> int:
     config = load_config(args)
     from .store.reader import MessageStoreReader
     with MessageStoreReader(args.store, config) as reader:
+        _note_live_broker(reader)
         queues = _queue_entries(reader, config, include_memory_queues=False)
         if args.topic is not None:
             topics = sorted({q["topic"] for q in queues})
@@ -640,6 +646,7 @@ def cmd_topics(args, out: Output) -> int:
     config = load_config(args)
     from .store.reader import MessageStoreReader
     with MessageStoreReader(args.store, config) as reader:
+        _note_live_broker(reader)
         queues = _queue_entries(reader, config, include_memory_queues=False)
         from .commands.lookup import last_store_times
         times = last_store_times(reader, queues)

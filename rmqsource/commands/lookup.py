@@ -133,7 +133,10 @@ def cmd_lag(args, out: Output) -> int:
     from ..store.reader import MessageStoreReader
     from ..cli import load_config
     config = load_config(args)
-    rows = group_lag(args.store, config, args.group)
+    problems: list[str] = []
+    rows = group_lag(args.store, config, args.group, problems=problems)
+    for p in problems:
+        print(f"rmq lag: warning: {p}", file=__import__("sys").stderr)
     if args.group is not None and not rows:
         print(f"rmq lag: group {args.group!r} has no committed offsets in {args.store} "
               f"(config/consumerOffset.json)", file=__import__("sys").stderr)

@@ -47,6 +47,8 @@ OPTIONS = {
     "failondataloss": "failOnDataLoss",
     "decompress": "decompress",
     "maxinflatedbodybytes": "maxInflatedBodyBytes",
+    "maxinflatedbatchbytes": "maxInflatedBatchBytes",
+    "maxinflatedtaskbytes": "maxInflatedTaskBytes",
     "includetransactional": "includeTransactional",
     "maxrecordsperpartition": "maxRecordsPerPartition",
     "minpartitions": "minPartitions",
@@ -167,6 +169,8 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     decompress: bool = False
     max_inflated_body_bytes: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES
+    max_inflated_batch_bytes: int = limits.DEFAULT_MAX_INFLATED_BATCH_BYTES
+    max_inflated_task_bytes: int = limits.DEFAULT_MAX_INFLATED_TASK_BYTES
     include_transactional: bool = False
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
     min_partitions: int = 0
@@ -350,7 +354,13 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
     if "decompress" in opts:
         kw["decompress"] = parse_bool("decompress", opts["decompress"])
     if "maxinflatedbodybytes" in opts:
-        kw["max_inflated_body_bytes"] = parse_int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1)
+        kw["max_inflated_body_bytes"] = parse_int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1,
+                                                  limits.MAX_ARROW_BINARY_BYTES)
+    if "maxinflatedbatchbytes" in opts:
+        kw["max_inflated_batch_bytes"] = parse_int("maxInflatedBatchBytes", opts["maxinflatedbatchbytes"], 1,
+                                                   limits.MAX_ARROW_BINARY_BYTES)
+    if "maxinflatedtaskbytes" in opts:
+        kw["max_inflated_task_bytes"] = parse_int("maxInflatedTaskBytes", opts["maxinflatedtaskbytes"], 1)
     if "includetransactional" in opts:
         kw["include_transactional"] = parse_bool("includeTransactional", opts["includetransactional"])
     if "maxrecordsperpartition" in opts:

@@ -63,9 +63,11 @@ from .options import store_path
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
 SEQ_PROPERTY = "__RMQSOURCE_SEQ"
 SINK_LOG_NAME = "rmqsourceSinkLog.json"
-# Test hook: a file {root}/config/FAULT_FILE_NAME holding "mid-append:<batchId>" or "commit:<batchId>"
-# makes that step fail once (the file is removed first), to exercise the replay paths.
-FAULT_FILE_NAME = "rmqsourceSinkFault"
+# Fault injection for the replay tests, outside the store: only when this environment variable names a
+# file (test code sets it before Spark starts its workers) holding "<point> <store root>", where point is
+# "mid-append:<batchId>" or "commit:<batchId>", does that step fail once (the file is removed first).
+# Nothing in a store can trigger it.
+FAULT_ENV = "RMQSOURCE_TEST_SINK_FAULT_FILE"
 DEFAULT_QUEUE_NUMS = 4
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 PUT_CHUNK = 65536
@@ -413,35 +415,57 @@ class SinkLog:
         self.path = os.path.join(root, "config", SINK_LOG_NAME)
 
     def load(self) -> dict:
-        def parse(text: str, file: str) -> dict:
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"sink log is not JSON: {exc.msg}", file=file, offset=exc.pos) from None
-            if not isinstance(doc, dict) or not isinstance(doc.get("queries", {}), dict):
-                raise FormatError("sink log: expected {\"queries\": {...}}", file=file, offset=0)
-            return doc
-        doc = load_with_bak(self.path, parse)
+        doc = load_with_bak(self.path, parse_sink_log)
         return doc if doc is not None else {"queries": {}}
 
     def save(self, doc: dict) -> None:
         def valid(old: bytes) -> bool:
             try:
-                json.loads(old.decode("utf-8"))
+                parse_sink_log(old.decode("utf-8"), self.path)
                 return True
-            except (ValueError, UnicodeDecodeError):
+            except (FormatError, UnicodeDecodeError):
                 return False
         string2file(self.path, json.dumps(doc, indent=1, sort_keys=True), validate_previous=valid)
 
 
+def parse_sink_log(text: str, file: str) -> dict:
+    """The sink log, shape-checked; FormatError (never RecursionError, KeyError ...) for anything else.
+
+    Parsed with the bounded config-JSON parser (nesting depth capped).
+    """
+    doc = loads_fastjson(text, file=file)
+
+    def bad(what: str):
+        raise FormatError(f"sink log: {what}", file=file, offset=0)
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("queries", {}), dict):
+        bad('expected {"queries": {...}}')
+    for qid, q in doc.get("queries", {}).items():
+        if not isinstance(q, dict) or not is_int(q.get("committedBatch", -1)) or not isinstance(q.get("tasks", {}),
+                                                                                                  dict):
+            bad(f"query {str(qid)[:80]!r}: expected {{\"committedBatch\": int, \"tasks\": {{...}}}}")
+        for key, task in q.get("tasks", {}).items():
+            batch, sep, part = str(key).partition(":")
+            if not (sep and batch.lstrip("-").isdecimal() and part.isdecimal() and batch.isascii() and part.isascii()):
+                bad(f"query {str(qid)[:80]!r}: task key {str(key)[:80]!r} is not batch:partition")
+            if not isinstance(task, dict) or not is_int(task.get("start")) or not isinstance(task.get("done"), bool):
+                bad(f"query {str(qid)[:80]!r}: task {str(key)[:80]!r} needs an int start and a bool done")
+    return doc
+
+
 def _take_fault(root: str, point: str) -> bool:
-    path = os.path.join(root, "config", FAULT_FILE_NAME)
+    path = os.environ.get(FAULT_ENV)
+    if not path:
+        return False
     try:
         with open(path, "r", encoding="utf-8") as f:
             spec = f.read().strip()
     except OSError:
         return False
-    if spec != point:
+    if spec != f"{point} {os.path.realpath(root)}":
         return False
     try:
         os.unlink(path)
@@ -559,7 +583,7 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
         if not query_ids or not os.path.isdir(root):
             return
         if _take_fault(root, f"commit:{batchId}"):
-            raise StoreError(f"injected fault before committing batch {batchId} (test hook {FAULT_FILE_NAME})")
+            raise StoreError(f"injected fault before committing batch {batchId} (test hook {FAULT_ENV})")
         lock = StoreLock(root, timeout_s=self.opts.lock_timeout_s)
         try:
             lock.acquire()

@@ -506,6 +506,8 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         w = self.watcher
         o = self.opts
+        if o.consumer_group:
+            ConsumerOffsets(o.root, config=o.read.store_config).check_writable()   # fail before reading anything
         cl_min = w.commit_log_min()
         committed: dict[Key, int] = {}
         if o.starting == GROUP:
