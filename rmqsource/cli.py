@@ -282,6 +282,17 @@ def load_config(args) -> "StoreConfig":
         raise OptionError(f"-C: {e}") from None
 
 
+def load_writer_config(args, strict: bool = True) -> "StoreConfig":
+    """load_config, with every segment size not given taken from the store's files (put, recover).
+
+    ``strict``: files of one kind that differ in size are an error (put); recover leaves that to recovery.
+    """
+    from .store.file_sizes import fit_config_to_files, given_keys
+    from .store.config import parse_override_args
+    given = given_keys(args.config, parse_override_args(args.config_overrides or []))
+    return fit_config_to_files(load_config(args), args.store, given, strict=strict)
+
+
 def open_reader(args):
     from .store.reader import MessageStoreReader
     return MessageStoreReader(args.store, load_config(args))
@@ -536,7 +547,7 @@ def run_recovery(args, config) -> dict:
 
 
 def cmd_recover(args, out: Output) -> int:
-    config = load_config(args)
+    config = load_writer_config(args, strict=False)
     doc = run_recovery(args, config)
     if out.json:
         out.json_line(doc)
@@ -754,8 +765,10 @@ def _arrow_batches(path: str):
 def cmd_put(args, out: Output) -> int:
     import time
     from .io.segments import list_segments
+    from .commands.put_input import arrow_bodies_decoded, json_bodies_as_base64
+    from .store.queue_select import QueueChooser, TopicQueueNums, with_queue_ids
     from .store.writer import MessageStoreWriter
-    config = load_config(args)
+    config = load_writer_config(args)
     if args.from_files and args.input:
         raise OptionError("give either --from (Parquet/Arrow files) or --input (JSON lines), not both")
     stdin = args.stdin
@@ -783,10 +796,13 @@ def cmd_put(args, out: Output) -> int:
                 out.raw(results.to_put_jsonl(base))
 
         if args.from_files:
+            # Rows without a queueId: the Spark sink's rule (hash of the keys, else round-robin).
+            chooser = QueueChooser(TopicQueueNums.of_store(args.store))
             for path in args.from_files:
                 for batch in _arrow_batches(path):
                     if batch.num_rows:
-                        record(writer.put_arrow_batch(batch))
+                        batch = arrow_bodies_decoded(batch, args.body_encoding, path)
+                        record(writer.put_arrow_batch(with_queue_ids(batch, chooser)))
         else:
             if args.input:
                 try:
@@ -798,6 +814,7 @@ def cmd_put(args, out: Output) -> int:
                 stream, what = stdin, "stdin"
             try:
                 for first_line, block in _line_blocks(stream):
+                    block = json_bodies_as_base64(block, args.body_encoding, what, first_line)
                     record(writer.put_json_lines(block, what=what, first_line=first_line))
             finally:
                 if args.input:
@@ -878,6 +895,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Parquet (.parquet) or Arrow IPC (.arrow/.feather/.ipc) file with columns topic, body "
                         "and optionally queueId, tags, keys, properties, flag, bornTimestamp, ... (repeatable)")
     p.add_argument("--input", metavar="FILE", help="read JSON lines from FILE instead of stdin")
+    p.add_argument("--body-encoding", choices=("base64", "utf8", "hex"), default=None,
+                   help="how the body is written: JSON lines default to base64 (the corpus shape); with --from "
+                        "a string body column is UTF-8 unless this says base64 or hex")
     p.set_defaults(func=cmd_put)
 
     p = sub.add_parser("get", parents=[common], help="getMessage from a queue",

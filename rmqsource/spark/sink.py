@@ -53,11 +53,12 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
 
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson
-from ..format.javahash import java_string_hash
 from ..format.record import Kind
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import StoreLock
 from ..store.config import StoreConfig
+from ..store.file_sizes import fit_config_to_files, given_keys
+from ..store.queue_select import DEFAULT_QUEUE_NUMS, QueueChooser, keys_string, read_topic_queue_nums
 from .options import store_path
 
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
@@ -68,7 +69,6 @@ SINK_LOG_NAME = "rmqsourceSinkLog.json"
 # "mid-append:<batchId>" or "commit:<batchId>", does that step fail once (the file is removed first).
 # Nothing in a store can trigger it.
 FAULT_ENV = "RMQSOURCE_TEST_SINK_FAULT_FILE"
-DEFAULT_QUEUE_NUMS = 4
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 PUT_CHUNK = 65536
 
@@ -110,24 +110,6 @@ def _duration_s(name: str, value: str) -> float:
     return parse_duration_ms(name, value) / 1000.0
 
 
-def read_topic_queue_nums(root: str) -> dict[str, int]:
-    """``writeQueueNums`` of each topic in ``{root}/config/topics.json`` (empty when absent)."""
-    path = os.path.join(root, "config", "topics.json")
-    try:
-        doc = load_with_bak(path, lambda text, file: loads_fastjson(text, file=file))
-    except FormatError:
-        return {}
-    table = (doc or {}).get("topicConfigTable") or {}
-    out = {}
-    if isinstance(table, dict):
-        for name, tc in table.items():
-            if isinstance(tc, dict):
-                n = tc.get("writeQueueNums")
-                if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-                    out[str(name)] = n
-    return out
-
-
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     from .options import _STORE_KEYS
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(options).items()}
@@ -152,6 +134,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         config = StoreConfig.from_properties_file(opts["config"], overrides or None)
     else:
         config = StoreConfig().with_overrides(overrides)
+    # An existing store's segment sizes unless given (a given size that differs from the files fails).
+    config = fit_config_to_files(config, root, given_keys(opts.get("config"), overrides))
     queue_nums = None
     if opts.get("queuenums"):
         try:
@@ -199,33 +183,6 @@ def check_schema(schema) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- rows -> messages
-
-def _java_rem(a: int, n: int) -> int:
-    r = abs(a) % n
-    return -r if a < 0 else r
-
-
-class QueueChooser:
-    """queueId column, else hash of the keys, else round-robin per topic (starting at ``seed``)."""
-
-    def __init__(self, opts: SinkOptions, seed: int = 0):
-        self.opts = opts
-        self.seed = seed
-        self._rr: dict[str, int] = {}
-
-    def choose(self, topic: str, queue_id: Optional[int], keys: Optional[str]) -> int:
-        if queue_id is not None:
-            if queue_id < 0:
-                raise OptionError(f"queueId {queue_id} is negative (topic {topic})")
-            return int(queue_id)
-        n = self.opts.queues_of(topic)
-        if keys:
-            value = _java_rem(java_string_hash(keys), n)
-            return abs(value)
-        i = self._rr.get(topic, self.seed)
-        self._rr[topic] = i + 1
-        return i % n
-
 
 def _ms(value: Any) -> int:
     if value is None:
@@ -275,9 +232,7 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
             body = b""
         elif isinstance(body, str):
             body = body.encode("utf-8")
-        k = keys[i]
-        if isinstance(k, list):
-            k = " ".join(x for x in k if x) or None
+        k = keys_string(keys[i])
         pmap = dict(props[i]) if props[i] else None
         if pmap:
             # TAGS / KEYS come from their own columns when present.
