@@ -262,3 +262,18 @@ def test_store_being_written_shows_only_dispatched_records(jvm, tmp_path):
             assert df.count() == 50, opts
             assert sorted(r.queueOffset for r in df.where("queueId = 1").select("queueOffset").collect()) == \
                 list(range(25))
+
+
+def test_inflate_caps_per_batch_and_per_task_in_both_modes(spark, tmp_path):
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    store = tmp_path / "store"
+    with MessageStoreWriter(store, _small_config()) as w:
+        w.put_messages([Message(topic="Z", queue_id=0, body=zlib.compress(b"\0" * 300_000, 9), sys_flag=1)
+                        for _ in range(12)])
+    for topics in ({}, {"topics": "Z"}):
+        rows = _read(spark, store, decompress="true", maxInflatedBatchBytes=str(1 << 20), **topics) \
+            .select("queueOffset", "body").collect()
+        assert sorted((r.queueOffset, len(r.body)) for r in rows) == [(i, 300_000) for i in range(12)]
+        with pytest.raises(Exception, match="maxInflatedTaskBytes=2097152"):
+            _read(spark, store, decompress="true", maxInflatedTaskBytes=str(2 << 20), **topics) \
+                .select("body").collect()

@@ -45,7 +45,8 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         this.store = store;
         this.reader = new StoreReader(store.root, store.config, store.commitLogMax);
         this.columns = new RecordColumns(schema, spec.options.batchSize, spec.options.decompress,
-                spec.options.maxInflatedBodyBytes);
+                spec.options.maxInflatedBodyBytes, spec.options.maxInflatedBatchBytes,
+                spec.options.maxInflatedTaskBytes);
         columns.setStore(store.broker, store.root);
         PushedFilters p = spec.pushed;
         tagValues = p.tags != null ? PushedFilters.utf8(p.tags) : null;

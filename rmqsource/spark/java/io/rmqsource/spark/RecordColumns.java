@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.errors.DecompressionError;
 import io.rmqsource.spark.format.Compression;
 import io.rmqsource.spark.format.MsgId;
 import io.rmqsource.spark.format.Properties;
@@ -40,6 +41,10 @@ final class RecordColumns {
     private final int capacity;
     private final boolean decompress;
     private final long maxInflated;
+    private final long maxInflatedBatch;
+    private final long maxInflatedTask;
+    private long inflatedInBatch;
+    private long inflatedInTask;
     int rows;
     private long bytes;
     private final byte[] msgId = new byte[56];
@@ -47,10 +52,13 @@ final class RecordColumns {
     private byte[] broker = new byte[0];
     private byte[] storePath = new byte[0];
 
-    RecordColumns(StructType schema, int capacity, boolean decompress, long maxInflated) {
+    RecordColumns(StructType schema, int capacity, boolean decompress, long maxInflated, long maxInflatedBatch,
+                  long maxInflatedTask) {
         this.capacity = capacity;
         this.decompress = decompress;
         this.maxInflated = maxInflated;
+        this.maxInflatedBatch = maxInflatedBatch;
+        this.maxInflatedTask = maxInflatedTask;
         ids = new int[schema.fields().length];
         boolean props = false;
         for (int i = 0; i < ids.length; i++) {
@@ -76,10 +84,11 @@ final class RecordColumns {
         for (OnHeapColumnVector v : vectors) v.reset();
         rows = 0;
         bytes = 0;
+        inflatedInBatch = 0;
     }
 
     boolean full() {
-        return rows >= capacity || bytes >= MAX_BATCH_BYTES;
+        return rows >= capacity || bytes >= MAX_BATCH_BYTES || inflatedInBatch >= maxInflatedBatch;
     }
 
     ColumnarBatch finish() {
@@ -131,8 +140,15 @@ final class RecordColumns {
                 case BODY:
                     if (decompress && Compression.isCompressed(r.sysFlag)) {
                         byte[] plain = Compression.inflate(b, r.bodyPos, r.bodyLen, r.sysFlag, maxInflated, file, fileOffset);
+                        inflatedInTask += plain.length;
+                        if (inflatedInTask > maxInflatedTask) {
+                            throw new DecompressionError("this task has inflated " + inflatedInTask
+                                    + " bytes of bodies, more than maxInflatedTaskBytes=" + maxInflatedTask
+                                    + " (raise the option, or read without decompress)", file, fileOffset);
+                        }
                         v.putByteArray(row, plain, 0, plain.length);
                         bytes += plain.length;
+                        inflatedInBatch += plain.length;
                     } else {
                         v.putByteArray(row, b, r.bodyPos, r.bodyLen);
                         bytes += r.bodyLen;

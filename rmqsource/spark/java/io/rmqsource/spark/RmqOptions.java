@@ -31,6 +31,8 @@ public final class RmqOptions implements Serializable {
     public static final long DEFAULT_MAX_BYTES_PER_PARTITION = 64L * 1024 * 1024;
     public static final int DEFAULT_BATCH_SIZE = 32768;
     public static final long DEFAULT_MAX_INFLATED_BODY_BYTES = 64L * 1024 * 1024;
+    public static final long DEFAULT_MAX_INFLATED_BATCH_BYTES = 256L * 1024 * 1024;   // limits.py
+    public static final long DEFAULT_MAX_INFLATED_TASK_BYTES = 32L * 1024 * 1024 * 1024;
     private static final Pattern TOPIC_CHARS = Pattern.compile("[%|a-zA-Z0-9_-]+");
 
     public List<String> paths;
@@ -47,6 +49,10 @@ public final class RmqOptions implements Serializable {
     public boolean failOnDataLoss = true;
     public boolean decompress;
     public long maxInflatedBodyBytes = DEFAULT_MAX_INFLATED_BODY_BYTES;
+    /** A batch is cut once the bodies inflated into it reach this many bytes. */
+    public long maxInflatedBatchBytes = DEFAULT_MAX_INFLATED_BATCH_BYTES;
+    /** A task fails with a DecompressionError once it has inflated more than this. */
+    public long maxInflatedTaskBytes = DEFAULT_MAX_INFLATED_TASK_BYTES;
     public boolean includeTransactional;
     public long maxRecordsPerPartition = DEFAULT_MAX_RECORDS_PER_PARTITION;
     public int minPartitions;
@@ -153,6 +159,13 @@ public final class RmqOptions implements Serializable {
         if (opts.containsKey("decompress")) o.decompress = parseBool("decompress", opts.get("decompress"));
         if (opts.containsKey("maxinflatedbodybytes")) {
             o.maxInflatedBodyBytes = parseInt("maxInflatedBodyBytes", opts.get("maxinflatedbodybytes"), 1, Long.MAX_VALUE);
+        }
+        if (opts.containsKey("maxinflatedbatchbytes")) {
+            o.maxInflatedBatchBytes = parseInt("maxInflatedBatchBytes", opts.get("maxinflatedbatchbytes"), 1,
+                    Integer.MAX_VALUE);
+        }
+        if (opts.containsKey("maxinflatedtaskbytes")) {
+            o.maxInflatedTaskBytes = parseInt("maxInflatedTaskBytes", opts.get("maxinflatedtaskbytes"), 1, Long.MAX_VALUE);
         }
         if (opts.containsKey("includetransactional")) {
             o.includeTransactional = parseBool("includeTransactional", opts.get("includetransactional"));
