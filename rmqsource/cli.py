@@ -612,7 +612,10 @@ def cmd_lag(args, out: Output) -> int:
 
 def cmd_demo(args, out: Output) -> int:
     from .demo import run_demo
-    return run_demo(args.dir, args.messages, keep=bool(args.dir), out=out.line)
+    def line(text: str) -> None:   # progress shows while Spark starts and runs
+        out.line(text)
+        out.flush()
+    return run_demo(args.dir, args.messages, keep=bool(args.dir), out=line)
 
 
 def cmd_jar(args, out: Output) -> int:
