@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import io
+import json
 import multiprocessing
 import os
 from pathlib import Path
@@ -349,3 +351,35 @@ def test_write_file_atomically_and_file2string(tmp_path):
     assert info.value.offset == 0
     with pytest.raises(FormatError):
         durable.read_file_bytes(path, max_bytes=1)
+
+
+# --------------------------------------------------------------------------- hostile files
+
+@pytest.mark.parametrize("queues", ['{"--5": 1}', '{"\u00b2": 1}', '{"0": "--5"}', '{"0": "\u00b2"}',
+                                    '{"0": "\u0663"}', '{"+-1": 2}'])
+def test_hostile_queue_ids_and_offsets_are_format_errors_naming_the_file(tmp_path, queues):
+    path = tmp_path / "config" / "consumerOffset.json"
+    path.parent.mkdir()
+    path.write_text('{"offsetTable": {"TopicTest@g1": ' + queues + '}}', encoding="utf-8")
+    with pytest.raises(FormatError) as info:
+        ConsumerOffsets(tmp_path).load()
+    assert info.value.file == str(path)
+
+
+def test_one_hostile_key_does_not_hide_the_other_groups_lag(tmp_path):
+    from rmqsource.cli import main
+    from rmqsource.store.lag import group_lag
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    with MessageStoreWriter(tmp_path, V4) as w:
+        w.put_messages([Message(topic="TopicTest", queue_id=0, body=b"x") for _ in range(5)])
+    (tmp_path / "config").mkdir(exist_ok=True)
+    (tmp_path / "config" / "consumerOffset.json").write_text(
+        '{"offsetTable": {"../../etc@g1": {"0": 1}, "TopicTest@g2": {"0": 2}, "a\\u0000b@g3": {"0": 1}}}')
+    problems: list = []
+    rows = group_lag(tmp_path, V4, problems=problems)
+    assert [(r["group"], r["topic"], r["queueId"], r["diff"]) for r in rows] == [("g2", "TopicTest", 0, 3)]
+    assert len(problems) == 2 and all("consumerOffset.json" in p for p in problems)
+    assert any("../../etc@g1" in p for p in problems)
+    out = io.StringIO()
+    assert main(["lag", str(tmp_path), "--json"], stdout=out) == 0
+    assert [json.loads(line)["group"] for line in out.getvalue().splitlines()] == ["g2"]

@@ -16,6 +16,7 @@ Three kinds of partition:
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from .pushdown import Pushed
 
 # Reads of the IndexFile for uniqKey lookups are not capped at maxMsgsNumBatch.
 LOOKUP_MAX_HITS = 1 << 20
+log = logging.getLogger(__name__)
 
 # Parallelism (the JVM planner, RmqPlanner.java, applies the same rules): whole queues share a
 # task only beyond MAX_UNPACKED_QUEUES queues per store (a topic of 8 queues is 8 partitions), and
@@ -340,6 +342,8 @@ def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, 
 def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
     readers = [open_store(p, opts.store_config) for p in opts.paths]
     try:
+        for note in filter(None, (r.broker_note() for r in readers)):
+            log.warning("rmq: %s", note)
         refs = [_store_ref(i, p, b, opts.store_config, r)
                 for i, (p, b, r) in enumerate(zip(opts.paths, opts.brokers, readers))]
         queue_mode = opts.topic_mode or (
