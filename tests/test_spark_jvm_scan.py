@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from golden import copy_store, corpora, corpus_of, crash_cases, expected_get_files, read_jsonl
+from golden import copy_store, corpora, corpus_of, crash_cases, read_jsonl
+from test_spark_batch import expected_messages, plan_of, rmq
 
 pytestmark = pytest.mark.spark
 
@@ -21,24 +22,8 @@ CORPORA = corpora()
 CRASH = crash_cases()
 
 
-def rmq(spark, corpus: Path, store: Path | None = None, **options):
-    r = spark.read.format("rmq").option("config", str(corpus / "store.properties"))
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load(str(store or corpus / "store"))
-
-
-def plan_of(df) -> str:
-    jvm = df.sparkSession._jvm
-    mode = jvm.org.apache.spark.sql.execution.ExplainMode.fromString("formatted")
-    return df._jdf.queryExecution().explainString(mode)
-
-
 def expected_keys(expected_dir: Path) -> list[tuple]:
-    out = []
-    for topic, qid, path in expected_get_files(expected_dir):
-        out.extend((topic, qid, line["queueOffset"]) for line in read_jsonl(path)[:-1])
-    return out
+    return list(expected_messages(expected_dir))
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +51,7 @@ def test_explain_shows_jvm_scan_with_pushed_filters_and_pruned_columns(jvm):
 def test_a_column_not_asked_for_is_never_decoded(jvm, tmp_path):
     """A compressed body that cannot be inflated fails a read of `body`, never a read without it."""
     corpus = CORPORA[0]
-    expected = {(t, q, m["queueOffset"]): m for t, q, p in expected_get_files(corpus / "expected")
-                for m in read_jsonl(p)[:-1]}
+    expected = expected_messages(corpus / "expected")
     victim = next(m for m in expected.values() if m["sysFlag"] & 0x1 and m["sysFlag"] & 0x30 == 0)
     store = copy_store(corpus / "store", tmp_path / "store")
     seg_start = max(int(p.name) for p in (store / "commitlog").iterdir() if int(p.name) <= victim["commitLogOffset"])
@@ -130,8 +114,7 @@ def test_count_is_not_pushed_where_it_would_need_records(jvm):
 def test_two_counts_on_one_dataframe(jvm):
     """No scan state survives a query: the filtered count does not leak into the next one."""
     corpus = CORPORA[0]
-    expected = {(t, q, m["queueOffset"]): m for t, q, p in expected_get_files(corpus / "expected")
-                for m in read_jsonl(p)[:-1]}
+    expected = expected_messages(corpus / "expected")
     for d in (rmq(jvm, corpus), rmq(jvm, corpus, topicPattern=".*")):
         tagged = d.where("tags = 'TagA'").count()
         total = d.count()
@@ -160,8 +143,7 @@ def _scan_metrics(spark, df) -> dict:
 
 def test_source_metrics(jvm):
     corpus = CORPORA[0]
-    expected = {(t, q, m["queueOffset"]): m for t, q, p in expected_get_files(corpus / "expected")
-                for m in read_jsonl(p)[:-1]}
+    expected = expected_messages(corpus / "expected")
     topic_test = [m for k, m in expected.items() if k[0] == "TopicTest"]
     want = [m for m in topic_test if m["tags"] == "TagA"]
     m = _scan_metrics(jvm, rmq(jvm, corpus, topics="TopicTest").where("tags = 'TagA'").select("queueOffset"))

@@ -21,6 +21,8 @@ public final class Contract {
     public static final List<String[]> COLUMNS;
     /** Our own option names: lower-case -> documented name. */
     public static final Map<String, String> OPTIONS;
+    /** Options only streams take (a batch read names them in its error): lower-case -> documented name. */
+    public static final Map<String, String> STREAM_OPTIONS;
     /** MessageStoreConfig keys also accepted as options: lower-case -> RocketMQ name. */
     public static final Map<String, String> STORE_KEYS;
     public static final StructType SCHEMA;
@@ -40,6 +42,10 @@ public final class Contract {
             for (Map.Entry<String, JsonNode> e : doc.get("options").properties()) {
                 opts.put(e.getKey(), e.getValue().asText());
             }
+            Map<String, String> stream = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("streamOptions").properties()) {
+                stream.put(e.getKey(), e.getValue().asText());
+            }
             Map<String, String> keys = new LinkedHashMap<>();
             List<String> names = new ArrayList<>();
             for (JsonNode k : doc.get("storeConfigKeys")) {
@@ -52,6 +58,7 @@ public final class Contract {
             }
             COLUMNS = Collections.unmodifiableList(cols);
             OPTIONS = Collections.unmodifiableMap(opts);
+            STREAM_OPTIONS = Collections.unmodifiableMap(stream);
             STORE_KEYS = Collections.unmodifiableMap(keys);
             SCHEMA = StructType.fromDDL(ddl.toString());
         } catch (IOException e) {

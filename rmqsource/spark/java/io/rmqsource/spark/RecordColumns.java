@@ -41,10 +41,9 @@ final class RecordColumns {
     private final int capacity;
     private final boolean decompress;
     private final long maxInflated;
-    private final long maxInflatedBatch;
+    private final long batchBytesLimit;
     private final long maxInflatedTask;
-    private long inflatedInBatch;
-    private long inflatedInTask;
+    private long inflatedTotal;
     int rows;
     private long bytes;
     private final byte[] msgId = new byte[56];
@@ -52,13 +51,13 @@ final class RecordColumns {
     private byte[] broker = new byte[0];
     private byte[] storePath = new byte[0];
 
-    RecordColumns(StructType schema, int capacity, boolean decompress, long maxInflated, long maxInflatedBatch,
-                  long maxInflatedTask) {
-        this.capacity = capacity;
-        this.decompress = decompress;
-        this.maxInflated = maxInflated;
-        this.maxInflatedBatch = maxInflatedBatch;
-        this.maxInflatedTask = maxInflatedTask;
+    RecordColumns(StructType schema, RmqOptions options) {
+        this.capacity = options.batchSize;
+        this.decompress = options.decompress;
+        this.maxInflated = options.maxInflatedBodyBytes;
+        this.maxInflatedTask = options.maxInflatedTaskBytes;
+        // decompress=true: a batch is also cut at maxInflatedBatchBytes of values
+        this.batchBytesLimit = decompress ? Math.min(MAX_BATCH_BYTES, options.maxInflatedBatchBytes) : MAX_BATCH_BYTES;
         ids = new int[schema.fields().length];
         boolean props = false;
         for (int i = 0; i < ids.length; i++) {
@@ -84,11 +83,10 @@ final class RecordColumns {
         for (OnHeapColumnVector v : vectors) v.reset();
         rows = 0;
         bytes = 0;
-        inflatedInBatch = 0;
     }
 
     boolean full() {
-        return rows >= capacity || bytes >= MAX_BATCH_BYTES || inflatedInBatch >= maxInflatedBatch;
+        return rows >= capacity || bytes >= batchBytesLimit;
     }
 
     ColumnarBatch finish() {
@@ -140,15 +138,14 @@ final class RecordColumns {
                 case BODY:
                     if (decompress && Compression.isCompressed(r.sysFlag)) {
                         byte[] plain = Compression.inflate(b, r.bodyPos, r.bodyLen, r.sysFlag, maxInflated, file, fileOffset);
-                        inflatedInTask += plain.length;
-                        if (inflatedInTask > maxInflatedTask) {
-                            throw new DecompressionError("this task has inflated " + inflatedInTask
-                                    + " bytes of bodies, more than maxInflatedTaskBytes=" + maxInflatedTask
-                                    + " (raise the option, or read without decompress)", file, fileOffset);
+                        inflatedTotal += plain.length;
+                        if (inflatedTotal > maxInflatedTask) {
+                            throw new DecompressionError("this task has inflated " + inflatedTotal + " bytes of bodies, "
+                                    + "more than maxInflatedTaskBytes=" + maxInflatedTask + " (raise the option, or read "
+                                    + "without decompress)", file, fileOffset);
                         }
                         v.putByteArray(row, plain, 0, plain.length);
                         bytes += plain.length;
-                        inflatedInBatch += plain.length;
                     } else {
                         v.putByteArray(row, b, r.bodyPos, r.bodyLen);
                         bytes += r.bodyLen;

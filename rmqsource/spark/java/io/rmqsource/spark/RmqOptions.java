@@ -31,8 +31,6 @@ public final class RmqOptions implements Serializable {
     public static final long DEFAULT_MAX_BYTES_PER_PARTITION = 64L * 1024 * 1024;
     public static final int DEFAULT_BATCH_SIZE = 32768;
     public static final long DEFAULT_MAX_INFLATED_BODY_BYTES = 64L * 1024 * 1024;
-    public static final long DEFAULT_MAX_INFLATED_BATCH_BYTES = 256L * 1024 * 1024;   // limits.py
-    public static final long DEFAULT_MAX_INFLATED_TASK_BYTES = 32L * 1024 * 1024 * 1024;
     private static final Pattern TOPIC_CHARS = Pattern.compile("[%|a-zA-Z0-9_-]+");
 
     public List<String> paths;
@@ -49,10 +47,8 @@ public final class RmqOptions implements Serializable {
     public boolean failOnDataLoss = true;
     public boolean decompress;
     public long maxInflatedBodyBytes = DEFAULT_MAX_INFLATED_BODY_BYTES;
-    /** A batch is cut once the bodies inflated into it reach this many bytes. */
-    public long maxInflatedBatchBytes = DEFAULT_MAX_INFLATED_BATCH_BYTES;
-    /** A task fails with a DecompressionError once it has inflated more than this. */
-    public long maxInflatedTaskBytes = DEFAULT_MAX_INFLATED_TASK_BYTES;
+    public long maxInflatedBatchBytes = 256L * 1024 * 1024;
+    public long maxInflatedTaskBytes = 32L * 1024 * 1024 * 1024;
     public boolean includeTransactional;
     public long maxRecordsPerPartition = DEFAULT_MAX_RECORDS_PER_PARTITION;
     public int minPartitions;
@@ -70,6 +66,7 @@ public final class RmqOptions implements Serializable {
         for (Map.Entry<String, String> e : options.entrySet()) {
             opts.put(e.getKey().toLowerCase(java.util.Locale.ROOT), e.getValue() == null ? "" : e.getValue());
         }
+        opts = KafkaNames.apply(opts, "batch");
         Map<String, String> storeOverrides = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : opts.entrySet()) {
             String key = e.getKey();
@@ -78,9 +75,15 @@ public final class RmqOptions implements Serializable {
                 storeOverrides.put(Contract.STORE_KEYS.get(key), e.getValue());
                 continue;
             }
-            throw new OptionError("unknown option " + Repr.of(key) + "; rmq options are: "
-                    + String.join(", ", new TreeSet<>(Contract.OPTIONS.values()))
-                    + ", plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)");
+            List<String> names = new ArrayList<>(new TreeSet<>(Contract.OPTIONS.values()));
+            names.sort(String.CASE_INSENSITIVE_ORDER);
+            String valid = "rmq batch read options are: " + String.join(", ", names)
+                    + ", plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)";
+            if (Contract.STREAM_OPTIONS.containsKey(key)) {
+                throw new OptionError("option " + Contract.STREAM_OPTIONS.get(key)
+                        + " is for streaming reads (spark.readStream); " + valid);
+            }
+            throw new OptionError("unknown option " + Repr.of(key) + "; " + valid);
         }
         RmqOptions o = new RmqOptions();
         o.paths = paths(opts);
@@ -158,7 +161,8 @@ public final class RmqOptions implements Serializable {
         if (opts.containsKey("failondataloss")) o.failOnDataLoss = parseBool("failOnDataLoss", opts.get("failondataloss"));
         if (opts.containsKey("decompress")) o.decompress = parseBool("decompress", opts.get("decompress"));
         if (opts.containsKey("maxinflatedbodybytes")) {
-            o.maxInflatedBodyBytes = parseInt("maxInflatedBodyBytes", opts.get("maxinflatedbodybytes"), 1, Long.MAX_VALUE);
+            o.maxInflatedBodyBytes = parseInt("maxInflatedBodyBytes", opts.get("maxinflatedbodybytes"), 1,
+                    Integer.MAX_VALUE);
         }
         if (opts.containsKey("maxinflatedbatchbytes")) {
             o.maxInflatedBatchBytes = parseInt("maxInflatedBatchBytes", opts.get("maxinflatedbatchbytes"), 1,
@@ -328,12 +332,37 @@ public final class RmqOptions implements Serializable {
             throw new OptionError("no store path: use spark.read.format('rmq').load('/path/to/store') "
                     + "(several stores: comma-separated or a list)");
         }
-        List<String> out = new ArrayList<>();
-        for (String p : unique) {
+        LinkedHashSet<String> out = new LinkedHashSet<>();
+        for (String p : unique) out.add(storePath(p));
+        return new ArrayList<>(out);
+    }
+
+    /** A store path from an option: a plain path or a file: URI (other schemes are refused); store_path. */
+    static String storePath(String text) {
+        String p = text.strip();
+        java.util.regex.Matcher m = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(p);
+        if (!m.find()) {
             if (p.equals("~") || p.startsWith("~/")) p = System.getProperty("user.home") + p.substring(1);
-            out.add(new File(p).toPath().toAbsolutePath().normalize().toString());
+            return new File(p).toPath().toAbsolutePath().normalize().toString();
         }
-        return out;
+        String scheme = m.group(1).toLowerCase(java.util.Locale.ROOT);
+        if (!scheme.equals("file")) {
+            throw new OptionError("store path " + Repr.of(p) + ": the rmq source reads local or mounted directories, not "
+                    + scheme + ": URIs (on Databricks use the /dbfs/... or /Volumes/... path of a mounted volume)");
+        }
+        java.net.URI u;
+        try {
+            u = new java.net.URI(p);
+        } catch (java.net.URISyntaxException e) {
+            throw new OptionError("store path " + Repr.of(p) + " is not a file URI: " + e.getReason());
+        }
+        String host = u.getRawAuthority() == null ? "" : u.getRawAuthority();
+        if (!host.isEmpty() && !host.equals("localhost")) {
+            throw new OptionError("store path " + Repr.of(p) + " names host " + Repr.of(host)
+                    + "; file URIs must be file:///path (or file:/path) on this machine");
+        }
+        String path = u.getPath() == null ? "" : u.getPath();
+        return new File(path).toPath().toAbsolutePath().normalize().toString();
     }
 
     private static void splitInto(String s, List<String> out) {

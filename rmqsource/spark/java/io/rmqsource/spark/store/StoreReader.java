@@ -7,12 +7,9 @@ import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.StandardOpenOption;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -64,18 +61,47 @@ public final class StoreReader implements AutoCloseable {
         return live;
     }
 
+    /**
+     * Whether a process holds a POSIX lock on byte 0 of {root}/lock (the broker's and the writer's),
+     * tested without opening, creating or locking the file: the kernel's lock table (/proc/locks)
+     * is matched by the file's device and inode, as F_GETLK would answer.  Where that table cannot
+     * be read, nobody visible holds the lock.
+     */
     private boolean isLocked() {
-        // A shared lock needs no write access and fails while a writer holds its exclusive lock.
-        try (FileChannel ch = FileChannel.open(layout.lockFile().toPath(), StandardOpenOption.READ)) {
-            FileLock lock = ch.tryLock(0, 1, true);
-            if (lock == null) return true;
-            lock.release();
-            return false;
-        } catch (OverlappingFileLockException e) {
-            return true;
-        } catch (IOException e) {
+        Path lock = layout.lockFile().toPath();
+        long ino;
+        long dev;
+        try {
+            ino = ((Number) Files.getAttribute(lock, "unix:ino")).longValue();
+            dev = ((Number) Files.getAttribute(lock, "unix:dev")).longValue();
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
             return false;
         }
+        long major = ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
+        long minor = (dev & 0xff) | ((dev >>> 12) & ~0xffL);
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(Path.of("/proc/locks"));
+        } catch (IOException | SecurityException e) {
+            return false;
+        }
+        for (String line : lines) {
+            String[] t = line.trim().split("\\s+");
+            if (t.length < 8 || t[1].equals("->") || !(t[1].equals("POSIX") || t[1].equals("OFDLCK"))) continue;
+            String[] id = t[5].split(":");
+            if (id.length != 3) continue;
+            try {
+                if (Long.parseLong(id[2]) != ino || Long.parseLong(id[0], 16) != major || Long.parseLong(id[1], 16) != minor) {
+                    continue;
+                }
+                long start = Long.parseLong(t[6]);
+                long end = t[7].equals("EOF") ? Long.MAX_VALUE : Long.parseLong(t[7]);
+                if (start <= 0 && 0 <= end) return true;
+            } catch (NumberFormatException e) {
+                // a line in another format: not ours
+            }
+        }
+        return false;
     }
 
     private Checkpoint checkpoint() {
