@@ -244,3 +244,15 @@ def test_store_being_written_shows_only_dispatched_records(jvm, tmp_path):
             assert df.count() == 50, opts
             assert sorted(r.queueOffset for r in df.where("queueId = 1").select("queueOffset").collect()) == \
                 list(range(25))
+
+
+def test_kafka_names_file_uris_and_stream_options_as_in_python(jvm):
+    corpus = CORPORA[0]
+    n = rmq(jvm, corpus, topics="TopicTest").count()
+    assert rmq(jvm, corpus, subscribe="TopicTest").count() == n
+    assert jvm.read.format("rmq").option("config", str(corpus / "store.properties")) \
+        .option("subscribe", "TopicTest").load((corpus / "store").as_uri()).count() == n
+    with pytest.raises(Exception, match="option maxMessagesPerTrigger is for streaming reads"):
+        rmq(jvm, corpus, maxMessagesPerTrigger="10").count()
+    with pytest.raises(Exception, match="the rmq source calls this consumerGroup"):
+        rmq(jvm, corpus, **{"kafka.group.id": "g"}).count()
