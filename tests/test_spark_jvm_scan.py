@@ -259,3 +259,15 @@ def test_inflate_caps_per_batch_and_per_task_in_both_modes(spark, tmp_path):
         with pytest.raises(Exception, match="maxInflatedTaskBytes=2097152"):
             _read(spark, store, decompress="true", maxInflatedTaskBytes=str(2 << 20), **topics) \
                 .select("body").collect()
+
+
+def test_kafka_names_file_uris_and_stream_options_as_in_python(jvm):
+    corpus = CORPORA[0]
+    n = rmq(jvm, corpus, topics="TopicTest").count()
+    assert rmq(jvm, corpus, subscribe="TopicTest").count() == n
+    assert jvm.read.format("rmq").option("config", str(corpus / "store.properties")) \
+        .option("subscribe", "TopicTest").load((corpus / "store").as_uri()).count() == n
+    with pytest.raises(Exception, match="option maxMessagesPerTrigger is for streaming reads"):
+        rmq(jvm, corpus, maxMessagesPerTrigger="10").count()
+    with pytest.raises(Exception, match="the rmq source calls this consumerGroup"):
+        rmq(jvm, corpus, **{"kafka.group.id": "g"}).count()
