@@ -1,0 +1,119 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.RmqInputPartition.CommitLogRange;
+import io.rmqsource.spark.errors.CorruptRecordError;
+import io.rmqsource.spark.errors.DataLossError;
+import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.format.TagsCode;
+import io.rmqsource.spark.store.Segment;
+import java.nio.ByteBuffer;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Whole-store reads: the records of a CommitLog byte range [start, end) of one segment, walked
+ * header by header through the mapped file (twin of _read_commitlog_range in batch.py, same stops
+ * and errors).  The range starts at a record boundary; the first record must say so in its own
+ * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).
+ */
+final class CommitLogRangeReader extends RecordBatchReader {
+    private final CommitLogRange part;
+    private final Segment seg;
+    private final ByteBuffer b;
+    private final long base;
+    private final long segLen;
+    private final long end;
+    private final boolean tagsCodeNeeded;
+    private long pos;
+    private boolean first = true;
+
+    CommitLogRangeReader(ReadSpec spec, CommitLogRange part, StructType schema) {
+        super(spec, part.store, schema);
+        this.part = part;
+        seg = reader.commitLog.segments.find(part.start);
+        if (seg == null) {
+            throw new DataLossError("CommitLog segment for offset " + part.start + " of " + part.store.root
+                    + " is gone (deleted while the query ran?)");
+        }
+        b = reader.commitLog.segments.map(seg);
+        base = seg.startOffset;
+        segLen = reader.commitLog.segments.lengthOf(seg);
+        pos = part.start - base;
+        end = part.end - base;
+        tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
+    }
+
+    private CorruptRecordError noRecord(String detail) {
+        return new CorruptRecordError("no valid record at CommitLog offset " + (base + pos) + ", below the valid end "
+                + part.end + ": " + detail, seg.path, pos);
+    }
+
+    @Override
+    protected boolean fill() {
+        long fileLen = b.capacity();
+        long bufEnd = Math.min(fileLen, end);          // what a read of the range can return
+        while (pos < end) {
+            if (columns.full()) return true;
+            if (fileLen - pos < Math.min(8, end - pos)) {
+                long at = Math.max(pos, fileLen);
+                throw new CorruptRecordError("file ends at position " + at + " before the valid CommitLog end " + part.end,
+                        seg.path, at);
+            }
+            if (pos + 8 > bufEnd) {
+                if (pos + 8 > segLen) throw noRecord("fewer than 8 bytes left in the segment");
+                throw new CorruptRecordError("a record header runs past the range end " + part.end
+                        + " (the valid CommitLog end or a split point)", seg.path, pos);
+            }
+            int total = b.getInt((int) pos);
+            int magic = b.getInt((int) pos + 4);
+            if (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) {
+                if (magic == Record.BLANK_MAGIC) {
+                    pos = end;                          // end-of-segment padding: nothing after it
+                    return false;
+                }
+                throw noRecord(total == 0 && magic == 0 ? "zero bytes"
+                        : String.format("unknown magic code 0x%08X", magic));
+            }
+            if (total < Record.MIN_RECORD_BYTES || pos + total > segLen || total > Record.MAX_RECORD_BYTES_READ) {
+                throw noRecord("totalSize " + total + " outside [" + Record.MIN_RECORD_BYTES + ", "
+                        + Math.min(segLen - pos, Record.MAX_RECORD_BYTES_READ) + "]");
+            }
+            if (pos + total > end) {
+                throw new CorruptRecordError("record of " + total + " bytes runs past the range end " + part.end
+                        + " (the valid CommitLog end or a split point)", seg.path, pos);
+            }
+            if (pos + total > fileLen) {
+                throw new CorruptRecordError("file ends at position " + fileLen + " before the valid CommitLog end "
+                        + part.end, seg.path, fileLen);
+            }
+            decode(b, (int) pos, bufEnd - pos, -1, seg.path);
+            if (first) {
+                if (record.phyOffset != part.start) {
+                    throw new CorruptRecordError("no record starts at CommitLog offset " + part.start
+                            + " (the record here says PHYSICALOFFSET " + record.phyOffset + ")", seg.path, pos);
+                }
+                first = false;
+            }
+            pos += total;
+            offerWholeStore();
+        }
+        return false;
+    }
+
+    private void offerWholeStore() {
+        if (!rowMask(true)) return;
+        Topic topic = null;
+        long code = 0;
+        boolean valid = false;
+        if (tagsCodeNeeded) {
+            topic = topic(b, record);
+            valid = unitTagsCode(topic, record);
+            code = valid ? lastUnitTagsCode() : 0;
+            if (spec.tagHashes != null && valid && !TagsCode.SCHEDULE_TOPIC.equals(topic.name)
+                    && !ConsumeQueue.tagMatches(code, spec.tagHashes)) {
+                return;       // its unit's tagsCode cannot match: skipped as the unit filter would
+            }
+        }
+        emit(b, topic, code, valid, seg.path);
+    }
+}

@@ -1,0 +1,154 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.RmqInputPartition.QueueRange;
+import io.rmqsource.spark.errors.CorruptRecordError;
+import io.rmqsource.spark.errors.DataLossError;
+import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.TagsCode;
+import io.rmqsource.spark.store.QueueUnits;
+import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
+import java.nio.ByteBuffer;
+import java.util.List;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Topic reads: ConsumeQueue offsets [start, end) of queues, rows in queue order (twin of
+ * _read_queue_range in batch.py).  Units are read a batch at a time; units whose tagsCode cannot
+ * match the tag filter are skipped without touching the CommitLog; each remaining record is read
+ * at its offset through the mapped segment and must say that offset in its PHYSICALOFFSET.
+ *
+ * Reusable by a stream: give it a store, queue ranges, the requested columns and pushed filters.
+ */
+final class ConsumeQueueRangeReader extends RecordBatchReader {
+    private final List<QueueRange> ranges;
+    private final Segments segments;
+    private final long lastSegmentEnd;
+    private int rangeIndex = -1;
+    private QueueRange range;
+    private QueueUnits queue;
+    private Topic topic;
+    private int[] tagHashes;
+    private long off;
+    // the current chunk of units
+    private final long[] phy;
+    private final int[] size;
+    private final long[] code;
+    private int chunkLen;
+    private int chunkPos;
+    private long chunkStart;
+
+    ConsumeQueueRangeReader(ReadSpec spec, StoreRef store, List<QueueRange> ranges, StructType schema) {
+        super(spec, store, schema);
+        this.ranges = ranges;
+        this.segments = reader.commitLog.segments;
+        List<Segment> list = segments.list;
+        lastSegmentEnd = list.isEmpty() ? 0 : list.get(list.size() - 1).startOffset
+                + segments.lengthOf(list.get(list.size() - 1));
+        int n = Math.max(1, spec.options.batchSize);
+        phy = new long[n];
+        size = new int[n];
+        code = new long[n];
+    }
+
+    private boolean nextRange() {
+        rangeIndex++;
+        if (rangeIndex >= ranges.size()) return false;
+        range = ranges.get(rangeIndex);
+        queue = reader.consumeQueue(range.topic, range.queueId);
+        if (queue == null) {
+            throw new DataLossError("queue " + range.topic + ":" + range.queueId + " of " + store.root + " disappeared");
+        }
+        topic = new Topic(range.topic);
+        boolean codesMeaningful = !TagsCode.SCHEDULE_TOPIC.equals(range.topic) && !store.config.enableConsumeQueueExt();
+        tagHashes = codesMeaningful ? spec.tagHashes : null;   // else a deliver time / ext address: exact check only
+        off = range.start;
+        chunkLen = chunkPos = 0;
+        return true;
+    }
+
+    /** Reads the next chunk of units and applies the data-loss and valid-end checks to all of it. */
+    private void readChunk() {
+        int count = (int) Math.min(phy.length, range.end - off);
+        int n = queue.read(off, count, phy, size, code);
+        if (n < count) {
+            throw new CorruptRecordError("ConsumeQueue " + range.topic + ":" + range.queueId + " ends at unit " + (off + n)
+                    + ", the plan expected " + range.end, queue.where(), (off + n) * ConsumeQueue.UNIT_SIZE);
+        }
+        long clMin = store.commitLogMin;
+        int firstLost = -1;
+        int lastLost = -1;
+        for (int i = 0; i < n; i++) {
+            if (size[i] != ConsumeQueue.PRE_BLANK_SIZE && (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd)) {
+                if (firstLost < 0) firstLost = i;
+                lastLost = i;
+            }
+        }
+        if (firstLost >= 0 && spec.options.failOnDataLoss) {
+            throw new DataLossError(range.topic + ":" + range.queueId + " in " + store.root + ": queue offsets "
+                    + (off + firstLost) + ".." + (off + lastLost) + " point at CommitLog offsets " + phy[firstLost] + ".."
+                    + phy[lastLost] + ", which were deleted (the CommitLog now starts at " + clMin
+                    + "); set failOnDataLoss=false to skip them");
+        }
+        for (int i = 0; i < n; i++) {
+            boolean live = size[i] != ConsumeQueue.PRE_BLANK_SIZE;
+            boolean lost = live && (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd);
+            if (lost) {
+                size[i] = 0;                          // skipped below
+            } else if (live && phy[i] + size[i] > store.commitLogMax) {
+                throw new CorruptRecordError("ConsumeQueue unit " + (off + i) + " of " + range.topic + ":" + range.queueId
+                        + " points past the valid CommitLog end " + store.commitLogMax, queue.where(),
+                        (off + i) * ConsumeQueue.UNIT_SIZE);
+            }
+        }
+        chunkStart = off;
+        chunkLen = n;
+        chunkPos = 0;
+        off += n;
+    }
+
+    @Override
+    protected boolean fill() {
+        while (true) {
+            if (range == null || (chunkPos >= chunkLen && off >= range.end)) {
+                if (!nextRange()) return false;
+                continue;
+            }
+            if (chunkPos >= chunkLen) readChunk();
+            while (chunkPos < chunkLen) {
+                if (columns.full()) return true;
+                int i = chunkPos++;
+                int s = size[i];
+                if (s == ConsumeQueue.PRE_BLANK_SIZE || s <= 0) continue;
+                if (tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) {
+                    unitsSkipped++;
+                    continue;
+                }
+                long p = phy[i];
+                if (p < spec.pushed.phyOffset[0] || p >= spec.pushed.phyOffset[1]) continue;
+                readRecord(p, s, code[i]);
+            }
+        }
+    }
+
+    private void readRecord(long p, int s, long unitCode) {
+        Segment seg = segments.find(p);
+        if (seg == null) {
+            throw new DataLossError("CommitLog offset " + p + " of " + store.root + " is in no segment (deleted?)");
+        }
+        ByteBuffer b = segments.map(seg);
+        long pos = p - seg.startOffset;
+        if (pos + s > b.capacity()) {
+            long got = Math.max(0, b.capacity() - pos);
+            throw new CorruptRecordError("file ends before the record at CommitLog offset " + (p + got), seg.path, pos + got);
+        }
+        decode(b, (int) pos, s, s, seg.path);
+        if (record.phyOffset != p) {
+            throw new CorruptRecordError("ConsumeQueue " + range.topic + ":" + range.queueId + " unit points at CommitLog "
+                    + "offset " + p + " but the record there says " + record.phyOffset, seg.path, pos);
+        }
+        if (!rowMask(false)) return;
+        emit(b, topic.utf8.length == record.topicLen && record.topicEquals(b, topic.utf8) ? topic : null,
+                unitCode, true, seg.path);
+    }
+}

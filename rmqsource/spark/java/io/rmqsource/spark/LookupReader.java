@@ -1,0 +1,62 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.RmqInputPartition.Lookup;
+import io.rmqsource.spark.errors.CorruptRecordError;
+import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
+import java.nio.ByteBuffer;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * msgId / uniqKey point reads: the records at planned CommitLog offsets (twin of _read_lookup in
+ * batch.py).  An offset that holds no record start is skipped (a msgId can name any offset); a
+ * record that starts but does not hold together is an error naming file and offset.
+ */
+final class LookupReader extends RecordBatchReader {
+    private final Lookup part;
+    private final Segments segments;
+    private int next;
+
+    LookupReader(ReadSpec spec, Lookup part, StructType schema) {
+        super(spec, part.store, schema);
+        this.part = part;
+        this.segments = reader.commitLog.segments;
+    }
+
+    @Override
+    protected boolean fill() {
+        while (next < part.offsets.length) {
+            if (columns.full()) return true;
+            readAt(part.offsets[next++]);
+        }
+        return false;
+    }
+
+    private void readAt(long phy) {
+        Segment seg = segments.find(phy);
+        if (seg == null || phy - seg.startOffset + 8 > seg.sizeBytes) return;
+        ByteBuffer b = segments.map(seg);
+        long pos = phy - seg.startOffset;
+        if (pos + 8 > b.capacity()) return;
+        int total = b.getInt((int) pos);
+        int magic = b.getInt((int) pos + 4);
+        if ((magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) || total < Record.MIN_RECORD_BYTES) return;
+        if (phy + total > store.commitLogMax) return;
+        if (pos + total > b.capacity()) {
+            long got = b.capacity() - pos;
+            throw new CorruptRecordError("file ends before the record at CommitLog offset " + (phy + got), seg.path,
+                    pos + got);
+        }
+        decode(b, (int) pos, total, -1, seg.path);
+        if (record.phyOffset != phy || !rowMask(true)) return;
+        Topic topic = topic(b, record);
+        boolean valid = unitTagsCode(topic, record);
+        long code = valid ? lastUnitTagsCode() : 0;
+        if (part.queues != null) {
+            long[] range = part.queues.get(topic.name + "\0" + record.queueId);
+            if (range == null || record.queueOffset < range[0] || record.queueOffset >= range[1] || !valid) return;
+        }
+        emit(b, topic, code, valid, seg.path);
+    }
+}

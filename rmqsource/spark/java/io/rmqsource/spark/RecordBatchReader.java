@@ -1,0 +1,191 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.errors.CorruptRecordError;
+import io.rmqsource.spark.format.MsgId;
+import io.rmqsource.spark.format.Properties;
+import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.store.QueueUnits;
+import io.rmqsource.spark.store.StoreReader;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Shared task side of every read path (the row logic of rmqsource/spark/batch.py: _row_mask and
+ * _finish): row filters, exact checks of the pushed string filters, columnar batches bounded in
+ * rows and bytes, and the source metrics.  Subclasses walk their input in {@link #fill}.
+ */
+abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
+    protected final ReadSpec spec;
+    protected final StoreRef store;
+    protected final StoreReader reader;
+    protected final RecordColumns columns;
+    protected final Record record = new Record();
+    private final Properties props = new Properties();
+    private final Map<Long, Topic> topics = new HashMap<>();
+    private final List<byte[]> tagValues;
+    private final List<byte[]> uniqKeyValues;
+    private final List<byte[]> topicValues;
+    private final boolean parseProperties;
+    private final byte[] msgId = new byte[56];
+    private boolean done;
+    protected long recordsRead;
+    protected long bytesRead;
+    protected long unitsSkipped;
+
+    RecordBatchReader(ReadSpec spec, StoreRef store, StructType schema) {
+        this.spec = spec;
+        this.store = store;
+        this.reader = new StoreReader(store.root, store.config, store.commitLogMax);
+        this.columns = new RecordColumns(schema, spec.options.batchSize, spec.options.decompress,
+                spec.options.maxInflatedBodyBytes);
+        columns.setStore(store.broker, store.root);
+        PushedFilters p = spec.pushed;
+        tagValues = p.tags != null ? PushedFilters.utf8(p.tags) : null;
+        uniqKeyValues = p.uniqKeys != null ? PushedFilters.utf8(p.uniqKeys) : null;
+        topicValues = p.topics != null ? PushedFilters.utf8(p.topics) : null;
+        parseProperties = columns.needsProperties || tagValues != null || uniqKeyValues != null;
+    }
+
+    /** Appends rows until the batch is full or the input ends; false once the input is exhausted. */
+    protected abstract boolean fill();
+
+    @Override
+    public boolean next() {
+        if (done) return false;
+        columns.reset();
+        while (!columns.full()) {
+            if (!fill()) {
+                done = true;
+                break;
+            }
+        }
+        return columns.rows > 0;
+    }
+
+    @Override
+    public ColumnarBatch get() {
+        return columns.finish();
+    }
+
+    @Override
+    public void close() {
+        columns.close();
+        reader.close();
+    }
+
+    @Override
+    public CustomTaskMetric[] currentMetricsValues() {
+        return RmqMetrics.taskValues(recordsRead, bytesRead, unitsSkipped);
+    }
+
+    // ------------------------------------------------------------------ topics
+
+    /** A topic seen in this task: its name, valid UTF-8 bytes and queue handles (for tagsCode). */
+    protected static final class Topic {
+        final String name;
+        final byte[] utf8;
+        final Map<Integer, QueueUnits> queues = new HashMap<>();
+
+        Topic(String name) {
+            this.name = name;
+            this.utf8 = name.getBytes(StandardCharsets.UTF_8);
+        }
+    }
+
+    protected Topic topic(ByteBuffer b, Record r) {
+        long h = 0xcbf29ce484222325L;
+        for (int i = 0; i < r.topicLen; i++) h = (h ^ (b.get(r.topicPos + i) & 0xFF)) * 0x100000001b3L;
+        h ^= r.topicLen;
+        Topic t = topics.get(h);
+        if (t != null && r.topicEquals(b, t.utf8)) return t;
+        byte[] raw = new byte[r.topicLen];
+        b.get(r.topicPos, raw, 0, raw.length);
+        Topic fresh = new Topic(new String(raw, StandardCharsets.UTF_8));
+        if (t == null && topics.size() < 4096 && java.util.Arrays.equals(raw, fresh.utf8)) topics.put(h, fresh);
+        return fresh;
+    }
+
+    /**
+     * tagsCode of the ConsumeQueue unit at the record's (topic, queueId, queueOffset), valid only
+     * when that unit points back at the record (same phyOffset and size); _cq_tags_codes.
+     */
+    private final long[] up = new long[1];
+    private final int[] us = new int[1];
+    private final long[] uc = new long[1];
+
+    protected boolean unitTagsCode(Topic t, Record r) {
+        if (r.isPreparedOrRollback() || r.queueOffset < 0) return false;
+        QueueUnits q = t.queues.get(r.queueId);
+        if (q == null) {
+            if (t.queues.containsKey(r.queueId)) return false;
+            q = reader.consumeQueue(t.name, r.queueId);
+            t.queues.put(r.queueId, q);
+            if (q == null) return false;
+        }
+        if (!q.unit(r.queueOffset, up, us, uc)) return false;
+        return up[0] == r.phyOffset && us[0] == r.totalSize;
+    }
+
+    protected long lastUnitTagsCode() {
+        return uc[0];
+    }
+
+    // ------------------------------------------------------------------ row logic
+
+    /** Decodes the record at {@code pos} or fails naming file and offset. */
+    protected void decode(ByteBuffer b, int pos, long available, int expectedSize, String file) {
+        String reason = record.decode(b, pos, available, expectedSize);
+        if (reason != null) throw new CorruptRecordError(reason, file, pos);
+        recordsRead++;
+        bytesRead += record.totalSize;
+    }
+
+    /** _row_mask: transaction types (whole-store reads), queueId set, offset and time ranges. */
+    protected boolean rowMask(boolean wholeStore) {
+        Record r = record;
+        PushedFilters p = spec.pushed;
+        if (wholeStore && !spec.options.includeTransactional && r.isPreparedOrRollback()) return false;
+        if (p.queueIds != null && !p.queueIds.contains(r.queueId)) return false;
+        return r.queueOffset >= p.queueOffset[0] && r.queueOffset < p.queueOffset[1]
+                && r.phyOffset >= p.phyOffset[0] && r.phyOffset < p.phyOffset[1]
+                && r.storeTimestamp >= p.storeTs[0] && r.storeTimestamp < p.storeTs[1];
+    }
+
+    private static boolean contains(List<byte[]> values, ByteBuffer b, int pos, int len) {
+        outer:
+        for (byte[] v : values) {
+            if (v.length != len) continue;
+            for (int i = 0; i < len; i++) if (b.get(pos + i) != v[i]) continue outer;
+            return true;
+        }
+        return false;
+    }
+
+    /** _finish: exact topic / tags / uniqKey / msgId checks, then one output row. */
+    protected void emit(ByteBuffer b, Topic topic, long tagsCode, boolean tagsValid, String file) {
+        Record r = record;
+        if (topicValues != null && !contains(topicValues, b, r.topicPos, r.topicLen)) return;
+        if (parseProperties) props.parse(b, r.propsPos, r.propsLen);
+        if (tagValues != null) {
+            int e = props.find(Properties.TAGS);
+            if (e < 0 || !contains(tagValues, b, props.valueStart(e), props.valueLength(e))) return;
+        }
+        if (uniqKeyValues != null) {
+            int e = props.find(Properties.UNIQ_KEY);
+            if (e < 0 || !contains(uniqKeyValues, b, props.valueStart(e), props.valueLength(e))) return;
+        }
+        if (spec.pushed.msgIds != null) {
+            int n = MsgId.write(b, r.storeHostPos, r.storeHostV6(), r.phyOffset, msgId);
+            if (!spec.pushed.msgIds.contains(new String(msgId, 0, n, StandardCharsets.US_ASCII))) return;
+        }
+        Topic t = topic != null ? topic : (columns.has(RecordColumns.TOPIC) ? topic(b, r) : null);
+        columns.append(b, r, t != null ? t.utf8 : null, props, tagsCode, tagsValid, file, r.pos);
+    }
+}

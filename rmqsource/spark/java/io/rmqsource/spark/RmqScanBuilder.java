@@ -1,0 +1,126 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.errors.OptionError;
+import io.rmqsource.spark.errors.Repr;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.Count;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * Builds the JVM batch scan of {@code format("rmq")}: filter pushdown (the Python path's set),
+ * column pruning, and count(*) pushdown (also grouped by topic / queueId / broker / storePath)
+ * answered from ConsumeQueue offsets where that is exact: topic reads whose filters need no record.
+ *
+ * A new builder per query: nothing is kept between queries of one DataFrame.  Options are parsed
+ * only when a batch is planned, so a stream (whose options differ) builds through here untouched
+ * and runs on the Python implementation.
+ */
+public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
+        SupportsPushDownAggregates {
+    private static final Set<String> GROUP_COLUMNS = Set.of("topic", "queueId", "broker", "storePath");
+    private static final Set<String> NEVER_NULL = Set.of("topic", "queueId", "queueOffset", "commitLogOffset", "msgId",
+            "body", "storeTimestamp", "bornTimestamp", "storeSize", "sysFlag", "broker", "storePath");
+
+    private final CaseInsensitiveStringMap options;
+    private final Supplier<ScanBuilder> pythonScanBuilder;
+    private final PushedFilters pushed = new PushedFilters();
+    private Filter[] pushedFilters = new Filter[0];
+    private StructType required = Contract.SCHEMA;
+    private String[] groupBy;
+    private String aggregationText;
+
+    public RmqScanBuilder(CaseInsensitiveStringMap options, Supplier<ScanBuilder> pythonScanBuilder) {
+        this.options = options;
+        this.pythonScanBuilder = pythonScanBuilder;
+    }
+
+    @Override
+    public Filter[] pushFilters(Filter[] filters) {
+        Filter[] rejected = pushed.push(filters);
+        List<Filter> accepted = new ArrayList<>(List.of(filters));
+        accepted.removeAll(List.of(rejected));
+        pushedFilters = accepted.toArray(new Filter[0]);
+        return rejected;
+    }
+
+    @Override
+    public Filter[] pushedFilters() {
+        return pushedFilters;
+    }
+
+    /** The requested columns, checked against ours (name and type), in the order asked. */
+    @Override
+    public void pruneColumns(StructType requiredSchema) {
+        StructType ours = Contract.SCHEMA;
+        List<String> names = List.of(ours.fieldNames());
+        for (StructField f : requiredSchema.fields()) {
+            if (!names.contains(f.name())) {
+                throw new OptionError("column " + Repr.of(f.name()) + " is not provided by the rmq source; columns are: "
+                        + String.join(", ", names));
+            }
+            DataType want = ours.apply(f.name()).dataType();
+            if (!want.sameType(f.dataType())) {
+                throw new OptionError("column " + Repr.of(f.name()) + " must have type " + want.simpleString()
+                        + ", the schema given says " + f.dataType().simpleString());
+            }
+        }
+        StructType out = new StructType();
+        for (StructField f : requiredSchema.fields()) out = out.add(ours.apply(f.name()));
+        required = out;
+    }
+
+    @Override
+    public boolean pushAggregation(Aggregation aggregation) {
+        RmqOptions opts = RmqOptions.parse(options);
+        if (!RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) return false;
+        for (AggregateFunc f : aggregation.aggregateExpressions()) {
+            boolean countAll = f instanceof CountStar || (f instanceof Count && !((Count) f).isDistinct()
+                    && ((Count) f).column() instanceof NamedReference
+                    && NEVER_NULL.contains(name(((Count) f).column())));
+            if (!countAll) return false;
+        }
+        List<String> group = new ArrayList<>();
+        for (Expression e : aggregation.groupByExpressions()) {
+            String n = e instanceof NamedReference ? name(e) : null;
+            if (n == null || !GROUP_COLUMNS.contains(n)) return false;
+            group.add(n);
+        }
+        groupBy = group.toArray(new String[0]);
+        aggregationText = aggregation.toString();
+        StructType schema = new StructType();
+        for (String g : groupBy) schema = schema.add(Contract.SCHEMA.apply(g));
+        for (int i = 0; i < aggregation.aggregateExpressions().length; i++) {
+            schema = schema.add("count" + i, DataTypes.LongType, false);
+        }
+        required = schema;
+        return true;
+    }
+
+    private static String name(Expression e) {
+        String[] parts = ((NamedReference) e).fieldNames();
+        return parts.length == 1 ? parts[0] : null;
+    }
+
+    @Override
+    public Scan build() {
+        return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, pythonScanBuilder);
+    }
+}

@@ -1,0 +1,27 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.store.StoreConfig;
+import java.io.Serializable;
+
+/** One store as planned: every task sees it as it was at planning (the valid end is pinned). */
+public final class StoreRef implements Serializable {
+    private static final long serialVersionUID = 1L;
+    public final int index;
+    public final String root;
+    public final String broker;
+    public final StoreConfig config;
+    public final long commitLogMin;
+    public final long commitLogMax;
+    public final boolean cqOnDisk;
+
+    public StoreRef(int index, String root, String broker, StoreConfig config, long commitLogMin, long commitLogMax,
+                    boolean cqOnDisk) {
+        this.index = index;
+        this.root = root;
+        this.broker = broker;
+        this.config = config;
+        this.commitLogMin = commitLogMin;
+        this.commitLogMax = commitLogMax;
+        this.cqOnDisk = cqOnDisk;
+    }
+}

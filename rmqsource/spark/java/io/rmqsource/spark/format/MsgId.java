@@ -1,0 +1,66 @@
+package io.rmqsource.spark.format;
+
+import java.nio.ByteBuffer;
+
+/**
+ * Offset msgIds and host strings (spec 6), twin of rmqsource/format/msgid.py.
+ *
+ * Offset msgId = upper-case hex of storeIP (4|16 bytes) + int32 port + int64 phyOffset.
+ */
+public final class MsgId {
+    private static final byte[] HEX = "0123456789ABCDEF".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    private MsgId() {
+    }
+
+    /** Writes the msgId of the record whose store host field starts at {@code hostPos}; returns its length. */
+    public static int write(ByteBuffer b, int hostPos, boolean v6, long phyOffset, byte[] out) {
+        int addr = v6 ? 16 : 4;
+        int n = 0;
+        for (int i = 0; i < addr + 4; i++) {
+            int v = b.get(hostPos + i) & 0xFF;
+            out[n++] = HEX[v >>> 4];
+            out[n++] = HEX[v & 15];
+        }
+        for (int s = 56; s >= 0; s -= 8) {
+            int v = (int) (phyOffset >>> s) & 0xFF;
+            out[n++] = HEX[v >>> 4];
+            out[n++] = HEX[v & 15];
+        }
+        return n;
+    }
+
+    /** CommitLog offset of an offset msgId (32 hex digits IPv4, 56 IPv6), or -1 when it is not one. */
+    public static long decodePhyOffset(String msgId) {
+        String text = msgId.strip();
+        if (text.length() != 32 && text.length() != 56) return -1;
+        long v = 0;
+        for (int i = text.length() - 16; i < text.length(); i++) {
+            int d = Character.digit(text.charAt(i), 16);
+            if (d < 0) return -1;
+            v = (v << 4) | d;
+        }
+        for (int i = 0; i < text.length() - 16; i++) {
+            if (Character.digit(text.charAt(i), 16) < 0) return -1;
+        }
+        return v;
+    }
+
+    /** {@code a.b.c.d:port} or Java's uncompressed {@code [x:x:...]:port} for the host field at {@code pos}. */
+    public static String host(ByteBuffer b, int pos, boolean v6) {
+        StringBuilder sb = new StringBuilder(v6 ? 48 : 24);
+        if (v6) {
+            sb.append('[');
+            for (int g = 0; g < 8; g++) {
+                if (g > 0) sb.append(':');
+                sb.append(Integer.toHexString(b.getShort(pos + 2 * g) & 0xFFFF));
+            }
+            sb.append("]:").append(b.getInt(pos + 16));
+        } else {
+            sb.append(b.get(pos) & 0xFF).append('.').append(b.get(pos + 1) & 0xFF).append('.')
+                    .append(b.get(pos + 2) & 0xFF).append('.').append(b.get(pos + 3) & 0xFF)
+                    .append(':').append(b.getInt(pos + 4));
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,142 @@
+package io.rmqsource.spark.store;
+
+import io.rmqsource.spark.format.Record;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * CommitLog, read side (twin of rmqsource/store/commitlog.py): segments of every CommitLog
+ * directory, records at offsets, and the valid end by RocketMQ's recovery walk (spec 7.3).
+ */
+public final class CommitLog {
+    public final Segments segments;
+
+    public CommitLog(StoreLayout layout) {
+        List<Segment> all = new ArrayList<>();
+        for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(d));
+        all.sort((a, b) -> Long.compare(a.startOffset, b.startOffset));
+        this.segments = new Segments(all, 0);
+    }
+
+    public long minOffset() {
+        return segments.minOffset();
+    }
+
+    public long segmentSize() {
+        return segments.segmentSize;
+    }
+
+    public List<Segment> list() {
+        return segments.list;
+    }
+
+    /** Called by {@link #walk} for every MESSAGE and BLANK entry; return false to stop. */
+    public interface Visitor {
+        boolean visit(int kind, Segment seg, ByteBuffer b, int pos, long size);
+    }
+
+    /**
+     * Every entry from {@code start} in CommitLog order (CommitLog.walk): MESSAGE steps; a BLANK
+     * step at each segment end, then the next segment; stops at the first END or CORRUPT entry,
+     * whose CommitLog offset it returns (or the offset where the walk stopped).
+     */
+    public long walk(long start, boolean checkCrc, Visitor visitor, Record.Check lastStep) {
+        Segment seg = segments.find(start);
+        if (seg == null) return start;
+        int idx = segments.indexOf(seg);
+        long pos = start - seg.startOffset;
+        Record.Check c = lastStep != null ? lastStep : new Record.Check();
+        while (idx >= 0 && idx < segments.list.size()) {
+            seg = segments.list.get(idx);
+            ByteBuffer b = segments.map(seg);
+            long limit = Math.min(segments.lengthOf(seg), b.capacity());
+            while (true) {
+                if (pos + 8 > limit) {
+                    c.kind = Record.END;
+                    return seg.startOffset + pos;
+                }
+                Record.check(b, (int) pos, limit, checkCrc, c);
+                if (c.kind == Record.MESSAGE) {
+                    if (!visitor.visit(Record.MESSAGE, seg, b, (int) pos, c.size)) return seg.startOffset + pos;
+                    pos += c.size;
+                    continue;
+                }
+                if (c.kind == Record.BLANK) {
+                    c.size = segments.lengthOf(seg) - pos;
+                    if (!visitor.visit(Record.BLANK, seg, b, (int) pos, c.size)) return seg.startOffset + pos;
+                    break;
+                }
+                return seg.startOffset + pos;
+            }
+            idx++;
+            pos = 0;
+        }
+        c.kind = Record.END;
+        return -1;
+    }
+
+    /** Valid end scanning from a known record boundary (find_valid_end_from). */
+    public long findValidEndFrom(long start, boolean checkCrc) {
+        final long[] end = {start};
+        final Segment last = segments.list.isEmpty() ? null : segments.list.get(segments.list.size() - 1);
+        Record.Check stop = new Record.Check();
+        long at = walk(start, checkCrc, (kind, seg, b, pos, size) -> {
+            if (kind == Record.MESSAGE) {
+                end[0] = seg.startOffset + pos + size;
+            } else {
+                end[0] = seg == last ? seg.startOffset + pos : seg.startOffset + segments.lengthOf(seg);
+            }
+            return true;
+        }, stop);
+        if (at >= 0 && segments.find(start) != null) end[0] = at;
+        return end[0];
+    }
+
+    public long findValidEnd(int startSegmentIndex, boolean checkCrc) {
+        if (segments.list.isEmpty()) return 0;
+        int i = Math.max(0, Math.min(startSegmentIndex, segments.list.size() - 1));
+        return findValidEndFrom(segments.list.get(i).startOffset, checkCrc);
+    }
+
+    /** storeTimestamp of the message at {@code phy} (decode_at without CRC), or null when there is none. */
+    public Long storeTimestampAt(long phy) {
+        Record.Check c = decodeAt(phy);
+        return c != null && c.kind == Record.MESSAGE ? c.storeTimestamp : null;
+    }
+
+    /** decode_at: what is at {@code phy} (kind MESSAGE/BLANK/END/CORRUPT), null when no segment holds it. */
+    public Record.Check decodeAt(long phy) {
+        Segment seg = segments.find(phy);
+        if (seg == null) return null;
+        ByteBuffer b = segments.map(seg);
+        long pos = phy - seg.startOffset;
+        long remaining = segments.lengthOf(seg) - pos;
+        long inFile = b.capacity() - pos;
+        Record.Check c = new Record.Check();
+        if (inFile < 8 || remaining < 8) {
+            c.kind = Record.END;
+            return c;
+        }
+        int total = b.getInt((int) pos);
+        long readable = 8 <= total && total <= Math.min(remaining, Record.MAX_RECORD_BYTES_READ) ? total : 8;
+        Record.check(b, (int) pos, pos + Math.min(readable, inFile), false, c);
+        return c;
+    }
+
+    /** Abnormal recovery start: last segment whose first record is older than the checkpoint. */
+    public int abnormalRecoveryStartIndex(long minTimestampMs) {
+        for (int i = segments.list.size() - 1; i >= 0; i--) {
+            Record.Check c = decodeAt(segments.list.get(i).startOffset);
+            if (c != null && c.kind == Record.MESSAGE && c.storeTimestamp != 0 && c.storeTimestamp <= minTimestampMs) {
+                return i;
+            }
+        }
+        return 0;
+    }
+
+    public long rollNextFile(long offset) {
+        long z = Math.max(1, segments.segmentSize);
+        return offset + z - offset % z;
+    }
+}

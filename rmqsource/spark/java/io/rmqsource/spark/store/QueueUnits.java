@@ -1,0 +1,86 @@
+package io.rmqsource.spark.store;
+
+import io.rmqsource.spark.format.ConsumeQueue;
+
+/**
+ * Units of one (topic, queueId), twin of ConsumeQueueBase in rmqsource/store/consumequeue.py:
+ * over the queue's files, or re-derived from the CommitLog when consumequeue/ is missing.
+ */
+public abstract class QueueUnits {
+    public final String topic;
+    public final int queueId;
+
+    protected QueueUnits(String topic, int queueId) {
+        this.topic = topic;
+        this.queueId = queueId;
+    }
+
+    public abstract long maxOffset();
+
+    /** End (phyOffset + size) of the last valid unit's record; -1 when empty. */
+    public abstract long maxPhysicOffset();
+
+    public abstract long firstFileStartOffset();
+
+    public abstract int unitsPerFile();
+
+    /** Where errors point: the queue's directory. */
+    public abstract String where();
+
+    /** Units [start, start + count) clipped to [0, maxOffset); returns how many were read. */
+    public abstract int read(long start, int count, long[] phy, int[] size, long[] code);
+
+    private final long[] p1 = new long[1];
+    private final int[] s1 = new int[1];
+    private final long[] c1 = new long[1];
+
+    /** Unit i as {phy, size, code} in the holders, or false when there is none. */
+    public boolean unit(long i, long[] phy, int[] size, long[] code) {
+        return read(i, 1, phy, size, code) == 1;
+    }
+
+    public boolean hasFileFor(long offset) {
+        return true;
+    }
+
+    /** Max offset ignoring units at or past the CommitLog's valid end (truncateDirtyLogicFiles). */
+    public long cappedMaxOffset(long commitLogEnd) {
+        long hi = maxOffset();
+        long lo = firstFileStartOffset();
+        if (hi <= lo || maxPhysicOffset() <= commitLogEnd) return hi;
+        while (lo < hi) {
+            long mid = (lo + hi) >>> 1;
+            unit(mid, p1, s1, c1);
+            if (s1[0] != ConsumeQueue.PRE_BLANK_SIZE && p1[0] >= commitLogEnd) hi = mid;
+            else lo = mid + 1;
+        }
+        return lo;
+    }
+
+    /** The broker's minLogicOffset (spec 3.4), per engine generation (see consumequeue.py). */
+    public long minOffset(long commitLogMinOffset, boolean v5, long maxOff) {
+        long first = firstFileStartOffset();
+        if (maxOff <= first) return v5 ? maxOff : first;
+        long lo;
+        long hi;
+        if (v5) {
+            unit(maxOff - 1, p1, s1, c1);
+            if (p1[0] < commitLogMinOffset && s1[0] != ConsumeQueue.PRE_BLANK_SIZE) return maxOff;
+            lo = first;
+            hi = maxOff;
+        } else {
+            lo = first;
+            hi = Math.min(maxOff, first + unitsPerFile());
+        }
+        long endOfScan = hi;
+        while (lo < hi) {
+            long mid = (lo + hi) >>> 1;
+            unit(mid, p1, s1, c1);
+            boolean live = s1[0] != ConsumeQueue.PRE_BLANK_SIZE && p1[0] >= commitLogMinOffset;
+            if (live) hi = mid;
+            else lo = mid + 1;
+        }
+        if (lo >= endOfScan) return v5 ? maxOff : first;
+        return lo;
+    }
+}

@@ -1,0 +1,127 @@
+package io.rmqsource.spark.store;
+
+import io.rmqsource.spark.errors.CorruptRecordError;
+import io.rmqsource.spark.errors.DataLossError;
+import io.rmqsource.spark.errors.FormatError;
+import java.io.File;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * A list of equal-sized segment files (RocketMQ's MappedFileQueue, read side), twin of
+ * rmqsource/io/segments.py: lookup by offset, and read-only memory maps of the files.
+ */
+public final class Segments {
+    public static final int MAX_SEGMENTS = 1_000_000;
+    private static final Pattern NAME = Pattern.compile("\\d{20}");
+
+    public final List<Segment> list;
+    public final long segmentSize;
+    private final long[] starts;
+    private final Map<String, ByteBuffer> maps = new HashMap<>();
+
+    public Segments(List<Segment> segments, long configuredSize) {
+        this.list = segments;
+        this.segmentSize = configuredSize > 0 ? configuredSize : (segments.isEmpty() ? 0 : segments.get(0).sizeBytes);
+        this.starts = new long[segments.size()];
+        for (int i = 0; i < starts.length; i++) starts[i] = segments.get(i).startOffset;
+    }
+
+    /** Sorted segments of one directory; zero-length files and other names are skipped. */
+    public static List<Segment> listDirectory(String directory) {
+        File d = new File(directory);
+        List<Segment> out = new ArrayList<>();
+        File[] entries = d.listFiles();
+        if (entries == null) return out;
+        for (File f : entries) {
+            String name = f.getName();
+            if (!NAME.matcher(name).matches() || !f.isFile()) continue;
+            long size = f.length();
+            if (size == 0) continue;
+            out.add(new Segment(Long.parseLong(name), f.getPath(), size));
+            if (out.size() > MAX_SEGMENTS) {
+                throw new FormatError("more than " + MAX_SEGMENTS + " segment files", directory, -1);
+            }
+        }
+        out.sort((a, b) -> Long.compare(a.startOffset, b.startOffset));
+        return out;
+    }
+
+    public long minOffset() {
+        return list.isEmpty() ? 0 : list.get(0).startOffset;
+    }
+
+    /** The segment holding {@code offset} (spec 1.4), or null. */
+    public Segment find(long offset) {
+        if (list.isEmpty() || offset < 0) return null;
+        long z = segmentSize;
+        long first = list.get(0).startOffset;
+        if (z > 0) {
+            long k = offset / z - first / z;
+            if (k >= 0 && k < list.size()) {
+                Segment seg = list.get((int) k);
+                if (seg.startOffset <= offset && offset < seg.startOffset + z) return seg;
+            }
+        }
+        int i = Arrays.binarySearch(starts, offset);
+        if (i < 0) i = -i - 2;
+        if (i >= 0) {
+            Segment seg = list.get(i);
+            if (offset < seg.startOffset + Math.max(seg.sizeBytes, z)) return seg;
+        }
+        return null;
+    }
+
+    public int indexOf(Segment seg) {
+        int i = Arrays.binarySearch(starts, seg.startOffset);
+        return i >= 0 ? i : -1;
+    }
+
+    /** Length of a segment as the format sees it: the common size, or the file when larger. */
+    public long lengthOf(Segment seg) {
+        return Math.max(seg.sizeBytes, segmentSize);
+    }
+
+    /**
+     * The whole file mapped read-only (its current length; bytes past it are absent).  A file
+     * that vanished is a DataLossError, as in the Python reader.
+     */
+    public ByteBuffer map(Segment seg) {
+        ByteBuffer b = maps.get(seg.path);
+        if (b == null) {
+            b = mapFile(seg.path);
+            maps.put(seg.path, b);
+        }
+        return b;
+    }
+
+    public static ByteBuffer mapFile(String path) {
+        try (FileChannel ch = FileChannel.open(Path.of(path), StandardOpenOption.READ)) {
+            long size = ch.size();
+            if (size > Integer.MAX_VALUE) {
+                throw new CorruptRecordError("file is " + size + " bytes; segments over 2 GiB are not read", path, 0);
+            }
+            MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, size);
+            return m;
+        } catch (NoSuchFileException e) {
+            throw new DataLossError("segment file " + path + " is gone (deleted while the query ran?)");
+        } catch (IOException e) {
+            throw new CorruptRecordError("cannot map file: " + e, path, 0);
+        }
+    }
+
+    public void close() {
+        maps.clear();
+    }
+}

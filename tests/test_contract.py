@@ -1,0 +1,33 @@
+"""The Python read path agrees with contract.json, the file the JVM scan reads its columns and options from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmqsource.spark.options import OPTIONS
+from rmqsource.spark.schema import ARROW_SCHEMA, _ddl_type
+from rmqsource.store.config import _KEYS
+
+pytestmark = pytest.mark.unit
+
+CONTRACT = Path(__file__).resolve().parents[1] / "rmqsource" / "spark" / "java" / "io" / "rmqsource" / "spark" \
+    / "contract.json"
+
+
+def contract() -> dict:
+    return json.loads(CONTRACT.read_text(encoding="utf-8"))
+
+
+def test_columns_equal_arrow_schema():
+    assert contract()["columns"] == [[f.name, _ddl_type(f.type)] for f in ARROW_SCHEMA]
+
+
+def test_options_equal_python_options():
+    assert contract()["options"] == OPTIONS
+
+
+def test_store_config_keys_equal_python_keys():
+    assert contract()["storeConfigKeys"] == list(_KEYS)
