@@ -287,14 +287,28 @@ def test_concurrent_commits_from_two_processes_both_land(tmp_path):
     assert doc["dataVersion"]["counter"] == 4 * ROUNDS      # one bump per commit, none lost
 
 
+def _hold_lock(path: str, taken, release) -> None:
+    with open(path, "a+") as held:
+        fcntl.lockf(held.fileno(), fcntl.LOCK_EX)      # the record lock both implementations take
+        taken.set()
+        release.wait(30)
+
+
 def test_commit_times_out_when_the_lock_is_held(tmp_path):
     root = tmp_path / "store"
     co = ConsumerOffsets(root, lock_timeout_ms=50)
     co.commit("g", {"T": {0: 1}})
-    with open(co.lock_path, "a+") as held:
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    ctx = multiprocessing.get_context("fork")
+    taken, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(co.lock_path, taken, release))
+    holder.start()
+    try:
+        assert taken.wait(10)
         with pytest.raises(StoreLockedError, match="lock"):
             co.commit("g", {"T": {0: 2}})
+    finally:
+        release.set()
+        holder.join(10)
     assert co.commit("g", {"T": {0: 2}}) == {"T": {0: 2}}
 
 

@@ -66,9 +66,7 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    // The native scan plugs in here; its Scan forwards toMicroBatchStream to the Python scan:
-    // return new RmqScanBuilder(options, () -> ((SupportsRead) python).newScanBuilder(options));
-    return ((SupportsRead) python).newScanBuilder(options);
+    return new RmqScanBuilder(options, () -> ((SupportsRead) python).newScanBuilder(options));
   }
 
   @Override
