@@ -82,6 +82,15 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         return new TreeMap<>(r.offsets());
     }
 
+    /** What the query progress shows as the source's description. */
+    @Override
+    public String toString() {
+        RmqOptions r = opts.read;
+        String what = r.topics != null ? "topics=" + String.join(",", r.topics)
+                : r.topicPattern != null ? "topicPattern=" + r.topicPattern : "queues=" + r.queues.size();
+        return "RmqMicroBatchStream(JVM)[" + opts.root() + ", " + what + "]";
+    }
+
     // ------------------------------------------------------------------ offsets
 
     @Override

@@ -24,18 +24,18 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * planning (a data loss, or skipped), and the CommitLog bounds (its whole segments: the driver
  * admitted only units it had checked against their records).
  */
-final class StreamReaderFactory implements PartitionReaderFactory {
+public final class StreamReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
 
     /** ConsumeQueue offsets [start, end) of one queue in one micro-batch. */
-    static final class StreamRange implements InputPartition {
+    public static final class StreamRange implements InputPartition {
         private static final long serialVersionUID = 1L;
-        final String topic;
-        final int queueId;
-        final long start;
-        final long end;
+        public final String topic;
+        public final int queueId;
+        public final long start;
+        public final long end;
         /** The queue appeared after the previous batch: read from its first retained unit, no data loss. */
-        final boolean newQueue;
+        public final boolean newQueue;
 
         StreamRange(String topic, int queueId, long start, long end, boolean newQueue) {
             this.topic = topic;
