@@ -57,6 +57,7 @@ def python_error(exc):
         Exception.__init__(err, message)
         err.file = java.file()
         err.offset = java.offset() if java.offset() >= 0 else None
+        err.reason = message
         return err
     return cls(message)
 
@@ -201,16 +202,25 @@ class JvmStreamReader:
 
 # --------------------------------------------------------------------------- config JSON
 
+def _key_tag(k: Any) -> tuple[str, Any]:
+    if isinstance(k, str):
+        return "s", k
+    if isinstance(k, int) and not isinstance(k, bool):
+        return "i", str(k)
+    return "x", repr(k)          # no JSON key: FastJson must refuse it
+
+
 def _to_tagged(value: Any) -> Any:
-    """A Python document as strict JSON that keeps int keys apart from str keys and sets from lists."""
+    """A Python document as plain data that keeps int keys apart from str keys and sets from lists."""
+    from rmqsource.format.configjson import JavaList
     if isinstance(value, dict):
-        return {"m": [[("i" if isinstance(k, int) and not isinstance(k, bool) else "s"), k if not isinstance(k, int)
-                       or isinstance(k, bool) else str(k), _to_tagged(v)] for k, v in value.items()]}
+        return {"m": [[*_key_tag(k), _to_tagged(v)] for k, v in value.items()]}
     if isinstance(value, (set, frozenset)):
         return {"set": [_to_tagged(v) for v in value]}
+    if isinstance(value, JavaList):
+        return {"pretty": [_to_tagged(v) for v in value]}
     if isinstance(value, (list, tuple)):
-        from rmqsource.format.configjson import JavaList
-        return {"pretty" if isinstance(value, JavaList) else "list": [_to_tagged(v) for v in value]}
+        return {"list": [_to_tagged(v) for v in value]}
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return {"v": value}
     if isinstance(value, int):
@@ -221,13 +231,13 @@ def _to_tagged(value: Any) -> Any:
 
 
 def _java_value(jvm, tagged: Any):
-    """Builds the Java object FastJson writes from the tagged JSON (maps keep insertion order)."""
+    """Builds the Java object FastJson writes from the tagged data (maps keep insertion order)."""
     kind, body = next(iter(tagged.items()))
     if kind == "m":
         m = jvm.java.util.LinkedHashMap()
         for t, k, v in body:
-            m.put(jvm.java.lang.Long.valueOf(k) if t == "i" and abs(int(k)) < 2**63
-                  else jvm.java.math.BigInteger(k) if t == "i" else k, _java_value(jvm, v))
+            key = k if t == "s" else _java_value(jvm, {"int": k}) if t == "i" else jvm.java.lang.Object()
+            m.put(key, _java_value(jvm, v))
         return m
     if kind in ("list", "pretty", "set"):
         items = jvm.java.util.ArrayList()
