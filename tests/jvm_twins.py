@@ -286,16 +286,25 @@ class JvmFastJson:
         self.cls = jvm.io.rmqsource.spark.format.FastJson
 
     def loads_value(self, text, *, file=None, max_depth=64):
+        file = None if file is None else str(file)
         with _Call():
             if isinstance(text, (bytes, bytearray)):
                 text = self.cls.decodeUtf8(bytearray(text), file)
             return _python_value(self.cls.parseValue(text, file, max_depth))
 
     def loads(self, text, *, file=None):
+        file = None if file is None else str(file)
         with _Call():
             if isinstance(text, (bytes, bytearray)):
                 return _python_value(self.cls.parse(bytearray(text), file))
             return _python_value(self.cls.parse(text, file))
+
+    carries_lone_surrogates = False      # py4j sends strings as UTF-8
+
+    def reemit(self, text):
+        """Parse and write again, all inside the JVM (insertion order kept)."""
+        with _Call():
+            return self.cls.write(self.cls.parse(text, None), False)
 
     def dumps(self, obj, *, sort_keys=True):
         with _Call():
