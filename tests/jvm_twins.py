@@ -31,6 +31,9 @@ JVM_PACKAGE = "io.rmqsource.spark"
 
 def jvm_or_skip(request):
     """The session JVM with the rmq jar loaded, else skip (python mode: no jar on spark.jars)."""
+    from rmqsource.spark.jar import session_jar
+    if session_jar() is None:           # decided without starting Spark
+        pytest.skip("the rmq jar is not on this session's spark.jars (RMQ_SPARK_MODE=python)")
     spark = request.getfixturevalue("spark")
     jvm = spark._jvm
     try:
