@@ -294,6 +294,22 @@ def test_max_messages_per_trigger_caps_every_batch(spark, tmp_path):
 
 
 @pytest.mark.spark
+def test_a_narrower_schema_reads_only_its_columns(spark, tmp_path):
+    root = tmp_path / "store"
+    fill(root, 40, tags=["TagA"])
+    df = (spark.readStream.format("rmq").schema("queueOffset bigint, tags string, body binary")
+          .option("topics", "T").option("startingOffsets", "earliest").load(str(root)))
+    rows = []
+    q = (df.writeStream.foreachBatch(lambda d, i: rows.extend(d.collect())).option("checkpointLocation",
+                                                                                  str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).start())
+    assert q.awaitTermination(240) and q.exception() is None
+    assert df.columns == ["queueOffset", "tags", "body"]
+    assert sorted(int(r.body) for r in rows) == list(range(40))
+    assert {r.tags for r in rows} == {"TagA"} and sorted(r.queueOffset for r in rows) == sorted(list(range(10)) * 4)
+
+
+@pytest.mark.spark
 def test_group_commit_writes_consumer_offsets(spark, tmp_path):
     root = tmp_path / "store"
     fill(root, 400)
