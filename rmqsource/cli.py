@@ -16,8 +16,10 @@ corpora's expected files (``expected/get/*``, ``view.jsonl`` results,
 ``query.jsonl`` hits and summary, ``recover.json``, ``put.jsonl``).  Without
 it every command prints aligned, readable tables.
 
-Exit codes: 0 success, 1 store / format errors (the message names the file
-and offset), 2 argument / option errors, 130 on Ctrl-C.  A closed pipe
+Exit codes: 0 success (found), 1 store / format errors (the message names
+the file and offset; ``verify``: problems found), 2 argument / option errors,
+3 not found (``view`` of a missing msgId, ``query`` with no hits, ``get`` of a
+missing topic/queue, ``lag --group`` of a group without commits), 130 on Ctrl-C.  A closed pipe
 (``rmq get ... | head``) ends the command quietly.
 """
 
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 PROG = "rmq"
 DEFAULT_GROUP = "rmq-cli"
 JAVA_LONG_MAX = (1 << 63) - 1
-EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_STORE_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -280,6 +282,17 @@ def load_config(args) -> "StoreConfig":
         raise OptionError(f"-C: {e}") from None
 
 
+def load_writer_config(args, strict: bool = True) -> "StoreConfig":
+    """load_config, with every segment size not given taken from the store's files (put, recover).
+
+    ``strict``: files of one kind that differ in size are an error (put); recover leaves that to recovery.
+    """
+    from .store.file_sizes import fit_config_to_files, given_keys
+    from .store.config import parse_override_args
+    given = given_keys(args.config, parse_override_args(args.config_overrides or []))
+    return fit_config_to_files(load_config(args), args.store, given, strict=strict)
+
+
 def open_reader(args):
     from .store.reader import MessageStoreReader
     return MessageStoreReader(args.store, load_config(args))
@@ -303,7 +316,8 @@ _MESSAGE_NUMERIC = [True, True, True, False, False, False, False]
 def cmd_get(args, out: Output) -> int:
     from .store.shapes import message_json, status_json
     with open_reader(args) as reader:
-        if reader.consume_queue(args.topic, args.queue_id) is None:
+        missing = reader.consume_queue(args.topic, args.queue_id) is None
+        if missing:
             known = reader.queue_keys()
             if args.topic not in {t for t, _ in known}:
                 note = f"topic {args.topic!r} has no ConsumeQueue in this store"
@@ -339,7 +353,7 @@ def cmd_get(args, out: Output) -> int:
             out.line(f"status {last.status.value}  nextBeginOffset {last.next_begin_offset}  "
                      f"minOffset {last.min_offset}  maxOffset {last.max_offset}  "
                      f"messages {count}  calls {calls}")
-    return EXIT_OK
+    return EXIT_NOT_FOUND if missing else EXIT_OK
 
 
 def _flush_message_rows(out: Output, rows, widths: list[int]) -> None:
@@ -388,19 +402,8 @@ def _message_details(found, out: Output, body_chars: int) -> None:
 
 
 def cmd_view(args, out: Output) -> int:
-    from .store.shapes import view_json
-    with open_reader(args) as reader:
-        result = reader.view(args.msg_id)
-        if out.json:
-            out.json_line(view_json(result))
-            return EXIT_OK
-        out.line(f"msgId {args.msg_id}: storeHost {result.store_host}, commitLogOffset {result.commit_log_offset}")
-        if result.message is None:
-            out.line("no message at that offset (removed, past the CommitLog end, or not a record start)")
-            return EXIT_OK
-        out.line()
-        _message_details(result.message, out, args.body_chars)
-    return EXIT_OK
+    from .commands.lookup import cmd_view as run
+    return run(args, out)
 
 
 # --------------------------------------------------------------- query
@@ -425,11 +428,12 @@ def cmd_query(args, out: Output) -> int:
     with open_reader(args) as reader:
         result = reader.query(args.topic, args.key, max_num, begin, end, only_matching=args.only_matching)
         doc = query_json(result, args.topic, args.key)
+        exit_code = EXIT_OK if doc["hits"] else EXIT_NOT_FOUND
         if out.json:
             for hit in doc["hits"]:
                 out.json_line(hit)
             out.json_line(doc["summary"])
-            return EXIT_OK
+            return exit_code
         rows = []
         for found, hit in zip(result.messages, doc["hits"]):
             r = found.record
@@ -448,7 +452,7 @@ def cmd_query(args, out: Output) -> int:
         collisions = sum(1 for h in doc["hits"] if not h["keyMatch"])
         if collisions:
             out.line(f"{collisions} hit(s) are index hash collisions (keyMatch no); --only-matching drops them")
-    return EXIT_OK
+    return exit_code
 
 
 # --------------------------------------------------------------- recover / queues / topics
@@ -510,9 +514,11 @@ def run_recovery(args, config) -> dict:
     from .store.reader import MessageStoreReader
     from .store.shapes import queue_json
     if args.dry_run:
+        from .store.recovery_plan import plan_recovery
         with MessageStoreReader(args.store, config) as reader:
             doc = recover_report_readonly(reader, config, all_queues=args.all)
         doc["dryRun"] = True
+        doc["plan"] = plan_recovery(args.store, config).to_json()
         return doc
     from .io.lock import StoreLock
     from .store.layout import StoreLayout
@@ -541,14 +547,17 @@ def run_recovery(args, config) -> dict:
 
 
 def cmd_recover(args, out: Output) -> int:
-    config = load_config(args)
+    config = load_writer_config(args, strict=False)
     doc = run_recovery(args, config)
     if out.json:
         out.json_line(doc)
         return EXIT_OK
     s = doc["summary"]
     if doc.get("dryRun"):
+        from .commands.verify import recovery_plan_lines
         out.line("dry run: report computed read-only, nothing was written")
+        out.lines(recovery_plan_lines(doc["plan"]))
+        out.line()
     else:
         a = doc["actions"]
         did = []
@@ -569,17 +578,25 @@ def cmd_recover(args, out: Output) -> int:
 
 def _queue_table(queues: list[dict]) -> list[str]:
     rows = [[short_topic(q["topic"]), q["queueId"], q["minOffset"], q["maxOffset"], q["maxOffset"] - q["minOffset"],
-             q["cqMaxPhysicOffset"]] for q in queues]
+             q["cqMaxPhysicOffset"]] + ([format_ms(q["lastStoreTime"])] if "lastStoreTime" in q else [])
+            for q in queues]
     if not rows:
         return ["(no queues)"]
-    return format_table(["topic", "queueId", "minOffset", "maxOffset", "messages", "cqMaxPhysicOffset"], rows,
-                        [False, True, True, True, True, True])
+    last = ["lastStoreTime (UTC)"] if "lastStoreTime" in queues[0] else []
+    return format_table(["topic", "queueId", "minOffset", "maxOffset", "messages", "cqMaxPhysicOffset"] + last, rows,
+                        [False, True, True, True, True, True] + [False] * len(last))
+
+
+def _note_live_broker(reader) -> None:
+    if reader.broker_note():
+        print(f"{PROG}: note: {reader.broker_note()}", file=sys.stderr)
 
 
 def cmd_queues(args, out: Output) -> int:
     config = load_config(args)
     from .store.reader import MessageStoreReader
     with MessageStoreReader(args.store, config) as reader:
+        _note_live_broker(reader)
         queues = _queue_entries(reader, config, include_memory_queues=False)
         if args.topic is not None:
             topics = sorted({q["topic"] for q in queues})
@@ -587,6 +604,11 @@ def cmd_queues(args, out: Output) -> int:
             if not queues:
                 raise OptionError(f"topic {args.topic!r} has no ConsumeQueue in {args.store}; "
                                   f"topics: {', '.join(topics) or '(none)'}")
+        from .commands.lookup import last_store_times
+        times = last_store_times(reader, queues)
+        for q in queues:
+            q["messages"] = q["maxOffset"] - q["minOffset"]
+            q["lastStoreTime"] = times[(q["topic"], q["queueId"])]
         if out.json:
             for q in queues:
                 out.json_line(q)
@@ -600,19 +622,31 @@ def cmd_queues(args, out: Output) -> int:
 
 
 def cmd_lag(args, out: Output) -> int:
-    from .store.lag import group_lag, lag_rows_text
-    rows = group_lag(args.store, load_config(args), args.group)
-    if out.json:
-        for row in rows:
-            out.json_line(row)
-    else:
-        out.line(lag_rows_text(rows))
-    return EXIT_OK
+    from .commands.lookup import cmd_lag as run
+    return run(args, out)
+
+
+def cmd_export_entry(args, out: Output) -> int:
+    from .commands.export import cmd_export
+    return cmd_export(args, out)
+
+
+def cmd_print_entry(args, out: Output) -> int:
+    from .commands.export import cmd_print
+    return cmd_print(args, out)
+
+
+def cmd_verify(args, out: Output) -> int:
+    from .commands.verify import cmd_verify as run
+    return run(args, out)
 
 
 def cmd_demo(args, out: Output) -> int:
     from .demo import run_demo
-    return run_demo(args.dir, args.messages, keep=bool(args.dir), out=out.line)
+    def line(text: str) -> None:   # progress shows while Spark starts and runs
+        out.line(text)
+        out.flush()
+    return run_demo(args.dir, args.messages, keep=bool(args.dir), out=line)
 
 
 def cmd_jar(args, out: Output) -> int:
@@ -626,7 +660,10 @@ def cmd_topics(args, out: Output) -> int:
     config = load_config(args)
     from .store.reader import MessageStoreReader
     with MessageStoreReader(args.store, config) as reader:
+        _note_live_broker(reader)
         queues = _queue_entries(reader, config, include_memory_queues=False)
+        from .commands.lookup import last_store_times
+        times = last_store_times(reader, queues)
         per_topic: dict[str, list[dict]] = {}
         for q in queues:
             per_topic.setdefault(q["topic"], []).append(q)
@@ -636,16 +673,18 @@ def cmd_topics(args, out: Output) -> int:
             docs.append({"topic": topic, "queueIds": [q["queueId"] for q in qs],
                          "messages": sum(q["maxOffset"] - q["minOffset"] for q in qs),
                          "minOffset": min(q["minOffset"] for q in qs),
-                         "maxOffset": max(q["maxOffset"] for q in qs)})
+                         "maxOffset": max(q["maxOffset"] for q in qs),
+                         "lastStoreTime": max((t for q in qs if (t := times[(topic, q["queueId"])]) is not None),
+                                              default=None)})
         if out.json:
             for d in docs:
                 out.json_line(d)
             return EXIT_OK
         rows = [[short_topic(d["topic"]), len(d["queueIds"]), d["messages"], d["minOffset"], d["maxOffset"],
-                 ",".join(str(i) for i in d["queueIds"])] for d in docs]
+                 format_ms(d["lastStoreTime"]), ",".join(str(i) for i in d["queueIds"])] for d in docs]
         if rows:
-            out.lines(format_table(["topic", "queues", "messages", "minOffset", "maxOffset", "queueIds"], rows,
-                                   [False, True, True, True, True, False]))
+            out.lines(format_table(["topic", "queues", "messages", "minOffset", "maxOffset", "lastStoreTime (UTC)",
+                                    "queueIds"], rows, [False, True, True, True, True, False, False]))
         else:
             out.line("(no topics)")
         out.line()
@@ -726,8 +765,10 @@ def _arrow_batches(path: str):
 def cmd_put(args, out: Output) -> int:
     import time
     from .io.segments import list_segments
+    from .commands.put_input import arrow_bodies_decoded, json_bodies_as_base64
+    from .store.queue_select import QueueChooser, TopicQueueNums, with_queue_ids
     from .store.writer import MessageStoreWriter
-    config = load_config(args)
+    config = load_writer_config(args)
     if args.from_files and args.input:
         raise OptionError("give either --from (Parquet/Arrow files) or --input (JSON lines), not both")
     stdin = args.stdin
@@ -755,10 +796,13 @@ def cmd_put(args, out: Output) -> int:
                 out.raw(results.to_put_jsonl(base))
 
         if args.from_files:
+            # Rows without a queueId: the Spark sink's rule (hash of the keys, else round-robin).
+            chooser = QueueChooser(TopicQueueNums.of_store(args.store))
             for path in args.from_files:
                 for batch in _arrow_batches(path):
                     if batch.num_rows:
-                        record(writer.put_arrow_batch(batch))
+                        batch = arrow_bodies_decoded(batch, args.body_encoding, path)
+                        record(writer.put_arrow_batch(with_queue_ids(batch, chooser)))
         else:
             if args.input:
                 try:
@@ -770,6 +814,7 @@ def cmd_put(args, out: Output) -> int:
                 stream, what = stdin, "stdin"
             try:
                 for first_line, block in _line_blocks(stream):
+                    block = json_bodies_as_base64(block, args.body_encoding, what, first_line)
                     record(writer.put_json_lines(block, what=what, first_line=first_line))
             finally:
                 if args.input:
@@ -850,6 +895,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Parquet (.parquet) or Arrow IPC (.arrow/.feather/.ipc) file with columns topic, body "
                         "and optionally queueId, tags, keys, properties, flag, bornTimestamp, ... (repeatable)")
     p.add_argument("--input", metavar="FILE", help="read JSON lines from FILE instead of stdin")
+    p.add_argument("--body-encoding", choices=("base64", "utf8", "hex"), default=None,
+                   help="how the body is written: JSON lines default to base64 (the corpus shape); with --from "
+                        "a string body column is UTF-8 unless this says base64 or hex")
     p.set_defaults(func=cmd_put)
 
     p = sub.add_parser("get", parents=[common], help="getMessage from a queue",
@@ -865,8 +913,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", default=DEFAULT_GROUP, help=f"consumer group (default {DEFAULT_GROUP})")
     p.set_defaults(func=cmd_get)
 
-    p = sub.add_parser("view", parents=[common], help="view a message by its offset msgId",
-                       description="Decode an offset msgId (storeHost + commitLogOffset) and read that record.")
+    p = sub.add_parser("view", parents=[common], help="view a message by offset msgId or UNIQ_KEY",
+                       description="Like mqadmin queryMsgById: decode an offset msgId (storeHost + "
+                                   "commitLogOffset) and read that record; otherwise look the id up as a UNIQ_KEY "
+                                   "(the client's msgId) through the IndexFiles. Exit 3 when not found.")
     p.add_argument("store", metavar="STORE")
     p.add_argument("msg_id", metavar="MSGID")
     p.set_defaults(func=cmd_view)
@@ -889,6 +939,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="list every queue, also empty / in-memory ones")
     p.add_argument("--dry-run", action="store_true", help="only report what recovery would find; write nothing")
     p.set_defaults(func=cmd_recover)
+
+    p = sub.add_parser("verify", parents=[common], help="check every record, unit and index entry (fsck)",
+                       description="Check the store read-only: CommitLog records (lengths, body CRC, __CRC32#), "
+                                   "ConsumeQueue units against their records, IndexFile chains, checkpoint and "
+                                   "config JSON. Exit 0 when clean, 1 when problems were found.")
+    p.add_argument("store", metavar="STORE")
+    p.set_defaults(func=cmd_verify)
+
+    from .commands.export import add_parsers as add_export_parsers
+    add_export_parsers(sub, common, _int_arg)
 
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")

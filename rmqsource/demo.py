@@ -24,22 +24,25 @@ def spark_defaults(path: Path = PRESET) -> dict[str, str]:
             if line and not line.startswith("#"):
                 key, _, value = line.partition(" ")
                 conf[key.strip()] = value.strip()
-    # The source needs this one whatever the preset says.
-    conf.setdefault("spark.sql.python.filterPushdown.enabled", "true")
     return conf
 
 
 def local_session(app_name: str = "rmq-demo"):
-    """A local[*] session whose Python workers run this interpreter (so they import rmqsource)."""
+    """A local[*] session whose Python workers run this interpreter (so they import rmqsource).
+
+    The preset plus ``session_conf()``: the JVM scan's jar when it is built,
+    and Python filter pushdown while batches are read in Python (every
+    filtered query here starts from its own ``load()``, see the README).
+    """
     import os
     import sys
 
     from pyspark.sql import SparkSession
+
+    from .spark.jar import session_conf
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.master("local[*]").appName(app_name)
-    for key, value in spark_defaults().items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    conf = {**spark_defaults(), **session_conf()}
+    return SparkSession.builder.master("local[*]").appName(app_name).config(map=conf).getOrCreate()
 
 
 def run_demo(directory: Optional[str] = None, messages: int = 200_000, keep: bool = False, out=print) -> int:
@@ -52,11 +55,19 @@ def run_demo(directory: Optional[str] = None, messages: int = 200_000, keep: boo
         write_sample_store(store, messages)
         out(f"wrote {messages:,} messages to {store} in {time.perf_counter() - t0:.1f} s")
 
+        from .spark.jar import BUILD_HINT, MODE_ENV, jar_path, scan_kind, session_jar
+        jar = session_jar()
+        how = (f"jar {jar}" if jar else f"{MODE_ENV}=python: no jar" if jar_path()
+               else f"the JVM scan's jar is not built: {BUILD_HINT}")
+        out(f"starting Spark (local[*]; {how}) ...")
+        t0 = time.perf_counter()
         spark = local_session()
         spark.sparkContext.setLogLevel("ERROR")
+        out(f"Spark {spark.version} up in {time.perf_counter() - t0:.1f} s")
         from pyspark.sql import functions as F
 
         df = spark.read.format("rmq").load(str(store))
+        out(f"format(\"rmq\") reads with the {scan_kind(df)}")
         out("\nschema:")
         out(df._jdf.schema().treeString())
         t0 = time.perf_counter()

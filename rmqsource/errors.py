@@ -11,8 +11,21 @@ import os
 from typing import Optional
 
 
+# Messages longer than this are cut: an error quoting bytes from a hostile file or input must stay readable.
+MAX_MESSAGE_CHARS = 2000
+
+
+def bounded_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 200]} ... [{len(text) - limit + 160} characters cut] ... {text[-120:]}"
+
+
 class RmqError(Exception):
     """Base class of every error raised on purpose by rmqsource."""
+
+    def __init__(self, *args):
+        super().__init__(*(bounded_message(a) if isinstance(a, str) else a for a in args))
 
 
 class FormatError(RmqError):
@@ -26,7 +39,7 @@ class FormatError(RmqError):
                  offset: Optional[int] = None):
         self.file = os.fspath(file) if file is not None else None
         self.offset = offset
-        self.reason = message
+        self.reason = message = bounded_message(message)
         where = []
         if self.file is not None:
             where.append(str(self.file))

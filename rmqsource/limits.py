@@ -23,6 +23,12 @@ END_FILE_MIN_BLANK_BYTES = 8
 MAX_RECORD_BYTES_READ = 1 << 30
 # Decompressed bodies are capped (zip-bomb guard); override per call.
 DEFAULT_MAX_INFLATED_BODY_BYTES = 64 * 1024 * 1024
+# Spark reads with decompress=true: a batch is flushed early once its bodies reach this many bytes,
+# and a task fails (DecompressionError) once it has inflated this many bytes in all.
+DEFAULT_MAX_INFLATED_BATCH_BYTES = 256 * 1024 * 1024
+DEFAULT_MAX_INFLATED_TASK_BYTES = 32 * 1024 * 1024 * 1024
+# Arrow binary arrays (the body column) hold at most 2 GiB - 1 bytes.
+MAX_ARROW_BINARY_BYTES = (1 << 31) - 1
 # Index hash chains are walked at most this many steps per file (loops in
 # hostile files end here instead of spinning).
 MAX_INDEX_CHAIN_STEPS = 1_000_000

@@ -1,19 +1,22 @@
 #!/usr/bin/env python
-"""Benchmark: the rmq Spark source vs Parquet on the same rows.
+"""Benchmark: format("rmq") read by the JVM scan and by the Python data source vs Parquet, one session.
 
-1. Generates a valid store directly (format/record.py encode_record + CQ
-   units; no dependency on the writer): N messages (default 2M), 256-byte
-   bodies, 4 topics x 8 queues, 10 tags round-robin, UNIQ_KEY/KEYS/TAGS/WAIT
-   properties, 1 GiB CommitLog segments, 6 MB ConsumeQueue files.
-2. Writes the same rows to Parquet (snappy) through Spark.
-3. Times, in one SparkSession (local[2]):
-   * full scan: count + sum(length(body)) + sum(queueOffset) + sum(commitLogOffset)
-     + sum(storeTimestamp ms)  -- rmq (all columns, and a projected schema) vs Parquet
-   * tags = 'tag-3' (10 % selectivity), same aggregates
-   * msgId = x latency including planning (rmq) vs Parquet
-   and prints rows/s and the rmq/Parquet ratio.
+1. Generates a valid store directly (format/record.py encode_record + CQ units; no dependency on
+   the writer): N messages (default 2M), 256-byte bodies, 4 topics x 8 queues, 10 tags
+   round-robin, UNIQ_KEY/KEYS/TAGS/WAIT properties, 1 GiB CommitLog segments.
+2. Writes the same rows to Parquet (snappy).
+3. Times, in one SparkSession (local[2]) with the JVM jar on spark.jars, each query on the JVM
+   scan (format "rmq"), on the Python data source (registered as "rmq_python" in the same
+   session) and on Parquet, runs interleaved, median of --repeat:
+   * full-scan aggregate: count, sum(length(body)), sum(queueOffset), sum(commitLogOffset),
+     min/max(storeTimestamp)
+   * the same aggregate where tags = 'tag-3' (10 %)
+   * narrow: count per topic; messages per minute
+   * msgId = x, planning included (load + where + collect)
+   and prints the ratio Parquet time / rmq time (> 1: rmq is faster), plus the JVM scan's rows/s
+   against one core reading the same CommitLog bytes raw (preadv, page cache warm).
 
-Usage: bench_spark_read.py [--messages N] [--dir /tmp/rmq-bench] [--repeat 3] [--regen]
+Usage: bench_spark_read.py [--messages N] [--dir /tmp/rmq-bench] [--repeat 5] [--regen] [--skip-python]
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ TAGS = [f"tag-{i}" for i in range(10)]
 SEGMENT = 1024 * 1024 * 1024
 CQ_FILE = 300_000 * 20
 BODY = 256
+AGGS = ["count(*) AS n", "sum(length(body)) AS body_bytes", "sum(queueOffset) AS qo", "sum(commitLogOffset) AS clo",
+        "min(storeTimestamp) AS first", "max(storeTimestamp) AS last"]
 
 
 def generate(root: Path, n: int) -> None:
@@ -59,21 +64,25 @@ def generate(root: Path, n: int) -> None:
     pos = 0
     chunks = []
     chunk_bytes = 0
+
+    def record(i, t, q, qo, tag, phy, props):
+        return encode_record(topic=topic_b[t], queue_id=q, flag=0, queue_offset=qo, phy_offset=phy,
+                             sys_flag=0, born_timestamp_ms=t0 + i - 5, born_addr=born, born_port=40000 + t,
+                             store_timestamp_ms=t0 + i, store_addr=store_addr, store_port=10911,
+                             reconsume_times=0, prepared_transaction_offset=0, body=body_list[i & 1023],
+                             properties=props)
+
     for i in range(n):
         t = i % len(TOPICS)
         q = (i // len(TOPICS)) % QUEUES
-        tag = (i // (len(TOPICS) * QUEUES)) % len(TAGS) if False else i % len(TAGS)
+        tag = i % len(TAGS)
         key = (t, q)
         qo = next_qo[key]
         next_qo[key] = qo + 1
         uniq = struct.pack(">4shiih", born, 4242, 0x1B6D3586, i // 1000, i & 0x7FFF).hex().upper()
         props = (f"UNIQ_KEY\x01{uniq}\x02KEYS\x01order-{i} user-{i % 1000}\x02TAGS\x01{TAGS[tag]}"
                  f"\x02WAIT\x01true").encode()
-        rec = encode_record(topic=topic_b[t], queue_id=q, flag=0, queue_offset=qo, phy_offset=seg_start + pos,
-                            sys_flag=0, born_timestamp_ms=t0 + i - 5, born_addr=born, born_port=40000 + t,
-                            store_timestamp_ms=t0 + i, store_addr=store_addr, store_port=10911,
-                            reconsume_times=0, prepared_transaction_offset=0, body=body_list[i & 1023],
-                            properties=props)
+        rec = record(i, t, q, qo, tag, seg_start + pos, props)
         if pos + len(rec) + 8 > SEGMENT:
             chunks.append(encode_blank(SEGMENT - pos))
             seg_file.write(b"".join(chunks))
@@ -83,11 +92,7 @@ def generate(root: Path, n: int) -> None:
             seg_start += SEGMENT
             pos = 0
             seg_file = open(root / "commitlog" / f"{seg_start:020d}", "wb")
-            rec = encode_record(topic=topic_b[t], queue_id=q, flag=0, queue_offset=qo, phy_offset=seg_start,
-                                sys_flag=0, born_timestamp_ms=t0 + i - 5, born_addr=born, born_port=40000 + t,
-                                store_timestamp_ms=t0 + i, store_addr=store_addr, store_port=10911,
-                                reconsume_times=0, prepared_transaction_offset=0, body=body_list[i & 1023],
-                                properties=props)
+            rec = record(i, t, q, qo, tag, seg_start, props)
         per_queue[key].append((seg_start + pos, len(rec), codes[tag]))
         chunks.append(rec)
         chunk_bytes += len(rec)
@@ -101,31 +106,50 @@ def generate(root: Path, n: int) -> None:
     for (t, q), units in per_queue.items():
         d = root / "consumequeue" / TOPICS[t] / str(q)
         d.mkdir(parents=True)
-        arr = np.array(units, dtype=CQ_UNIT_DTYPE)
-        data = arr.tobytes()
+        data = np.array(units, dtype=CQ_UNIT_DTYPE).tobytes()
         for k in range(0, max(len(data), 1), CQ_FILE):
             with open(d / f"{k:020d}", "wb") as f:
                 f.write(data[k:k + CQ_FILE])
                 f.truncate(CQ_FILE)
 
 
-def timed(fn, repeat: int):
-    times, result = [], None
+def raw_read_seconds(store: Path, repeat: int) -> tuple[float, int]:
+    """One core reading the valid CommitLog bytes with preadv into one reused buffer (page cache warm)."""
+    from rmqsource.store.reader import MessageStoreReader
+    with MessageStoreReader(store) as r:
+        end = r.commit_log_max_offset
+        segments = [(s.path, s.start_offset) for s in r.commitlog.segments]
+    buf = bytearray(8 << 20)
+    mv = memoryview(buf)
+    times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        result = fn()
+        for path, start in segments:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                pos, stop = 0, max(0, min(SEGMENT, end - start))
+                while pos < stop:
+                    got = os.preadv(fd, [mv[:min(len(buf), stop - pos)]], pos)
+                    if got <= 0:
+                        break
+                    pos += got
+            finally:
+                os.close(fd)
         times.append(time.perf_counter() - t)
-    return min(times), statistics.median(times), result
+    return statistics.median(times), end
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=2_000_000)
     ap.add_argument("--dir", default="/tmp/rmq-bench")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--regen", action="store_true", help="regenerate even if the data exists")
+    ap.add_argument("--skip-python", action="store_true", help="do not time the Python data source (slow)")
     args = ap.parse_args()
 
+    from rmqsource.spark.jar import build_jar
+    jar = build_jar()
     base = Path(args.dir)
     store = base / f"store-{args.messages}"
     parquet = base / f"parquet-{args.messages}"
@@ -136,69 +160,80 @@ def main() -> None:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    conf_file = Path(__file__).resolve().parents[1] / "spark_conf" / "spark-defaults.local.conf"
-    builder = SparkSession.builder.master("local[2]").appName("bench_spark_read")
-    for line in conf_file.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            k, _, v = line.partition(" ")
-            builder = builder.config(k.strip(), v.strip())
-    spark = builder.getOrCreate()
+    from pyspark.sql import functions as F
+    spark = (SparkSession.builder.master("local[2]").appName("bench_spark_read")
+             .config("spark.jars", jar)
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.memory", "2g")
+             .config("spark.python.worker.reuse", "true")
+             # Python data source pushdown; every query below starts from its own load().
+             .config("spark.sql.python.filterPushdown.enabled", "true")
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
 
-    rmq = spark.read.format("rmq").load(str(store))
+    from rmqsource.spark.source import RmqDataSource
+
+    class PythonRmq(RmqDataSource):
+        """The Python data source under another name, to time it in the same session as the JVM scan."""
+
+        @classmethod
+        def name(cls) -> str:
+            return "rmq_python"
+
+    spark.dataSource.register(PythonRmq)
+    sources = {"jvm": lambda: spark.read.format("rmq").load(str(store)),
+               "python": lambda: spark.read.format("rmq_python").load(str(store)),
+               "parquet": lambda: spark.read.parquet(str(parquet))}
     if args.regen or not parquet.is_dir():
         t = time.perf_counter()
-        rmq.write.mode("overwrite").option("compression", "snappy").parquet(str(parquet))
+        sources["jvm"]().write.mode("overwrite").option("compression", "snappy").parquet(str(parquet))
         print(f"wrote parquet (snappy) in {time.perf_counter() - t:.1f}s -> {parquet}")
-    pq = spark.read.parquet(str(parquet))
-    proj_schema = "queueOffset bigint, commitLogOffset bigint, body binary, storeTimestamp timestamp, tags string"
-    rmq_proj = spark.read.format("rmq").schema(proj_schema).load(str(store))
-
-    aggs = ["count(*) AS n", "sum(length(body)) AS body_bytes", "sum(queueOffset) AS qo",
-            "sum(commitLogOffset) AS clo", "sum(unix_millis(storeTimestamp)) AS ts"]
     n = args.messages
-    results = {}
+    kinds = ["jvm", "parquet"] + ([] if args.skip_python else ["python"])
+    summary = []
 
-    def run(name, df, rows):
-        best, med, res = timed(lambda: df.selectExpr(*aggs).collect()[0], args.repeat)
-        results[name] = (best, res)
-        print(f"{name:<34} best {best:7.2f}s  median {med:7.2f}s  {rows / best:>12,.0f} rows/s   -> {tuple(res)}")
-        return res
+    def compare(title: str, query, check=True):
+        """Median seconds per source, runs interleaved (python: fewer runs, it is slow)."""
+        times = {k: [] for k in kinds}
+        answers = {}
+        for i in range(args.repeat):
+            for k in kinds:
+                if k == "python" and i >= max(1, args.repeat // 3):
+                    continue
+                t = time.perf_counter()
+                answers[k] = query(sources[k])
+                times[k].append(time.perf_counter() - t)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        if check:
+            assert len({repr(a) for a in answers.values()}) == 1, f"{title}: answers differ: {answers}"
+        line = f"{title:<44}" + "".join(f"  {k} {med[k] * 1000:8.1f} ms" for k in kinds)
+        ratios = {k: med["parquet"] / med[k] for k in kinds if k != "parquet"}
+        print(line + "".join(f"   parquet/{k} {r:5.2f}x" for k, r in ratios.items()), flush=True)
+        summary.append((title, med, ratios))
+        return med
 
-    print("\nnote: PySpark 4.3 Python data sources get no column pruning (DataSourceReader has no\n"
-          "      pruneColumns hook; reader(schema) always receives the full schema and read() must yield\n"
-          "      every column). The documented workaround is a user schema naming only the needed columns:\n"
-          f"      spark.read.format('rmq').schema('{proj_schema}')  -- only those columns are decoded and sent.")
-    print(f"\n== full scan ({n:,} rows) ==")
-    a = run("rmq (all columns)", rmq, n)
-    b = run("rmq (projected schema)", rmq_proj, n)
-    c = run("parquet", pq, n)
-    assert tuple(a) == tuple(b) == tuple(c), "rmq and parquet disagree"
-    print(f"ratio rmq/parquet rows/s: all columns {results['parquet'][0] / results['rmq (all columns)'][0]:.2f}x, "
-          f"projected {results['parquet'][0] / results['rmq (projected schema)'][0]:.2f}x")
+    def agg(df):
+        return tuple(df.selectExpr(*AGGS).collect()[0])
 
-    print(f"\n== tags = 'tag-3' (10 % selectivity; rows/s counted over the {n:,} scanned) ==")
-    a = run("rmq tag (all columns)", rmq.where("tags = 'tag-3'"), n)
-    b = run("rmq tag (projected schema)", rmq_proj.where("tags = 'tag-3'"), n)
-    c = run("parquet tag", pq.where("tags = 'tag-3'"), n)
-    assert tuple(a) == tuple(b) == tuple(c), "rmq and parquet disagree"
-    print(f"ratio rmq/parquet rows/s: all columns {results['parquet tag'][0] / results['rmq tag (all columns)'][0]:.2f}x, "
-          f"projected {results['parquet tag'][0] / results['rmq tag (projected schema)'][0]:.2f}x")
+    print(f"\n{n:,} messages, local[2]; medians of {args.repeat} interleaved runs "
+          f"(python: {max(1, args.repeat // 3)}); ratio > 1: faster than Parquet")
+    full = compare("full-scan aggregate", lambda s: agg(s()))
+    compare("tags = 'tag-3' (10 %) aggregate", lambda s: agg(s().where("tags = 'tag-3'")))
+    compare("count per topic", lambda s: sorted(tuple(r) for r in s().groupBy("topic").count().collect()))
+    compare("messages per minute", lambda s: sorted(
+        tuple(r) for r in s().groupBy(F.date_trunc("minute", "storeTimestamp").alias("m")).count().collect()))
+    msg_id = spark.read.format("rmq").option("queues", "BenchB:3").load(str(store)) \
+        .where(f"queueOffset = {min(12345, n // 64)}").select("msgId").collect()[0].msgId
+    look = compare("msgId = x (load + plan + read)",
+                   lambda s: [tuple(r) for r in s().where(f"msgId = '{msg_id}'").select("commitLogOffset").collect()])
 
-    target = rmq_proj.where("queueOffset = 12345 and tags is not null").limit(1)
-    mid_row = spark.read.format("rmq").option("queues", "BenchB:3").load(str(store)) \
-        .where(f"queueOffset = {min(12345, n // 64)}").select("msgId").collect()[0]
-    msg_id = mid_row.msgId
-    print(f"\n== msgId = '{msg_id}' (planning included) ==")
-    best_r, med_r, res_r = timed(lambda: spark.read.format("rmq").load(str(store))
-                                 .where(f"msgId = '{msg_id}'").select("commitLogOffset").collect(), args.repeat)
-    best_p, med_p, res_p = timed(lambda: spark.read.parquet(str(parquet))
-                                 .where(f"msgId = '{msg_id}'").select("commitLogOffset").collect(), args.repeat)
-    assert res_r == res_p and len(res_r) == 1
-    print(f"rmq     best {best_r * 1000:8.1f} ms  median {med_r * 1000:8.1f} ms")
-    print(f"parquet best {best_p * 1000:8.1f} ms  median {med_p * 1000:8.1f} ms   ratio parquet/rmq {best_p / best_r:.2f}x")
-    del target
+    raw_s, raw_bytes = raw_read_seconds(store, args.repeat)
+    print(f"\nraw read of the CommitLog ({raw_bytes / 2**20:,.0f} MiB, one core, preadv 8 MiB): "
+          f"{raw_s * 1000:.0f} ms = {n / raw_s:,.0f} rows/s")
+    print(f"JVM scan, full-scan aggregate (2 cores, Spark included): {n / full['jvm']:,.0f} rows/s = "
+          f"{raw_s / full['jvm']:.2f}x the raw read")
+    print(f"msgId lookup on the JVM scan, planning included: {look['jvm'] * 1000:.0f} ms (warm median)")
     spark.stop()
 
 

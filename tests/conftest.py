@@ -56,10 +56,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
+    # The streaming sink's fault seam (see rmqsource.spark.sink.FAULT_ENV): set before the JVM starts so
+    # Spark's Python workers inherit it; tests write a one-shot fault spec into this file.
+    os.environ.setdefault("RMQSOURCE_TEST_SINK_FAULT_FILE", str(tmp_path_factory.mktemp("faults") / "sink-fault"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     session = (SparkSession.builder

@@ -1,5 +1,7 @@
 """Discovery of the real-engine corpora in ../shared/golden, read in place.
 
+``RMQ_GOLDEN_ROOT`` points elsewhere (a checkout that is not beside ``shared/``).
+
 Every folder holding an ``inputs.jsonl`` is a corpus; its crash cases are the
 folders under ``crash/``.  New corpora are picked up without code changes.
 """
@@ -7,17 +9,20 @@ folders under ``crash/``.  New corpora are picked up without code changes.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from urllib.parse import unquote
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-GOLDEN_ROOT = PROJECT_ROOT.parent / "shared" / "golden"
+GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_ROOT") or PROJECT_ROOT.parent / "shared" / "golden")
 
 
 def corpora() -> list[Path]:
+    # A missing corpus folder is an error, never a quietly skipped tier.
     if not GOLDEN_ROOT.is_dir():
-        return []
+        raise FileNotFoundError(f"golden corpora not found at {GOLDEN_ROOT}: ../shared/golden must sit "
+                                f"beside the checkout (or set RMQ_GOLDEN_ROOT)")
     return sorted(p for p in GOLDEN_ROOT.iterdir() if (p / "inputs.jsonl").is_file())
 
 

@@ -96,30 +96,63 @@ def test_help_exits_0(capsys):
 
 
 @needs_corpus
-def test_bad_msgid_is_an_option_error(capsys):
+def test_id_that_is_neither_msgid_nor_uniq_key_is_not_found(capsys):
+    # Like queryMsgById: what does not decode as an offset msgId is looked up as a UNIQ_KEY.
     code, out = run(["view", *cfg(), CORPUS / "store", "XYZ"])
-    assert code == 2 and out == ""
-    assert_one_line_error(capsys, "rmq view: error:", "msgId")
-    code, _ = run(["view", *cfg(), CORPUS / "store", "0A00000500002A9F000000000000001G"])
-    assert code == 2
-    assert_one_line_error(capsys, "hexadecimal")
+    assert code == 3 and "not found: 'XYZ' is not an offset msgId, and no message has it as UNIQ_KEY" in out
+    code, out = run(["view", "--json", *cfg(), CORPUS / "store", "0A00000500002A9F000000000000001G"])
+    assert code == 3 and json.loads(out)["found"] is False
+    assert "not found" in capsys.readouterr().err
 
 
 @needs_corpus
 def test_msgid_past_the_end_is_not_found():
     code, out = run(["view", "--json", *cfg(), CORPUS / "store", "0A00000500002A9F00000000FFFFFFFF"])
-    assert code == 0
+    assert code == 3
     doc = json.loads(out)
     assert doc["found"] is False and "message" not in doc
     code, out = run(["view", *cfg(), CORPUS / "store", "0A00000500002A9F00000000FFFFFFFF"])
-    assert code == 0 and "no message at that offset" in out
+    assert code == 3 and "no message at CommitLog offset 4294967295" in out
+
+
+@needs_corpus
+def test_msgid_of_another_broker_says_so():
+    code, out = run(["view", *cfg(), CORPUS / "store", "0B00000700002A9F00000000FFFFFFFF"])
+    assert code == 3
+    assert "names store host 11.0.0.7:10911, but this store's messages were stored by 10.0.0.5:10911" in out
+    # A record at that offset whose storeHost differs: shown (the store reads only the offset), with a note.
+    code, out = run(["view", *cfg(), CORPUS / "store", "0B00000700002A9F0000000000000000"])
+    assert code == 0 and "NOTE: the msgId names store host 11.0.0.7:10911" in out
+
+
+@needs_corpus
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda c: c.name)
+def test_view_by_uniq_key_equals_query_hit(corpus):
+    from golden import read_jsonl
+    lines = [x for x in read_jsonl(corpus / "expected" / "get" / "TopicTest" / "1.jsonl")[:-1]
+             if "UNIQ_KEY" in x["properties"]]
+    assert lines
+    for line in lines[:5]:
+        uniq = line["properties"]["UNIQ_KEY"]
+        code, out = run(["view", "--json", *cfg(corpus), corpus / "store", uniq])
+        assert code == 0
+        got = [json.loads(x) for x in out.splitlines()]
+        code, qout = run(["query", "--json", "--only-matching", *cfg(corpus), corpus / "store", "TopicTest", uniq])
+        hits = [json.loads(x) for x in qout.splitlines()[:-1]]
+        assert code == 0 and len(hits) == 1
+        assert all(g.pop("foundBy") == "UNIQ_KEY" for g in got)
+        hits[0].pop("keyMatch")
+        # every message carrying the UNIQ_KEY (retry copies keep it); the topic's one is query's hit
+        assert [g for g in got if g["topic"] == "TopicTest"] == hits
+        assert hits[0]["msgId"] == line["msgId"]
+        assert all(g["properties"]["UNIQ_KEY"] == uniq for g in got)
 
 
 @needs_corpus
 def test_unknown_topic(capsys):
     # get answers like the engine (NO_MESSAGE_IN_QUEUE) and notes the missing queue on stderr.
     code, out = run(["get", "--json", *cfg(), CORPUS / "store", "NoSuchTopic", "0", "0", "10"])
-    assert code == 0
+    assert code == 3
     assert json.loads(out) == {"status": "NO_MESSAGE_IN_QUEUE", "nextBeginOffset": 0, "minOffset": 0,
                                "maxOffset": 0, "count": 0, "calls": 1}
     assert "no ConsumeQueue" in capsys.readouterr().err
@@ -288,15 +321,22 @@ def test_readable_view_query_topics_queues(store):
 
     code, out = run(["topics", *SMALL, store])
     assert code == 0
-    assert out.splitlines()[2].split() == ["Orders", "2", "7", "0", "4", "0,1"]
+    assert out.splitlines()[2].split() == ["Orders", "2", "7", "0", "4", "2023-11-14", "22:13:20.006", "0,1"]
     code, out = run(["topics", "--json", *SMALL, store])
-    assert json.loads(out) == {"topic": "Orders", "queueIds": [0, 1], "messages": 7, "minOffset": 0, "maxOffset": 4}
+    assert json.loads(out) == {"topic": "Orders", "queueIds": [0, 1], "messages": 7, "minOffset": 0, "maxOffset": 4,
+                               "lastStoreTime": 1700000000006}
+    code, out = run(["query", *SMALL, store, "Orders", "no-such-key"])
+    assert code == 3 and "(no hits)" in out
 
     code, out = run(["queues", *SMALL, store, "Orders"])
     rows = [line.split() for line in out.splitlines()[2:4]]
     assert [r[:5] for r in rows] == [["Orders", "0", "0", "4", "4"], ["Orders", "1", "0", "3", "3"]]
     code, out = run(["queues", "--json", *SMALL, store])
-    assert [json.loads(x)["maxOffset"] for x in out.splitlines()] == [4, 3]
+    docs = [json.loads(x) for x in out.splitlines()]
+    assert [d["maxOffset"] for d in docs] == [4, 3]
+    # the last message of queue 0 is message 6, of queue 1 message 5 (msg(i) stores at 1700000000000 + i)
+    assert [d["lastStoreTime"] for d in docs] == [1700000000006, 1700000000005]
+    assert [d["messages"] for d in docs] == [4, 3]
 
 
 def test_recover_readable_and_json(store):
@@ -437,3 +477,10 @@ def test_lag_shows_group_progress_per_queue(tmp_path):
     text = _io.StringIO()
     assert rmq_main(["lag", str(store), "--group", "cg1"], stdout=text) == 0
     assert "Diff Total: " + str(maxes[("OrderEvents", 0)] - 10) in text.getvalue()
+    # the store time of the last consumed message (offset 9 of queue 0)
+    with MessageStoreReader(store) as reader:
+        q = reader.consume_queue("OrderEvents", 0)
+        phy, size, _ = q.unit_at(9)
+        want = reader.commitlog.read_message(phy, size).store_timestamp_ms
+    assert rows[("OrderEvents", 0)]["lastConsumedStoreTime"] == want
+    assert rmq_main(["lag", str(store), "--group", "nosuch"], stdout=_io.StringIO()) == 3

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import io
+import json
 import multiprocessing
 import os
 from pathlib import Path
@@ -400,22 +402,33 @@ def test_python_and_jvm_commits_never_lose_each_other(tmp_path, request):
     assert loads_fastjson(_cfg(root).read_text())["dataVersion"]["counter"] == 4 * ROUNDS
 
 
-@pytest.mark.spark
-def test_jvm_never_commits_into_a_store_another_process_has_locked(tmp_path, request):
-    from jvm_twins import JvmConsumerOffsets, jvm_or_skip
-    jvm = jvm_or_skip(request)
-    root = tmp_path / "store"
-    root.mkdir()
-    ctx = multiprocessing.get_context("fork")
-    taken, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(target=_hold_lock, args=(str(root / "lock"), taken, release))   # a broker's lock
-    holder.start()
-    try:
-        assert taken.wait(10)
-        with pytest.raises(StoreLockedError, match="locked by another process"):
-            JvmConsumerOffsets(jvm, root).commit("g", {"T": {0: 1}})
-    finally:
-        release.set()
-        holder.join(10)
-    assert not _cfg(root).exists()
-    assert JvmConsumerOffsets(jvm, root).commit("g", {"T": {0: 1}}) == {"T": {0: 1}}
+# --------------------------------------------------------------------------- hostile files
+
+@pytest.mark.parametrize("queues", ['{"--5": 1}', '{"\u00b2": 1}', '{"0": "--5"}', '{"0": "\u00b2"}',
+                                    '{"0": "\u0663"}', '{"+-1": 2}'])
+def test_hostile_queue_ids_and_offsets_are_format_errors_naming_the_file(tmp_path, queues):
+    path = tmp_path / "config" / "consumerOffset.json"
+    path.parent.mkdir()
+    path.write_text('{"offsetTable": {"TopicTest@g1": ' + queues + '}}', encoding="utf-8")
+    with pytest.raises(FormatError) as info:
+        ConsumerOffsets(tmp_path).load()
+    assert info.value.file == str(path)
+
+
+def test_one_hostile_key_does_not_hide_the_other_groups_lag(tmp_path):
+    from rmqsource.cli import main
+    from rmqsource.store.lag import group_lag
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    with MessageStoreWriter(tmp_path, V4) as w:
+        w.put_messages([Message(topic="TopicTest", queue_id=0, body=b"x") for _ in range(5)])
+    (tmp_path / "config").mkdir(exist_ok=True)
+    (tmp_path / "config" / "consumerOffset.json").write_text(
+        '{"offsetTable": {"../../etc@g1": {"0": 1}, "TopicTest@g2": {"0": 2}, "a\\u0000b@g3": {"0": 1}}}')
+    problems: list = []
+    rows = group_lag(tmp_path, V4, problems=problems)
+    assert [(r["group"], r["topic"], r["queueId"], r["diff"]) for r in rows] == [("g2", "TopicTest", 0, 3)]
+    assert len(problems) == 2 and all("consumerOffset.json" in p for p in problems)
+    assert any("../../etc@g1" in p for p in problems)
+    out = io.StringIO()
+    assert main(["lag", str(tmp_path), "--json"], stdout=out) == 0
+    assert [json.loads(line)["group"] for line in out.getvalue().splitlines()] == ["g2"]

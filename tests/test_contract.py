@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rmqsource.spark.options import OPTIONS
+from rmqsource.spark.options import OPTIONS, STREAM_OPTIONS
 from rmqsource.spark.schema import ARROW_SCHEMA, _ddl_type
 from rmqsource.store.config import _KEYS
 
@@ -27,6 +27,10 @@ def test_columns_equal_arrow_schema():
 
 def test_options_equal_python_options():
     assert contract()["options"] == OPTIONS
+
+
+def test_stream_options_equal_python_stream_options():
+    assert contract()["streamOptions"] == STREAM_OPTIONS
 
 
 def test_store_config_keys_equal_python_keys():

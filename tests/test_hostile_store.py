@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import signal
 import struct
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from rmqsource.store.layout import StoreLayout
 from rmqsource.store.reader import GetMessageStatus, MessageStoreReader
 
 from golden import copy_store, corpora, load_config
+from fuzz_stores import read_whole_store
 
 pytestmark = pytest.mark.unit
 
@@ -32,6 +35,20 @@ def first_unit(store: Path, topic="TopicTest", qid=0, n=0):
     cq = sorted((store / "consumequeue" / topic / str(qid)).iterdir())[0]
     phy, size, code = struct.unpack_from(">qiq", cq.read_bytes(), n * 20)
     return phy, size, code
+
+
+@contextlib.contextmanager
+def no_hang(seconds: float):
+    """Fail (instead of hanging the suite) when the body runs longer than ``seconds``."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: a read loop does not end")
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def poke(path: Path, offset: int, data: bytes):
@@ -140,3 +157,165 @@ def test_not_a_store(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(RmqError):
         MessageStoreReader(tmp_path / "file")
+
+
+@needs_corpus
+@pytest.mark.parametrize("topics", [None, "TopicTest"])
+def test_segment_cut_mid_record_is_corruption_for_spark_reads(store, topics):
+    """A CommitLog segment cut inside a record: the whole-store and the queue decode both raise, naming the file."""
+    segment = store / "commitlog" / f"{262144:020d}"
+    with open(segment, "r+b") as f:
+        f.truncate(61131)
+    with no_hang(10):
+        with pytest.raises(CorruptRecordError) as info:
+            read_whole_store(store, CORPUS, topics=topics)
+    assert info.value.file == str(segment)
+    assert info.value.offset is not None and f"offset {info.value.offset}" in str(info.value)
+
+
+def _record_in_segment(store: Path, segment_start: int, k: int):
+    """(phyOffset, record, field positions) of the k-th message of a CommitLog segment."""
+    from fuzz_stores import _record_fields
+    from rmqsource.format.record import Kind
+    cl = CommitLog(StoreLayout.for_root(store))
+    try:
+        steps = [s for s in cl.walk(segment_start) if s.decoded.kind is Kind.MESSAGE
+                 and s.segment.start_offset == segment_start]
+    finally:
+        cl.close()
+    step = steps[k]
+    return step.phy_offset, step.decoded.record, _record_fields(step.decoded.record)
+
+
+@needs_corpus
+@pytest.mark.parametrize("crashed", [False, True])
+def test_zeroed_topic_is_corruption_and_recovery_truncates_there(store, crashed):
+    from rmqsource.store.recovery import recover_store
+    config = load_config(CORPUS)
+    seg_start = 786432
+    phy, rec, fields = _record_in_segment(store, seg_start, 10)
+    at, width = fields["topic"]
+    segment = store / "commitlog" / f"{seg_start:020d}"
+    poke(segment, phy - seg_start + at, bytes(width))
+    with MessageStoreReader(store, config) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.get_message("g", rec.topic, rec.queue_id, rec.queue_offset, 1)
+    assert (info.value.file, info.value.offset) == (str(segment), phy - seg_start)
+    with pytest.raises(CorruptRecordError) as info:
+        read_whole_store(store, CORPUS)
+    assert (info.value.file, info.value.offset) == (str(segment), phy - seg_start)
+    if crashed:
+        (store / "abort").write_bytes(b"")
+    report = recover_store(store, config, mark_clean=True)
+    with MessageStoreReader(store, config) as reader:
+        if crashed:
+            # The abnormal scan walks every record (checkMessageAndReturnSize): the valid end is the damaged
+            # record, which recovery truncates, and every queue now ends before it.
+            assert report.commit_log_max_offset == reader.commit_log_max_offset == phy
+            assert reader.queue_max_offset(reader.consume_queue(rec.topic, rec.queue_id)) == rec.queue_offset
+            for topic, qid in reader.queue_keys():
+                for result in reader.get_loop("g", topic, qid, 0, 32):
+                    assert all(m.record.phy_offset < phy for m in result.messages)
+        else:
+            # Normal recovery validates from the last dispatched record on: the damaged record behind it
+            # stays, and reading it stays a typed error.
+            with pytest.raises(CorruptRecordError):
+                reader.get_message("g", rec.topic, rec.queue_id, rec.queue_offset, 1)
+
+
+@needs_corpus
+def test_index_header_with_hostile_index_count_is_a_typed_error(store):
+    config = load_config(CORPUS)
+    index = sorted((store / "index").iterdir())[-1]
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">i", data, 36, 2 ** 31 - 1)                       # indexCount
+    slot = index_key_hash("TopicTest#k1") % config.max_hash_slot_num
+    struct.pack_into(">i", data, slot_position(slot), 2 ** 31 - 2)    # a slot past the entries
+    index.write_bytes(bytes(data))
+    with MessageStoreReader(store, config) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.query("TopicTest", "k1", 64)
+    assert info.value.file == str(index) and info.value.offset is not None
+
+
+@needs_corpus
+def test_truncated_last_index_file_names_that_file(store):
+    config = load_config(CORPUS)
+    files = sorted((store / "index").iterdir())
+    assert len(files) > 1
+    with open(files[-1], "r+b") as f:
+        f.truncate(40 + 84 * 100)          # a size that also fits another geometry (H=100, N=400)
+    with MessageStoreReader(store, config) as reader:
+        with pytest.raises(CorruptRecordError) as info:
+            reader.query("TopicTest", "k1", 64)
+    assert info.value.file == str(files[-1])
+
+
+def _compressed_store(root: Path, n: int, inflated: int) -> Path:
+    import zlib
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    body = zlib.compress(b"\0" * inflated, 9)
+    with MessageStoreWriter(root) as w:
+        w.put_messages([Message(topic="Z", queue_id=0, body=body, sys_flag=1) for _ in range(n)])
+        w.put_messages([Message(topic="Z", queue_id=0, body=b"plain")])
+    return root
+
+
+@pytest.mark.parametrize("topics", [None, "Z"])
+def test_inflated_bodies_are_bounded_per_batch_and_per_task(tmp_path, topics):
+    from rmqsource.errors import DecompressionError
+    from rmqsource.spark.batch import ReadSpec, read_partition
+    from rmqsource.spark.options import parse_options
+    from rmqsource.spark.planning import plan
+    from rmqsource.spark.pushdown import Pushed
+    store = _compressed_store(tmp_path / "store", 12, 300_000)
+    raw = {"path": str(store), "decompress": "true", "maxInflatedBatchBytes": str(1 << 20)}
+    if topics:
+        raw["topics"] = topics
+    opts = parse_options(raw)
+    spec = ReadSpec(opts, Pushed(), ("body", "commitLogOffset"))
+    batches = [b for part in plan(opts, Pushed()) for b in read_partition(spec, part)]
+    sizes = [sum(len(v) for v in b.column("body").to_pylist()) for b in batches]
+    assert sum(b.num_rows for b in batches) == 13 and len(batches) >= 4      # 3.6 MB flushed in batches of <= 1 MiB
+    assert all(s <= 1 << 20 for s in sizes)
+    offsets = [o for b in batches for o in b.column("commitLogOffset").to_pylist()]
+    assert offsets == sorted(offsets)                                       # order kept across the flushes
+    raw["maxInflatedTaskBytes"] = str(2 << 20)
+    opts = parse_options(raw)
+    with pytest.raises(DecompressionError) as info:
+        for part in plan(opts, Pushed()):
+            for _ in read_partition(ReadSpec(opts, Pushed(), ("body",)), part):
+                pass
+    assert info.value.file.startswith(str(store / "commitlog")) and info.value.offset is not None
+    assert "maxInflatedTaskBytes" in str(info.value)
+
+
+def test_error_messages_are_bounded():
+    from rmqsource.errors import FormatError, OptionError
+    huge = "ab" * 5_000_000
+    for exc in (FormatError(huge, file="f", offset=1), OptionError(huge), CorruptRecordError(huge)):
+        assert len(str(exc)) < 5000
+
+
+def test_consume_queue_with_a_missing_middle_file(tmp_path):
+    """A ConsumeQueue whose second file is gone: queue bounds, getMessage and Spark reads stay typed."""
+    import os
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "store.properties").write_text("mappedFileSizeConsumeQueue=1200\n")
+    config = StoreConfig.from_properties_file(tmp_path / "conf" / "store.properties")
+    root = tmp_path / "store"
+    with MessageStoreWriter(root, config) as w:
+        w.put_messages([Message(topic="T", queue_id=0, body=b"x" * 50) for _ in range(250)])
+    files = sorted((root / "consumequeue" / "T" / "0").iterdir())
+    assert len(files) == 5
+    os.unlink(files[1])
+    with no_hang(10), MessageStoreReader(root, config) as reader:
+        (info,) = reader.queue_infos()
+        assert 0 <= info.min_offset <= info.max_offset == 250
+        served = [m.record.queue_offset for r in reader.get_loop("g", "T", 0, info.min_offset, 32)
+                  for m in r.messages]
+        assert served and all(not 60 <= o < 120 for o in served)          # nothing from the missing file
+    assert read_whole_store(root, tmp_path / "conf") == 250
+    assert 0 < read_whole_store(root, tmp_path / "conf", topics="T") <= 250 - 60

@@ -16,6 +16,7 @@ import pytest
 
 from cluster_workload import query_rows
 from golden import corpora
+from rmqsource.spark.jar import spark_mode
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -90,6 +91,11 @@ def test_cluster_answer_equals_local_mode(spark, tmp_path):
     store, config = str(corpus / "store"), str(corpus / "store.properties")
     local = json.loads(json.dumps(query_rows(spark, store, config)))
     assert local["rows"] and local["tagged"]
+    # The driver below reads RMQ_SPARK_MODE (set by conftest) and ships the jar through spark.jars in jvm
+    # mode; equal "relations" (table and scan classes) show the cluster ran the same provider.
+    tables = {table for table, _ in local["relations"]}
+    assert tables == ({"io.rmqsource.spark.RmqTable"} if spark_mode() == "jvm"
+                      else {"org.apache.spark.sql.execution.datasources.v2.python.PythonTable"})
     cluster = StandaloneCluster(tmp_path / "cluster").start()
     try:
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable,

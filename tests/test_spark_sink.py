@@ -12,10 +12,10 @@ import time
 import pyarrow as pa
 import pytest
 
-from rmqsource.errors import OptionError
+from rmqsource.errors import FormatError, OptionError
 from rmqsource.format.javahash import java_string_hash
-from rmqsource.spark.sink import (BATCH_PROPERTY, FAULT_FILE_NAME, SEQ_PROPERTY, QueueChooser, SinkLog,
-                                  table_from_batch, parse_sink_options)
+from rmqsource.spark.sink import (BATCH_PROPERTY, FAULT_ENV, SEQ_PROPERTY, QueueChooser, RmqStreamWriter,
+                                  SinkCommitMessage, SinkLog, table_from_batch, parse_sink_options)
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
@@ -170,19 +170,28 @@ def _run_stream_sink(spark, src, dst, ckpt, timeout=180):
     return q
 
 
+def _fault_file():
+    """The fault seam the spark fixture sets up (an env var the Python workers inherit)."""
+    from pathlib import Path
+    path = os.environ.get(FAULT_ENV)
+    assert path, f"{FAULT_ENV} is set by the spark fixture before the session starts"
+    return Path(path)
+
+
 @pytest.mark.spark
 def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
     src, dst, ckpt = tmp_path / "src", tmp_path / "dst", tmp_path / "ckpt"
     n = 4000
     _fill_source(src, n)
     (dst / "config").mkdir(parents=True)
+    fault = _fault_file()
     # 1) the driver dies after batch 1 was appended, before the sink commit: batch 1 is replayed
-    (dst / "config" / FAULT_FILE_NAME).write_text("commit:1")
+    fault.write_text(f"commit:1 {os.path.realpath(dst)}")
     q = _run_stream_sink(spark, src, dst, ckpt)
     assert q.exception() is not None and "injected fault" in str(q.exception())
     assert len(_all_messages(dst, "OUT")) == 2000
     # 2) restart: batch 1 is skipped (already appended); a task of batch 2 dies half-way through its append
-    (dst / "config" / FAULT_FILE_NAME).write_text("mid-append:2")
+    fault.write_text(f"mid-append:2 {os.path.realpath(dst)}")
     q = _run_stream_sink(spark, src, dst, ckpt)
     assert q.exception() is not None
     partial = len(_all_messages(dst, "OUT"))
@@ -199,4 +208,33 @@ def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
     log = SinkLog(str(dst)).load()
     (qid, entry), = log["queries"].items()
     assert entry["committedBatch"] == 3 and entry["tasks"] == {}
-    assert not os.path.exists(dst / "config" / FAULT_FILE_NAME)
+    assert not fault.exists()
+
+
+# --------------------------------------------------------------------------- hostile sink log / store contents
+
+@pytest.mark.unit
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"queries": ' * 5000, '{"queries": {"q": 5}}',
+                                  '{"queries": {"q": {"committedBatch": "x"}}}',
+                                  '{"queries": {"q": {"tasks": {"\u00b2:0": {"start": 0, "done": false}}}}}',
+                                  '{"queries": {"q": {"tasks": {"1:0": {"done": true}}}}}'])
+def test_hostile_sink_log_is_a_format_error(tmp_path, text):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "rmqsourceSinkLog.json").write_text(text)
+    with pytest.raises(FormatError) as info:
+        SinkLog(str(tmp_path)).load()
+    assert "rmqsourceSinkLog.json" in str(info.value) and len(str(info.value)) < 1000
+
+
+@pytest.mark.unit
+def test_store_contents_cannot_inject_sink_faults(tmp_path, monkeypatch):
+    """The old test hook read config/rmqsourceSinkFault from the store itself; nothing there may act now."""
+    monkeypatch.delenv(FAULT_ENV, raising=False)
+    (tmp_path / "config").mkdir()
+    for name in ("rmqsourceSinkFault", "sink-fault"):
+        (tmp_path / "config" / name).write_text("commit:1")
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+    writer = RmqStreamWriter({"path": str(tmp_path)}, StructType([StructField("topic", StringType()),
+                                                                  StructField("body", BinaryType())]), False)
+    writer.commit([SinkCommitMessage(partition_id=0, rows=1, batch_id=1, query_id="q")], 1)
+    assert SinkLog(str(tmp_path)).load()["queries"]["q"]["committedBatch"] == 1

@@ -270,7 +270,7 @@ def serialize_properties(tags: pa.Array, keys: pa.Array, map_part: pa.Array, tra
 @dataclass
 class MessageColumns:
     """A batch of messages as columns (see the module doc).  ``None`` columns take the defaults
-    of :class:`~rmqsource.store.writer.MessageExtBrokerInner`."""
+    of :class:`~rmqsource.format.message.MessageExtBrokerInner`."""
 
     n: int
     topic: pa.Array                                  # string, no nulls
@@ -534,7 +534,7 @@ def columns_from_arrow(batch, allowed_unknown=()) -> MessageColumns:
     n = batch.num_rows
 
     def row_message(r: int):
-        from ..store.writer import MessageExtBrokerInner
+        from .message import MessageExtBrokerInner
         kw = {}
         for k, col in cols.items():
             x = col[r].as_py()
@@ -632,7 +632,7 @@ def columns_from_json_lines(data: bytes) -> Optional[MessageColumns]:
 
     def row_message(r: int):
         import json
-        from ..store.writer import MessageExtBrokerInner
+        from .message import MessageExtBrokerInner
         return MessageExtBrokerInner.from_json_dict(json.loads(lines()[r]))
 
     try:

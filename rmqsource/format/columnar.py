@@ -34,7 +34,7 @@ from .. import limits
 from ..errors import CorruptRecordError
 from .compression import inflate_body
 from .record import (BLANK_MAGIC, BORNHOST_V6_FLAG, COMPRESSED_FLAG, MAGIC_V1, MAGIC_V2, STOREHOST_V6_FLAG,
-                     TRANSACTION_MASK)
+                     TRANSACTION_MASK, topic_bytes_problem)
 
 Locator = Callable[[int], tuple[str, int]]   # buffer position -> (file, offset in file)
 
@@ -270,6 +270,32 @@ def cq_positions_match(buf, positions: np.ndarray, phys: np.ndarray, sizes: np.n
     return ok, win
 
 
+_BAD_TOPIC_BYTES = np.zeros(256, dtype=bool)
+_BAD_TOPIC_BYTES[:0x20] = True
+_BAD_TOPIC_BYTES[[0x7F, ord("/"), ord("\\")]] = True
+
+
+def _first_bad_topic(b: np.ndarray, topic_pos: np.ndarray, topic_len: np.ndarray) -> Optional[int]:
+    """First row whose topic bytes :func:`~rmqsource.format.record.topic_bytes_problem` refuses (vectorized)."""
+    n = len(topic_pos)
+    if n == 0:
+        return None
+    bad = topic_len == 0
+    dot = b[topic_pos] == ord(".")
+    bad |= dot & ((topic_len == 1) | ((topic_len == 2) & (b[topic_pos + 1] == ord("."))))
+    total = int(topic_len.sum())
+    if total:
+        row = np.repeat(np.arange(n), topic_len)
+        idx = np.arange(total, dtype=np.int64) + np.repeat(topic_pos - (np.cumsum(topic_len) - topic_len), topic_len)
+        tb = b[idx]
+        bad[row[_BAD_TOPIC_BYTES[tb]]] = True
+        high = np.unique(row[tb >= 0x80])              # non-ASCII topics (rare): check UTF-8 one by one
+        for r in high[~bad[high]].tolist():
+            if topic_bytes_problem(b[int(topic_pos[r]):int(topic_pos[r] + topic_len[r])].tobytes()):
+                bad[r] = True
+    return _first(bad) if bad.any() else None
+
+
 def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = None,
                    expected_sizes: Optional[np.ndarray] = None, words: Optional[np.ndarray] = None,
                    windows: Optional[list] = None) -> Headers:
@@ -376,6 +402,10 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
     if bad.any():
         i = _first(bad)
         _fail(locate, int(pos[i]), f"topic length {int(topic_len[i])} runs past the record end")
+    i = _first_bad_topic(b, topic_pos, topic_len)
+    if i is not None:
+        raw = b[int(topic_pos[i]):int(topic_pos[i] + topic_len[i])].tobytes()
+        _fail(locate, int(pos[i]), f"not a topic: {topic_bytes_problem(raw)}")
     pl_pos = topic_pos + topic_len
     pw = window_at(w, pl_pos) if n else np.zeros(0, dtype=np.uint64)
     props_len = (pw >> np.uint64(48)).astype(np.uint16).view(np.int16).astype(np.int64)
@@ -901,10 +931,11 @@ def build_columns(buf, h: Headers, columns: Sequence[str], *, tags_code: Optiona
                   decompress: bool = False, max_inflated: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES,
                   locate: Optional[Locator] = None, map_type: Optional[pa.DataType] = None,
                   props: Optional[PropertyColumns] = None, words: Optional[np.ndarray] = None,
-                  topics: Optional[pa.Array] = None) -> dict[str, pa.Array]:
+                  topics: Optional[pa.Array] = None, body: Optional[pa.Array] = None) -> dict[str, pa.Array]:
     """Arrow arrays of the requested output columns for records ``h`` in ``buf``.
 
     ``words``: :func:`padded_words` of ``buf`` if the caller has them (saves a copy).
+    ``body``: the body column when the caller built it (inflated bodies).
     """
     b = np.frombuffer(buf, dtype=np.uint8)
     n = len(h)
@@ -936,7 +967,8 @@ def build_columns(buf, h: Headers, columns: Sequence[str], *, tags_code: Optiona
             out["properties"] = props.map_array(map_type or pa.map_(pa.field("key", pa.string(), False),
                                                                     pa.field("value", pa.string(), True)))
     if "body" in cols:
-        out["body"] = body_array(buf, h, decompress=decompress, max_inflated=max_inflated, locate=locate)
+        out["body"] = body if body is not None else body_array(buf, h, decompress=decompress,
+                                                               max_inflated=max_inflated, locate=locate)
     if "bornTimestamp" in cols:
         out["bornTimestamp"] = timestamps_us(h.born_ts)
     if "storeTimestamp" in cols:

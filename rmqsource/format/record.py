@@ -23,6 +23,7 @@ caller knows whether that is an expected torn tail or an error.
 from __future__ import annotations
 
 import enum
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -66,6 +67,31 @@ _SIZE_MAGIC = struct.Struct(">ii")
 _TAIL = struct.Struct(">iqi")                # reconsumeTimes, preparedTxOffset, bodyLen
 
 CRC_PROPERTY_BYTES = 20                      # "__CRC32#" 0x01 + 10 digits + 0x02
+
+# Bytes no broker-written topic holds (TopicValidator refuses them, and a topic names a ConsumeQueue
+# directory): control bytes, DEL and path separators.
+_BAD_TOPIC_BYTE = re.compile(rb"[\x00-\x1f\x7f/\\]")
+
+
+def topic_bytes_problem(raw: bytes) -> Optional[str]:
+    """Why stored topic bytes cannot come from a broker (then the record is corrupt), or None.
+
+    Empty, a control byte, DEL, ``/`` or ``\\``, ``.``/``..``, or invalid UTF-8 (Java encodes a
+    String's UTF-16 into valid UTF-8).  Stricter TopicValidator rules are not applied: brokers create
+    some topics (broker and cluster names) without them.
+    """
+    if not raw:
+        return "empty topic"
+    m = _BAD_TOPIC_BYTE.search(raw)
+    if m is not None:
+        return f"topic byte 0x{raw[m.start()]:02X} at topic position {m.start()}"
+    if raw in (b".", b".."):
+        return f"topic {raw.decode()!r}"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"topic bytes are not UTF-8 at topic position {exc.start}"
+    return None
 
 
 def host_field_bytes(v6: bool) -> int:
@@ -238,10 +264,10 @@ def decode_record(buf, pos: int, limit: int, *, check_crc: bool = False,
     if check_crc and body_crc(body) != crc:
         return Decoded(Kind.CORRUPT, total_size, None,
                        f"body CRC 0x{body_crc(body):08X} does not match stored 0x{crc & 0xFFFFFFFF:08X}")
-    try:
-        topic = topic_bytes.decode("utf-8")
-    except UnicodeDecodeError:
-        topic = topic_bytes.decode("utf-8", "replace")
+    problem = topic_bytes_problem(topic_bytes)
+    if problem is not None:
+        return Decoded(Kind.CORRUPT, total_size, None, problem)
+    topic = topic_bytes.decode("utf-8")
     record = MessageRecord(
         store_size=total_size, magic=magic, body_crc=crc, queue_id=queue_id, flag=flag,
         queue_offset=queue_offset, phy_offset=phy_offset, sys_flag=sys_flag,

@@ -7,7 +7,7 @@ segment size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
 
 import numpy as np
@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import limits
-from ..errors import CorruptRecordError, DataLossError
+from ..errors import CorruptRecordError, DataLossError, DecompressionError
 from ..format import columnar as col
+from ..format.compression import inflate_body
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.javahash import java_string_hash
-from ..format.record import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ..format.record import COMPRESSED_FLAG, TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..format.tagscode import SCHEDULE_TOPIC
 from ..store.reader import MessageStoreReader
 from .options import ReadOptions
@@ -33,11 +34,27 @@ MAX_RUN_BYTES = 16 * 1024 * 1024
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
+class InflateBudget:
+    """Bytes one task has inflated (``decompress=true``), against ``maxInflatedTaskBytes``."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.used = 0
+
+    def spend(self, n: int, file: str, offset: int) -> None:
+        self.used += n
+        if self.used > self.cap:
+            raise DecompressionError(f"this task has inflated {self.used} bytes of bodies, more than "
+                                     f"maxInflatedTaskBytes={self.cap} (raise the option, or read without "
+                                     f"decompress)", file=file, offset=offset)
+
+
 @dataclass(frozen=True)
 class ReadSpec:
     options: ReadOptions
     pushed: Pushed
     columns: tuple
+    inflated: Optional[InflateBudget] = field(default=None, compare=False)     # set per task by read_partition
 
     @property
     def tag_codes(self) -> Optional[np.ndarray]:
@@ -49,6 +66,8 @@ class ReadSpec:
 def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatch]:
     # The planned valid end: every task sees the store as it was at planning.
     reader = MessageStoreReader(part.store.root, part.store.config, commit_log_end=part.store.commit_log_max)
+    if spec.options.decompress:
+        spec = replace(spec, inflated=InflateBudget(spec.options.max_inflated_task_bytes))
     try:
         if isinstance(part, CommitLogRange):
             yield from _read_commitlog_range(spec, reader, part)
@@ -105,12 +124,16 @@ def _topics(buf, h: col.Headers) -> pa.Array:
 
 def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows: Optional[np.ndarray],
             tags_code: Optional[np.ndarray], tags_valid: Optional[np.ndarray],
-            topics: Optional[pa.Array] = None, *, words: Optional[np.ndarray] = None) -> Optional[pa.RecordBatch]:
-    """Exact string filters, then the output batch for ``rows`` of ``h`` (None: all rows)."""
+            topics: Optional[pa.Array] = None, *, words: Optional[np.ndarray] = None) -> Iterator[pa.RecordBatch]:
+    """Exact string filters, then the output batch for ``rows`` of ``h`` (None: all rows).
+
+    Usually one batch; with ``decompress`` a batch is cut early once its bodies reach
+    ``maxInflatedBatchBytes`` (rows keep their order).
+    """
     p = spec.pushed
     if rows is not None:
         if len(rows) == 0:
-            return None
+            return
         if len(rows) == len(h) and (len(rows) == 0 or (rows[0] == 0 and rows[-1] == len(h) - 1)):
             rows = None
     if rows is not None:
@@ -121,7 +144,7 @@ def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows:
         if topics is not None:
             topics = topics.take(pa.array(rows))
     if len(h) == 0:
-        return None
+        return
     if words is None:
         words = col.padded_words(buf.data)
     props = None
@@ -149,7 +172,7 @@ def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows:
     if keep is not None and not keep.all():
         sel = np.flatnonzero(keep)
         if len(sel) == 0:
-            return None
+            return
         h = h.take(sel)
         if tags_code is not None:
             tags_code = tags_code[sel]
@@ -157,12 +180,58 @@ def _finish(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, rows:
         if topics is not None:
             topics = topics.take(pa.array(sel))
         props = None   # re-parse for the kept rows only
+    if spec.options.decompress and "body" in spec.columns and (h.sys_flag & COMPRESSED_FLAG).any():
+        yield from _inflated_batches(spec, store, buf, h, tags_code, tags_valid, topics, words)
+        return
+    yield _batch(spec, store, buf, h, tags_code, tags_valid, topics, words, props=props)
+
+
+def _batch(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, tags_code, tags_valid, topics, words,
+           *, props=None, body: Optional[pa.Array] = None) -> pa.RecordBatch:
     arrays = col.build_columns(buf.data, h, spec.columns, tags_code=tags_code, tags_code_valid=tags_valid,
-                               broker=store.broker, store_path=store.root, decompress=spec.options.decompress,
-                               max_inflated=spec.options.max_inflated_body_bytes, locate=buf.locate,
-                               map_type=MAP_TYPE, props=props, words=words, topics=topics)
-    schema = output_schema(spec.columns)
-    return pa.RecordBatch.from_arrays([arrays[c] for c in spec.columns], schema=schema)
+                               broker=store.broker, store_path=store.root, locate=buf.locate,
+                               map_type=MAP_TYPE, props=props, words=words, topics=topics, body=body)
+    return pa.RecordBatch.from_arrays([arrays[c] for c in spec.columns], schema=output_schema(spec.columns))
+
+
+def _inflated_batches(spec: ReadSpec, store: StoreRef, buf: _Buffer, h: col.Headers, tags_code, tags_valid,
+                      topics, words) -> Iterator[pa.RecordBatch]:
+    """Batches of ``h`` with inflated bodies, each holding at most maxInflatedBatchBytes of bodies (or one row).
+
+    Bodies are inflated one at a time (each capped by maxInflatedBodyBytes) and every inflated byte is
+    charged to the task's budget, so neither a batch nor a task can grow without bound.
+    """
+    opts = spec.options
+    budget = spec.inflated if spec.inflated is not None else InflateBudget(opts.max_inflated_task_bytes)
+    compressed = ((h.sys_flag & COMPRESSED_FLAG) != 0).tolist()
+    data = memoryview(buf.data).cast("B") if not isinstance(buf.data, (bytes, bytearray)) else memoryview(buf.data)
+    n = len(h)
+
+    def cut(a: int, b: int, bodies: list) -> pa.RecordBatch:
+        sel = None if (a, b) == (0, n) else np.arange(a, b)
+        return _batch(spec, store, buf, h if sel is None else h.take(sel),
+                      tags_code if sel is None or tags_code is None else tags_code[sel],
+                      tags_valid if sel is None or tags_valid is None else tags_valid[sel],
+                      topics if sel is None or topics is None else topics.take(pa.array(sel)), words,
+                      body=pa.array(bodies, type=pa.binary()))
+
+    a, bodies, total = 0, [], 0
+    for i, (p, ln) in enumerate(zip(h.body_pos.tolist(), h.body_len.tolist())):
+        body = bytes(data[p:p + ln])
+        if compressed[i]:
+            file, offset = buf.locate(int(h.pos[i]))
+            body = inflate_body(body, int(h.sys_flag[i]), max_bytes=opts.max_inflated_body_bytes,
+                                file=file, offset=offset)
+            budget.spend(len(body), file, offset)
+        if i > a and total + len(body) > opts.max_inflated_batch_bytes:
+            yield cut(a, i, bodies)
+            a, bodies, total = i, [], 0
+        bodies.append(body)
+        total += len(body)
+    if bodies:
+        yield cut(a, n, bodies)
+
+
 
 
 def _cq_tags_codes(reader: MessageStoreReader, buf, h: col.Headers, rows: np.ndarray,
@@ -401,7 +470,7 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                 keep &= mask
                 rows = None if keep.all() else np.flatnonzero(keep)
         if rows is not None and len(rows) == 0:
-            return None
+            return ()
         return _finish(spec, part.store, buf, h, rows, codes, valid, topics, words=pb.words)
 
     pos = part.start - base          # position inside the segment file
@@ -435,9 +504,7 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                     if ok is not None and ok.all():
                         buf = _Buffer(pb.view, [0], [seg.path], [pos])
                         h = col.decode_headers(pb.view, rel, locate=buf.locate, words=pb.words, windows=win)
-                        out = emit(pb, rel, h, pos, units, ui, j)
-                        if out is not None:
-                            yield out
+                        yield from emit(pb, rel, h, pos, units, ui, j)
                         pos = stop_at
                         continue
                     limit = stop_at        # a unit does not check out: walk this stretch
@@ -447,32 +514,39 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                 limit = int(units.phy[ui]) - base if units is not None and ui < len(units.phy) else wend
                 limit = min(limit, end)
             # ---- walk the header chain from pos up to ``limit`` (one read of up to CHUNK_BYTES)
+            # At most two reads: a chunk, then (a record longer than the chunk) exactly that record.
+            # A read that comes back short means the file ends inside the record: corruption.
             read_size = CHUNK_BYTES
-            while True:
-                pb = col.read_padded(fd, min(max(read_size, 8), end - pos), pos)
+            for _ in range(2):
+                want = min(max(read_size, 8), end - pos)
+                pb = col.read_padded(fd, want, pos)
                 data = pb.view
                 if len(data) < min(8, end - pos):
                     raise CorruptRecordError(f"file ends at position {pos + len(data)} before the valid CommitLog "
                                              f"end {part.end}", file=seg.path, offset=pos + len(data))
                 positions, stop = col.walk_chain(data, 0, min(len(data), max(limit - pos, 1)),
                                                  segment_remaining=seg_len - pos, max_records=batch)
-                if stop.reason == col.STOP_SHORT and len(positions) == 0:
-                    if stop.total_size and pos + stop.total_size > end:
-                        raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
-                                                 f"{part.end} (the valid CommitLog end or a split point)",
-                                                 file=seg.path, offset=pos)
-                    if stop.total_size == 0 and pos + 8 > end:
-                        raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
-                                                 f"CommitLog end or a split point)", file=seg.path, offset=pos)
-                    read_size = max(CHUNK_BYTES, stop.total_size)
-                    continue
-                break
+                if stop.reason != col.STOP_SHORT or len(positions):
+                    break
+                if stop.total_size and pos + stop.total_size > end:
+                    raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
+                                             f"{part.end} (the valid CommitLog end or a split point)",
+                                             file=seg.path, offset=pos)
+                if stop.total_size == 0 and pos + 8 > end:
+                    raise CorruptRecordError(f"a record header runs past the range end {part.end} (the valid "
+                                             f"CommitLog end or a split point)", file=seg.path, offset=pos)
+                if len(data) < want or stop.total_size <= len(data):
+                    raise CorruptRecordError(f"the file ends at position {pos + len(data)}, inside the record of "
+                                             f"{stop.total_size or 'unknown'} bytes that starts here (a truncated "
+                                             f"segment)", file=seg.path, offset=pos)
+                read_size = stop.total_size
+            else:
+                raise CorruptRecordError(f"the record here ({stop.total_size} bytes) could not be read whole",
+                                         file=seg.path, offset=pos)
             if len(positions):
                 buf = _Buffer(data, [0], [seg.path], [pos])
                 h = col.decode_headers(data, positions, locate=buf.locate, words=pb.words)
-                out = emit(pb, positions, h, pos)
-                if out is not None:
-                    yield out
+                yield from emit(pb, positions, h, pos)
             pos += stop.position
             if stop.reason in (col.STOP_LIMIT, col.STOP_SHORT):
                 continue
@@ -616,28 +690,14 @@ def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRan
                                      file=f, offset=o)
         rows = np.flatnonzero(_row_mask(spec, h, whole_store=False))
         valid = np.ones(len(idx), dtype=bool)
-        # Output in queue order.
+        # Output in queue order.  Rows of h are in CommitLog order; when the queue order differs (rare),
+        # each stretch of queue order that ascends in the CommitLog is decoded as it is.
+        runs = [rows]
         if len(rows) > 1 and not np.all(np.diff(idx[rows]) > 0):
             rows = rows[np.argsort(idx[rows], kind="stable")]
-            out = _finish_reordered(spec, part.store, buf, h, rows, code[idx], valid)
-        else:
-            out = _finish(spec, part.store, buf, h, rows, code[idx], valid, words=buf.words)
-        if out is not None:
-            yield out
-
-
-def _finish_reordered(spec, store, buf, h, rows, codes, valid):
-    """Queue order differs from CommitLog order (rare): decode sorted, then reorder the batch."""
-    order = np.argsort(rows, kind="stable")
-    out = _finish(spec, store, buf, h, rows[order], codes, valid, words=buf.words)
-    if out is None:
-        return None
-    # _finish may drop rows (exact filters); only reorder when nothing was dropped.
-    if out.num_rows == len(rows):
-        inv = np.empty(len(order), dtype=np.int64)
-        inv[order] = np.arange(len(order))
-        return out.take(pa.array(inv))
-    return out
+            runs = np.split(rows, np.flatnonzero(np.diff(rows) < 0) + 1)
+        for run in runs:
+            yield from _finish(spec, part.store, buf, h, run, code[idx], valid, words=buf.words)
 
 
 def _read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
@@ -680,6 +740,4 @@ def _read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
             if rng and rng[0] <= int(h.queue_offset[r]) < rng[1] and valid[r]:
                 keep.append(r)
         rows = np.array(keep, dtype=np.int64)
-    out = _finish(spec, part.store, buf, h, rows, codes, valid, topics, words=buf.words)
-    if out is not None:
-        yield out
+    yield from _finish(spec, part.store, buf, h, rows, codes, valid, topics, words=buf.words)

@@ -29,6 +29,9 @@ RELEASE = "17"
 # RMQ_SPARK_MODE=python runs Spark on the Python data source even when the jar is built;
 # =jvm insists on the jar (an error when it is missing); unset uses the jar when built.
 MODE_ENV = "RMQ_SPARK_MODE"
+PYTHON_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+JVM_PACKAGE = "io.rmqsource.spark."
+NATIVE_SCAN_CLASS = "io/rmqsource/spark/RmqScanBuilder.class"   # in the jar: batch reads are native
 BUILD_HINT = "build it with `rmq jar --build` (needs a JDK 17: javac on PATH or JAVA_HOME)"
 
 
@@ -61,9 +64,6 @@ def session_jar() -> Optional[str]:
     return jar_path(required=True) if spark_mode() == "jvm" else None
 
 
-PYTHON_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
-
-
 def session_conf() -> dict[str, str]:
     """Spark settings the demo, notebooks and tests start sessions with, for the current mode.
 
@@ -79,18 +79,12 @@ def session_conf() -> dict[str, str]:
     return conf
 
 
-NATIVE_SCAN_CLASS = "io/rmqsource/spark/RmqScanBuilder.class"
-
-
 def has_native_scan(jar: Optional[str]) -> bool:
     """Whether the jar reads batches itself (else its table hands batch reads to Python too)."""
     if not jar:
         return False
     with zipfile.ZipFile(jar) as z:
         return NATIVE_SCAN_CLASS in z.namelist()
-
-
-JVM_PACKAGE = "io.rmqsource.spark."
 
 
 def relation_classes(df) -> list[tuple[str, str]]:

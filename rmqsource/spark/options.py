@@ -2,14 +2,22 @@
 
 Option names are case-insensitive (Spark lower-cases them).  Anything that is
 not one of ours must be a RocketMQ MessageStoreConfig key (``maxHashSlotNum``
-...); other names are refused, so a typo such as ``topic=`` fails loudly.
+...); other names are refused, so a typo such as ``topic=`` fails loudly, and
+the error lists every option of that mode (batch or stream).  Kafka source
+option names (``kafka_options.json``, shared with the JVM scan) are accepted
+as aliases where the meaning is the same (``subscribe`` -> ``topics``,
+``maxOffsetsPerTrigger`` -> ``maxMessagesPerTrigger`` ...) and otherwise
+refused with "the rmq source calls this X".  Store paths may be ``file://``
+URIs.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
@@ -39,6 +47,8 @@ OPTIONS = {
     "failondataloss": "failOnDataLoss",
     "decompress": "decompress",
     "maxinflatedbodybytes": "maxInflatedBodyBytes",
+    "maxinflatedbatchbytes": "maxInflatedBatchBytes",
+    "maxinflatedtaskbytes": "maxInflatedTaskBytes",
     "includetransactional": "includeTransactional",
     "maxrecordsperpartition": "maxRecordsPerPartition",
     "minpartitions": "minPartitions",
@@ -47,6 +57,97 @@ OPTIONS = {
     "indexlookups": "indexLookups",
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
+# Batch-only options (a stream has no end) and the options only streams take.
+BATCH_ONLY_OPTIONS = {"endingoffsets": "endingOffsets", "endingtimestamp": "endingTimestamp"}
+STREAM_OPTIONS = {
+    "startingoffsets": "startingOffsets",
+    "startingoffsetsfallback": "startingOffsetsFallback",
+    "startingtimestamp": "startingTimestamp",
+    "maxmessagespertrigger": "maxMessagesPerTrigger",
+    "maxbytespertrigger": "maxBytesPerTrigger",
+    "minmessagespertrigger": "minMessagesPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay",
+    "subexpression": "subExpression",
+    "consumergroup": "consumerGroup",
+    "reportlatestoffset": "reportLatestOffset",
+}
+BATCH, STREAM = "batch", "stream"
+
+
+def option_names(mode: str) -> list[str]:
+    """Every option name a read in ``mode`` accepts (besides MessageStoreConfig keys), sorted."""
+    if mode == STREAM:
+        names = {v for k, v in OPTIONS.items() if k not in BATCH_ONLY_OPTIONS} | set(STREAM_OPTIONS.values())
+    else:
+        names = set(OPTIONS.values())
+    return sorted(names, key=str.lower)
+
+
+@functools.lru_cache(maxsize=1)
+def kafka_option_table() -> dict[str, dict]:
+    """kafka_options.json by lower-case Kafka name."""
+    with open(os.path.join(os.path.dirname(__file__), "kafka_options.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    return {e["kafka"].lower(): e for e in doc["options"]}
+
+
+def _assign_to_queues(value: str) -> str:
+    """Kafka's ``assign`` JSON ``{"T": [0, 1]}`` as our ``queues`` list ``T:0,T:1`` (our form passes through)."""
+    text = str(value).strip()
+    if not text.startswith("{"):
+        return text
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option assign: cannot parse {text!r} as JSON like {{\"TopicA\": [0, 1]}}: {exc.msg}") \
+            from None
+    if not isinstance(doc, dict) or not all(isinstance(v, list) for v in doc.values()):
+        raise OptionError(f"option assign must map topics to lists of queue ids, got {text!r}")
+    return ",".join(f"{t}:{q}" for t, qs in doc.items() for q in qs)
+
+
+def apply_kafka_names(opts: dict[str, str], mode: str) -> dict[str, str]:
+    """Rename Kafka aliases to our options; refuse other Kafka names with a pointer to ours."""
+    table = kafka_option_table()
+    out = dict(opts)
+    for key in list(opts):
+        entry = table.get(key)
+        if entry is None and key.startswith("kafka."):
+            raise OptionError(f"option {key!r} is a Kafka consumer setting; the rmq source reads a RocketMQ store "
+                              f"directory (load('/path/to/store')) and takes RocketMQ MessageStoreConfig keys "
+                              f"instead (e.g. maxHashSlotNum)")
+        if entry is None:
+            continue
+        kafka, ours = entry["kafka"], entry["rmq"]
+        if not entry["alias"] or mode not in entry["modes"]:
+            hint = f"the rmq source calls this {ours}" if ours else "the rmq source has no such option"
+            if entry["alias"] and mode not in entry["modes"]:
+                hint += f", an option of {' and '.join(entry['modes'])} reads"
+            raise OptionError(f"option {kafka} is a Kafka source option: {hint} ({entry['note']})")
+        value = out.pop(key)
+        if kafka == "assign":
+            value = _assign_to_queues(value)
+        if ours.lower() in out and out[ours.lower()] != value:
+            raise OptionError(f"options {kafka} and {ours} are the same option; give one of them")
+        out[ours.lower()] = value
+    return out
+
+
+def store_path(text: str) -> str:
+    """A store path from an option: plain path or ``file:`` URI (other schemes are refused)."""
+    p = str(text).strip()
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):", p)
+    if not m:
+        return os.path.abspath(os.path.expanduser(p))
+    scheme = m.group(1).lower()
+    if scheme != "file":
+        raise OptionError(f"store path {p!r}: the rmq source reads local or mounted directories, not {scheme}: "
+                          f"URIs (on Databricks use the /dbfs/... or /Volumes/... path of a mounted volume)")
+    u = urllib.parse.urlparse(p)
+    if u.netloc not in ("", "localhost"):
+        raise OptionError(f"store path {p!r} names host {u.netloc!r}; file URIs must be file:///path "
+                          f"(or file:/path) on this machine")
+    return os.path.abspath(urllib.parse.unquote(u.path))
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
 DEFAULT_MAX_BYTES_PER_PARTITION = 64 * 1024 * 1024
@@ -68,6 +169,8 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     decompress: bool = False
     max_inflated_body_bytes: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES
+    max_inflated_batch_bytes: int = limits.DEFAULT_MAX_INFLATED_BATCH_BYTES
+    max_inflated_task_bytes: int = limits.DEFAULT_MAX_INFLATED_TASK_BYTES
     include_transactional: bool = False
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
     min_partitions: int = 0
@@ -172,20 +275,27 @@ def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
     if not paths:
         raise OptionError("no store path: use spark.read.format('rmq').load('/path/to/store') "
                           "(several stores: comma-separated or a list)")
-    return tuple(os.path.abspath(os.path.expanduser(p)) for p in paths)
+    return tuple(dict.fromkeys(store_path(p) for p in paths))
 
 
-def parse_options(options: Mapping[str, str]) -> ReadOptions:
+def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptions:
+    """Batch read options; a stream passes what is left after taking its own (``mode="stream"``)."""
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(options).items()}
+    opts = apply_kafka_names(opts, mode)
     store_overrides: dict[str, str] = {}
     for key, value in opts.items():
-        if key in OPTIONS:
+        if key in OPTIONS and not (mode == STREAM and key in BATCH_ONLY_OPTIONS):
             continue
         if key in _STORE_KEYS:
             store_overrides[_STORE_KEYS[key]] = value
             continue
-        raise OptionError(f"unknown option {key!r}; rmq options are: {', '.join(sorted(OPTIONS.values()))}, "
-                          f"plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)")
+        valid = f"rmq {mode} read options are: {', '.join(option_names(mode))}, plus RocketMQ MessageStoreConfig " \
+                f"keys (e.g. maxHashSlotNum)"
+        if mode == BATCH and key in STREAM_OPTIONS:
+            raise OptionError(f"option {STREAM_OPTIONS[key]} is for streaming reads (spark.readStream); {valid}")
+        if mode == STREAM and key in BATCH_ONLY_OPTIONS:
+            raise OptionError(f"option {BATCH_ONLY_OPTIONS[key]} is for batch reads (a stream has no end); {valid}")
+        raise OptionError(f"unknown option {key!r}; {valid}")
     paths = _paths(opts)
     config_path = opts.get("config")
     if config_path:
@@ -244,7 +354,13 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
     if "decompress" in opts:
         kw["decompress"] = parse_bool("decompress", opts["decompress"])
     if "maxinflatedbodybytes" in opts:
-        kw["max_inflated_body_bytes"] = parse_int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1)
+        kw["max_inflated_body_bytes"] = parse_int("maxInflatedBodyBytes", opts["maxinflatedbodybytes"], 1,
+                                                  limits.MAX_ARROW_BINARY_BYTES)
+    if "maxinflatedbatchbytes" in opts:
+        kw["max_inflated_batch_bytes"] = parse_int("maxInflatedBatchBytes", opts["maxinflatedbatchbytes"], 1,
+                                                   limits.MAX_ARROW_BINARY_BYTES)
+    if "maxinflatedtaskbytes" in opts:
+        kw["max_inflated_task_bytes"] = parse_int("maxInflatedTaskBytes", opts["maxinflatedtaskbytes"], 1)
     if "includetransactional" in opts:
         kw["include_transactional"] = parse_bool("includeTransactional", opts["includetransactional"])
     if "maxrecordsperpartition" in opts:

@@ -16,6 +16,8 @@ Three kinds of partition:
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -32,6 +34,20 @@ from .pushdown import Pushed
 
 # Reads of the IndexFile for uniqKey lookups are not capped at maxMsgsNumBatch.
 LOOKUP_MAX_HITS = 1 << 20
+log = logging.getLogger(__name__)
+
+# Parallelism (the JVM planner, RmqPlanner.java, applies the same rules): whole queues share a
+# task only beyond MAX_UNPACKED_QUEUES queues per store (a topic of 8 queues is 8 partitions), and
+# ranges are split until there are as many partitions as the default parallelism when each piece
+# keeps at least MIN_SPLIT_RECORDS records (queue ranges) / MIN_SPLIT_BYTES (CommitLog ranges).
+MAX_UNPACKED_QUEUES = 64
+MIN_SPLIT_RECORDS = 4096
+MIN_SPLIT_BYTES = 1 << 20
+
+
+def default_parallelism() -> int:
+    """The Python planner runs in a Python worker, which cannot ask the session: cores of this machine."""
+    return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -193,12 +209,12 @@ def split_range(start: int, end: int, max_records: int) -> list[tuple[int, int]]
     return [(s, min(end, s + step)) for s in range(start, end, step)]
 
 
-def _ensure_min_partitions(ranges: list, min_partitions: int, size_of, split_one) -> list:
-    """Split the largest ranges in two until there are at least ``min_partitions``."""
+def _ensure_min_partitions(ranges: list, min_partitions: int, size_of, split_one, min_piece: int = 1) -> list:
+    """Split the largest ranges in two until there are at least ``min_partitions`` (pieces >= ``min_piece``)."""
     ranges = list(ranges)
     while min_partitions and len(ranges) < min_partitions:
         i = max(range(len(ranges)), key=lambda k: size_of(ranges[k]), default=None)
-        if i is None or size_of(ranges[i]) < 2:
+        if i is None or size_of(ranges[i]) < max(2, 2 * min_piece):
             break
         a, b = split_one(ranges[i])
         if a is None:
@@ -326,6 +342,8 @@ def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, 
 def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
     readers = [open_store(p, opts.store_config) for p in opts.paths]
     try:
+        for note in filter(None, (r.broker_note() for r in readers)):
+            log.warning("rmq: %s", note)
         refs = [_store_ref(i, p, b, opts.store_config, r)
                 for i, (p, b, r) in enumerate(zip(opts.paths, opts.brokers, readers))]
         queue_mode = opts.topic_mode or (
@@ -360,13 +378,15 @@ def _plan_queues(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
         return (ref, t, q, a, m), (ref, t, q, m, b)
 
     ranges = _ensure_min_partitions(ranges, opts.min_partitions, lambda r: r[4] - r[3], split_one)
+    ranges = _ensure_min_partitions(ranges, default_parallelism(), lambda r: r[4] - r[3], split_one,
+                                    MIN_SPLIT_RECORDS)
     return _pack_queue_ranges(ranges, opts)
 
 
 def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
     """Whole (unsplit) queue ranges of one store are packed into tasks of up to
-    maxRecordsPerPartition units: one task per queue costs more than it reads when
-    queues are small or a tagsCode filter leaves few records.  Split queues keep one
+    maxRecordsPerPartition units when there are more than MAX_UNPACKED_QUEUES of them:
+    one task per queue then costs more than it reads.  Split queues keep one
     partition per piece."""
     counts: dict = {}
     for ref, t, q, a, b in ranges:
@@ -382,7 +402,8 @@ def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
     cap = opts.max_records_per_partition
     for ref, rs in whole.values():
         total = sum(b - a for _, _, _, a, b in rs)
-        bins_n = max(1, -(-total // cap), min(opts.min_partitions, len(rs)))
+        bins_n = max(1, -(-total // cap),
+                     min(len(rs), max(opts.min_partitions, default_parallelism(), MAX_UNPACKED_QUEUES)))
         if bins_n >= len(rs):
             out.extend(QueueRange(*r) for r in rs)
             continue
@@ -457,6 +478,7 @@ def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
         return [ref, x, best, s0, s1], [ref, best, y, s0, s1]
 
     out = _ensure_min_partitions(out, opts.min_partitions, size_of, split_one)
+    out = _ensure_min_partitions(out, default_parallelism(), size_of, split_one, MIN_SPLIT_BYTES)
     return [CommitLogRange(*r) for r in out]
 
 

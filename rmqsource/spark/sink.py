@@ -53,19 +53,22 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
 
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson
-from ..format.javahash import java_string_hash
 from ..format.record import Kind
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import StoreLock
 from ..store.config import StoreConfig
+from ..store.file_sizes import fit_config_to_files, given_keys
+from ..store.queue_select import DEFAULT_QUEUE_NUMS, QueueChooser, keys_string, read_topic_queue_nums
+from .options import store_path
 
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
 SEQ_PROPERTY = "__RMQSOURCE_SEQ"
 SINK_LOG_NAME = "rmqsourceSinkLog.json"
-# Test hook: a file {root}/config/FAULT_FILE_NAME holding "mid-append:<batchId>" or "commit:<batchId>"
-# makes that step fail once (the file is removed first), to exercise the replay paths.
-FAULT_FILE_NAME = "rmqsourceSinkFault"
-DEFAULT_QUEUE_NUMS = 4
+# Fault injection for the replay tests, outside the store: only when this environment variable names a
+# file (test code sets it before Spark starts its workers) holding "<point> <store root>", where point is
+# "mid-append:<batchId>" or "commit:<batchId>", does that step fail once (the file is removed first).
+# Nothing in a store can trigger it.
+FAULT_ENV = "RMQSOURCE_TEST_SINK_FAULT_FILE"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 PUT_CHUNK = 65536
 
@@ -107,24 +110,6 @@ def _duration_s(name: str, value: str) -> float:
     return parse_duration_ms(name, value) / 1000.0
 
 
-def read_topic_queue_nums(root: str) -> dict[str, int]:
-    """``writeQueueNums`` of each topic in ``{root}/config/topics.json`` (empty when absent)."""
-    path = os.path.join(root, "config", "topics.json")
-    try:
-        doc = load_with_bak(path, lambda text, file: loads_fastjson(text, file=file))
-    except FormatError:
-        return {}
-    table = (doc or {}).get("topicConfigTable") or {}
-    out = {}
-    if isinstance(table, dict):
-        for name, tc in table.items():
-            if isinstance(tc, dict):
-                n = tc.get("writeQueueNums")
-                if isinstance(n, int) and not isinstance(n, bool) and n > 0:
-                    out[str(name)] = n
-    return out
-
-
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     from .options import _STORE_KEYS
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(options).items()}
@@ -142,13 +127,15 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise OptionError("no store path: use df.write.format('rmq').mode('append').save('/path/to/store')")
     if "," in root:
         raise OptionError(f"the rmq sink writes one store; got {root!r}")
-    root = os.path.abspath(os.path.expanduser(root))
+    root = store_path(root)                  # plain path or file:// URI
     if opts.get("config"):
         if not os.path.isfile(opts["config"]):
             raise OptionError(f"option config: {opts['config']} is not a file")
         config = StoreConfig.from_properties_file(opts["config"], overrides or None)
     else:
         config = StoreConfig().with_overrides(overrides)
+    # An existing store's segment sizes unless given (a given size that differs from the files fails).
+    config = fit_config_to_files(config, root, given_keys(opts.get("config"), overrides))
     queue_nums = None
     if opts.get("queuenums"):
         try:
@@ -196,33 +183,6 @@ def check_schema(schema) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- rows -> messages
-
-def _java_rem(a: int, n: int) -> int:
-    r = abs(a) % n
-    return -r if a < 0 else r
-
-
-class QueueChooser:
-    """queueId column, else hash of the keys, else round-robin per topic (starting at ``seed``)."""
-
-    def __init__(self, opts: SinkOptions, seed: int = 0):
-        self.opts = opts
-        self.seed = seed
-        self._rr: dict[str, int] = {}
-
-    def choose(self, topic: str, queue_id: Optional[int], keys: Optional[str]) -> int:
-        if queue_id is not None:
-            if queue_id < 0:
-                raise OptionError(f"queueId {queue_id} is negative (topic {topic})")
-            return int(queue_id)
-        n = self.opts.queues_of(topic)
-        if keys:
-            value = _java_rem(java_string_hash(keys), n)
-            return abs(value)
-        i = self._rr.get(topic, self.seed)
-        self._rr[topic] = i + 1
-        return i % n
-
 
 def _ms(value: Any) -> int:
     if value is None:
@@ -272,9 +232,7 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
             body = b""
         elif isinstance(body, str):
             body = body.encode("utf-8")
-        k = keys[i]
-        if isinstance(k, list):
-            k = " ".join(x for x in k if x) or None
+        k = keys_string(keys[i])
         pmap = dict(props[i]) if props[i] else None
         if pmap:
             # TAGS / KEYS come from their own columns when present.
@@ -412,35 +370,57 @@ class SinkLog:
         self.path = os.path.join(root, "config", SINK_LOG_NAME)
 
     def load(self) -> dict:
-        def parse(text: str, file: str) -> dict:
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"sink log is not JSON: {exc.msg}", file=file, offset=exc.pos) from None
-            if not isinstance(doc, dict) or not isinstance(doc.get("queries", {}), dict):
-                raise FormatError("sink log: expected {\"queries\": {...}}", file=file, offset=0)
-            return doc
-        doc = load_with_bak(self.path, parse)
+        doc = load_with_bak(self.path, parse_sink_log)
         return doc if doc is not None else {"queries": {}}
 
     def save(self, doc: dict) -> None:
         def valid(old: bytes) -> bool:
             try:
-                json.loads(old.decode("utf-8"))
+                parse_sink_log(old.decode("utf-8"), self.path)
                 return True
-            except (ValueError, UnicodeDecodeError):
+            except (FormatError, UnicodeDecodeError):
                 return False
         string2file(self.path, json.dumps(doc, indent=1, sort_keys=True), validate_previous=valid)
 
 
+def parse_sink_log(text: str, file: str) -> dict:
+    """The sink log, shape-checked; FormatError (never RecursionError, KeyError ...) for anything else.
+
+    Parsed with the bounded config-JSON parser (nesting depth capped).
+    """
+    doc = loads_fastjson(text, file=file)
+
+    def bad(what: str):
+        raise FormatError(f"sink log: {what}", file=file, offset=0)
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("queries", {}), dict):
+        bad('expected {"queries": {...}}')
+    for qid, q in doc.get("queries", {}).items():
+        if not isinstance(q, dict) or not is_int(q.get("committedBatch", -1)) or not isinstance(q.get("tasks", {}),
+                                                                                                  dict):
+            bad(f"query {str(qid)[:80]!r}: expected {{\"committedBatch\": int, \"tasks\": {{...}}}}")
+        for key, task in q.get("tasks", {}).items():
+            batch, sep, part = str(key).partition(":")
+            if not (sep and batch.lstrip("-").isdecimal() and part.isdecimal() and batch.isascii() and part.isascii()):
+                bad(f"query {str(qid)[:80]!r}: task key {str(key)[:80]!r} is not batch:partition")
+            if not isinstance(task, dict) or not is_int(task.get("start")) or not isinstance(task.get("done"), bool):
+                bad(f"query {str(qid)[:80]!r}: task {str(key)[:80]!r} needs an int start and a bool done")
+    return doc
+
+
 def _take_fault(root: str, point: str) -> bool:
-    path = os.path.join(root, "config", FAULT_FILE_NAME)
+    path = os.environ.get(FAULT_ENV)
+    if not path:
+        return False
     try:
         with open(path, "r", encoding="utf-8") as f:
             spec = f.read().strip()
     except OSError:
         return False
-    if spec != point:
+    if spec != f"{point} {os.path.realpath(root)}":
         return False
     try:
         os.unlink(path)
@@ -558,7 +538,7 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
         if not query_ids or not os.path.isdir(root):
             return
         if _take_fault(root, f"commit:{batchId}"):
-            raise StoreError(f"injected fault before committing batch {batchId} (test hook {FAULT_FILE_NAME})")
+            raise StoreError(f"injected fault before committing batch {batchId} (test hook {FAULT_ENV})")
         lock = StoreLock(root, timeout_s=self.opts.lock_timeout_s)
         try:
             lock.acquire()

@@ -20,8 +20,11 @@ keys):
 
 * ``startingOffsets``: ``latest`` (default), ``earliest``, ``group`` (the
   committed offsets of ``consumerGroup`` in ``config/consumerOffset.json``;
-  queues without one start at ``startingOffsetsFallback``, default
-  ``earliest``), or JSON ``{"T": {"0": 12}}`` (-2 = earliest, -1 = latest;
+  a group with no commit fails unless ``startingOffsetsFallback`` =
+  ``earliest``/``latest`` says where to start, like Kafka's
+  ``auto.offset.reset``; queues of a group that has commits elsewhere start
+  at the fallback, default ``earliest``; ``none`` requires a commit for every
+  queue), or JSON ``{"T": {"0": 12}}`` (-2 = earliest, -1 = latest;
   queues not listed start at latest).  Used only when the query starts
   without a checkpoint.
 * ``startingTimestamp`` (ms): first message stored at or after it, per queue.
@@ -66,7 +69,8 @@ from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout
-from .options import EARLIEST, LATEST, ReadOptions, parse_bool, parse_int, parse_offsets, parse_options
+from .options import (EARLIEST, LATEST, STREAM, STREAM_OPTIONS, ReadOptions, apply_kafka_names, parse_bool,
+                      parse_int, parse_offsets, parse_options)
 from .planning import split_range
 
 GROUP = "group"
@@ -75,19 +79,7 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 TAIL_CHUNK_BYTES = 1 << 20
 MIN_RECORD_BYTES = 91
 
-# Options handled here; everything else goes to the batch option parser.
-STREAM_OPTIONS = {
-    "startingoffsets": "startingOffsets",
-    "startingoffsetsfallback": "startingOffsetsFallback",
-    "startingtimestamp": "startingTimestamp",
-    "maxmessagespertrigger": "maxMessagesPerTrigger",
-    "maxbytespertrigger": "maxBytesPerTrigger",
-    "minmessagespertrigger": "minMessagesPerTrigger",
-    "maxtriggerdelay": "maxTriggerDelay",
-    "subexpression": "subExpression",
-    "consumergroup": "consumerGroup",
-    "reportlatestoffset": "reportLatestOffset",
-}
+# Options handled here (STREAM_OPTIONS); everything else goes to the batch option parser.
 _BATCH_ONLY = ("endingoffsets", "endingtimestamp")
 
 Key = tuple[str, int]
@@ -99,7 +91,7 @@ Key = tuple[str, int]
 class StreamOptions:
     read: ReadOptions
     starting: object = LATEST                 # "latest" | "earliest" | "group" | {topic: {qid: off}}
-    starting_fallback: str = EARLIEST
+    starting_fallback: Optional[str] = None   # earliest | latest | none; None: fail if the group has no commit
     starting_timestamp: Optional[int] = None
     max_messages: Optional[int] = None
     max_bytes: Optional[int] = None
@@ -147,11 +139,12 @@ def _positive_int(name: str, value: str) -> int:
 
 def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
     opts = {str(k).lower(): ("" if v is None else str(v)) for k, v in dict(options).items()}
+    opts = apply_kafka_names(opts, STREAM)
     for key in _BATCH_ONLY:
         if key in opts:
             raise OptionError(f"option {key} is for batch reads; a stream has no end")
     ours = {k: opts.pop(k) for k in list(opts) if k in STREAM_OPTIONS}
-    read = parse_options(opts)
+    read = parse_options(opts, mode=STREAM)
     if len(read.paths) != 1:
         raise OptionError(f"a stream reads one store; got {len(read.paths)} paths ({', '.join(read.paths)})")
     if not read.topic_mode:
@@ -163,8 +156,8 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
         kw["starting"] = low if low in (EARLIEST, LATEST, GROUP) else parse_offsets("startingOffsets", text)
     if "startingoffsetsfallback" in ours:
         fb = ours["startingoffsetsfallback"].strip().lower()
-        if fb not in (EARLIEST, LATEST):
-            raise OptionError(f"option startingOffsetsFallback must be earliest or latest, got {fb!r}")
+        if fb not in (EARLIEST, LATEST, "none"):
+            raise OptionError(f"option startingOffsetsFallback must be earliest, latest or none, got {fb!r}")
         kw["starting_fallback"] = fb
     if "startingtimestamp" in ours:
         if "startingoffsets" in ours:
@@ -462,6 +455,23 @@ def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamR
                             f"{exc}") from None
 
 
+def _check_group_start(o: StreamOptions, keys: set, committed: dict) -> None:
+    """startingOffsets=group: a group without commits fails unless startingOffsetsFallback says where to start
+    (Kafka's auto.offset.reset); with ``none`` every queue needs a committed offset."""
+    have = keys & set(committed)
+    if not have and o.starting_fallback is None:
+        topics = ", ".join(sorted({t for t, _ in keys})) or "(no queues)"
+        raise OptionError(f"startingOffsets=group: consumer group {o.consumer_group!r} has no committed offsets for "
+                          f"{topics} in {o.root} (config/consumerOffset.json); set startingOffsetsFallback=earliest "
+                          f"or latest to start anyway (like Kafka's auto.offset.reset)")
+    if o.starting_fallback == "none":
+        missing = sorted(keys - set(committed))
+        if missing:
+            shown = ", ".join(f"{t}:{q}" for t, q in missing[:10]) + (" ..." if len(missing) > 10 else "")
+            raise OptionError(f"startingOffsets=group with startingOffsetsFallback=none: consumer group "
+                              f"{o.consumer_group!r} has no committed offset for {shown}")
+
+
 # --------------------------------------------------------------------------- the reader
 
 class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -496,12 +506,16 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         w = self.watcher
         o = self.opts
+        if o.consumer_group:
+            ConsumerOffsets(o.root, config=o.read.store_config).check_writable()   # fail before reading anything
         cl_min = w.commit_log_min()
         committed: dict[Key, int] = {}
         if o.starting == GROUP:
             table = ConsumerOffsets(o.root, config=o.read.store_config).offsets_for_group(o.consumer_group)
             committed = {(t, int(q)): int(v) for t, qs in table.items() for q, v in qs.items()}
         keys = set(w.keys())
+        if o.starting == GROUP:
+            _check_group_start(o, keys, committed)
         if isinstance(o.starting, dict):
             for t, qs in o.starting.items():
                 for qid in qs:
@@ -517,7 +531,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             spec = o.starting
             if spec == GROUP:
-                spec = committed.get(key, o.starting_fallback)
+                spec = committed.get(key, o.starting_fallback or EARLIEST)
             elif isinstance(spec, dict):
                 spec = spec.get(key[0], {}).get(key[1], LATEST)
                 spec = {-2: EARLIEST, -1: LATEST}.get(spec, spec)

@@ -43,6 +43,11 @@ class ConsumeQueueBase:
     def has_file_for(self, offset: int) -> bool:
         return True
 
+    def _unit_or_none(self, offset: int):
+        """The unit at ``offset``, or None where no file holds it (a deleted or short file in the middle)."""
+        units = self._read(offset, 1)
+        return units[0] if len(units) else None
+
     def unit_at(self, offset: int) -> Optional[tuple[int, int, int]]:
         units = self.read_units(offset, 1)
         if len(units) == 0:
@@ -59,8 +64,8 @@ class ConsumeQueueBase:
         # Units are ordered by phyOffset: binary search the first unit starting at/after the end.
         while lo < hi:
             mid = (lo + hi) // 2
-            u = self._read(mid, 1)[0]
-            if int(u["size"]) != PRE_BLANK_SIZE and int(u["phy_offset"]) >= commitlog_end:
+            u = self._unit_or_none(mid)          # (a missing unit counts as below the end)
+            if u is not None and int(u["size"]) != PRE_BLANK_SIZE and int(u["phy_offset"]) >= commitlog_end:
                 hi = mid
             else:
                 lo = mid + 1
@@ -78,8 +83,9 @@ class ConsumeQueueBase:
         if max_off <= first:
             return max_off if engine_v5 else first
         if engine_v5:
-            last = self._read(max_off - 1, 1)[0]
-            if int(last["phy_offset"]) < commitlog_min_offset and int(last["size"]) != PRE_BLANK_SIZE:
+            last = self._unit_or_none(max_off - 1)
+            if last is not None and int(last["phy_offset"]) < commitlog_min_offset \
+                    and int(last["size"]) != PRE_BLANK_SIZE:
                 return max_off
             lo, hi = first, max_off
         else:
@@ -87,8 +93,8 @@ class ConsumeQueueBase:
         end_of_scan = hi
         while lo < hi:
             mid = (lo + hi) // 2
-            u = self._read(mid, 1)[0]
-            live = int(u["size"]) != PRE_BLANK_SIZE and int(u["phy_offset"]) >= commitlog_min_offset
+            u = self._unit_or_none(mid)          # (a missing unit counts as expired)
+            live = u is not None and int(u["size"]) != PRE_BLANK_SIZE and int(u["phy_offset"]) >= commitlog_min_offset
             if live:
                 hi = mid
             else:

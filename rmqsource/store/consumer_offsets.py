@@ -14,8 +14,9 @@ fallback of ``ConfigManager.load``.  Read-modify-write cycles of different
 processes are serialized by a POSIX record lock (``lockf``, what Java's
 ``FileChannel.lock`` takes: the JVM stream's commits join in) on the side file
 ``consumerOffset.json.lock``, so concurrent commits never lose each other's
-updates.  (A running broker does not take that lock: do not commit into the
-store of a live broker, it overwrites the file from memory every 5 s.)
+updates.  A running broker does not take that lock and overwrites the file
+from memory every 5 s, so commits into the store of a live broker (its
+``lock`` held by a process that is not an rmqsource writer) are refused.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -33,6 +35,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..errors import FormatError, OptionError, StoreLockedError
 from ..format.configjson import dumps_fastjson, loads_fastjson
 from ..io.durable import load_with_bak, string2file
+from ..io.lock import describe_holder, store_lock_state
 from .config import StoreConfig
 
 __all__ = [
@@ -102,17 +105,26 @@ def _check_name(kind: str, name: Any) -> None:
         raise OptionError(f"{kind} {name!r} contains '@', the topic@group separator of consumerOffset.json")
 
 
+_DECIMAL_TEXT = re.compile(r"[+-]?[0-9]{1,19}")      # ASCII digits only: "--5", "²", "١" are not numbers here
+
+
 def _as_int(value: Any) -> Optional[int]:
-    """fastjson reads a JSON int or a numeric string into Integer/Long."""
+    """fastjson reads a JSON int or a numeric string into Integer/Long; anything else is None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, str):
         text = value.strip()
-        if text.lstrip("+-").isdigit() and len(text) <= 20:
+        if _DECIMAL_TEXT.fullmatch(text):
             return int(text)
     return None
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """repr of a value from the file, cut so a hostile file cannot blow up an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
 def decode_consumer_offsets(text: str, file: str = "<consumerOffset.json>") -> ConsumerOffsetTable:
@@ -127,18 +139,18 @@ def decode_consumer_offsets(text: str, file: str = "<consumerOffset.json>") -> C
             if queues is None:
                 continue
             if not isinstance(key, str) or not isinstance(queues, dict):
-                raise FormatError(f"offsetTable entry {key!r} is not \"topic@group\":{{queueId:offset}}",
+                raise FormatError(f"offsetTable entry {_short(key)} is not \"topic@group\":{{queueId:offset}}",
                                   file=file)
             parsed: dict[int, int] = {}
             for qid_raw, offset_raw in queues.items():
                 qid = _as_int(qid_raw)
                 offset = _as_int(offset_raw)
                 if qid is None or not 0 <= qid <= JAVA_INT_MAX:
-                    raise FormatError(f"offsetTable[{key!r}]: queue id {qid_raw!r} is not a Java int >= 0",
+                    raise FormatError(f"offsetTable[{_short(key)}]: queue id {_short(qid_raw)} is not a Java int >= 0",
                                       file=file)
                 if offset is None or not JAVA_LONG_MIN <= offset <= JAVA_LONG_MAX:
-                    raise FormatError(f"offsetTable[{key!r}][{qid}]: offset {offset_raw!r} is not a Java long",
-                                      file=file)
+                    raise FormatError(f"offsetTable[{_short(key)}][{qid}]: offset {_short(offset_raw)} is not a Java "
+                                      f"long", file=file)
                 parsed[qid] = offset
             table[key] = parsed
     others = {k: v for k, v in doc.items() if k != "offsetTable"}
@@ -208,6 +220,17 @@ class ConsumerOffsets:
 
     # ---------------------------------------------------------------- writes
 
+    def check_writable(self) -> None:
+        """StoreLockedError when a running broker holds the store: its config/ is not ours to write."""
+        state = store_lock_state(self.store_root)
+        if state.by_broker:
+            raise StoreLockedError(
+                f"{self.store_root} is in use by a running broker ({describe_holder(state)}): the broker keeps "
+                f"consumer offsets in memory and rewrites config/{CONSUMER_OFFSET_FILE_NAME} every few seconds, "
+                f"so rmqsource does not commit there. Commit through the broker instead (a RocketMQ consumer of "
+                f"the group, or mqadmin resetOffsetByTime), or read without consumerGroup (a Spark checkpoint "
+                f"keeps the stream's offsets)")
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
         # A POSIX record lock (lockf), the kind Java's FileChannel.lock takes, so the JVM stream's
@@ -274,6 +297,7 @@ class ConsumerOffsets:
                                       f"[0, 2^63-1]")
                 wanted.setdefault(topic, {})[qid] = offset
 
+        self.check_writable()
         with self._locked():
             current = self.load()
             table = {k: dict(v) for k, v in current.offset_table.items()}

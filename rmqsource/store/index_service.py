@@ -252,6 +252,9 @@ class IndexFile:
         """``IndexFile.selectPhyOffset``: walk one hash chain newest-first (bounded)."""
         mm = self._mm
         count = self.header.index_count
+        if count > self.index_num:       # entries past the file: a damaged header, not a short chain
+            raise CorruptRecordError(f"indexCount {count} is more than the file's maxIndexNum {self.index_num}",
+                                     file=self.path, offset=36)
         key_hash = index_key_hash(key)
         slot_value = _I32.unpack_from(mm, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * 4)[0]
         if slot_value <= 0 or slot_value > count or count <= 1:

@@ -47,8 +47,12 @@ def _queue_bounds(layout: StoreLayout, config: StoreConfig, topic: str, queue_id
 
 
 def group_lag(root: str | os.PathLike, config: Optional[StoreConfig] = None, group: Optional[str] = None,
-              *, exact: bool = False) -> list[dict]:
-    """Lag rows sorted by group, topic, queueId (see the module docstring)."""
+              *, exact: bool = False, problems: Optional[list] = None) -> list[dict]:
+    """Lag rows sorted by group, topic, queueId (see the module docstring).
+
+    An entry whose topic cannot be a queue of this store (``"../../etc@g1"``) gets no rows; a line
+    saying why goes to ``problems`` when given, and the other entries are reported as usual.
+    """
     config = config or StoreConfig()
     root = os.fspath(root)
     layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
@@ -90,8 +94,15 @@ def group_lag(root: str | os.PathLike, config: Optional[StoreConfig] = None, gro
 
         rows = []
         for (grp, topic), offsets in sorted(committed.items()):
-            for qid in sorted(set(offsets) | on_disk.get(topic, set())):
-                mn, mx = queue_bounds(topic, qid)
+            try:
+                qids = sorted(set(offsets) | on_disk.get(topic, set()))
+                bounds_of = {qid: queue_bounds(topic, qid) for qid in qids}
+            except OptionError as exc:        # not a topic name this store can hold
+                if problems is not None:
+                    problems.append(f"{os.path.join(root, 'config', 'consumerOffset.json')}: entry "
+                                    f"{(topic + '@' + grp)[:200]!r} skipped: {exc}")
+                continue
+            for qid, (mn, mx) in bounds_of.items():
                 off = offsets.get(qid)
                 base = mn if off is None else max(off, mn)
                 rows.append({"group": grp, "topic": topic, "queueId": qid, "brokerOffset": mx,

@@ -27,7 +27,7 @@ from ..format.msgid import decode_offset_msg_id
 from ..format.properties import split_keys
 from ..format.record import Kind, MessageRecord
 from ..format.tagscode import consume_queue_tags_code
-from ..io.lock import is_store_locked
+from ..io.lock import LockState, describe_holder, store_lock_state
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
@@ -276,9 +276,22 @@ class MessageStoreReader:
         return end
 
     @cached_property
+    def lock_state(self) -> LockState:
+        """Who holds the store's ``lock`` (tested once, read-only)."""
+        return store_lock_state(self.layout.root)
+
+    @cached_property
     def live(self) -> bool:
         """Whether a writer (or broker) holds the store's lock right now: then the tail is moving."""
-        return self.abort_file_existed and is_store_locked(self.layout.root)
+        return self.abort_file_existed and self.lock_state.held
+
+    def broker_note(self) -> Optional[str]:
+        """One line for users when a running broker holds the store (None otherwise)."""
+        state = self.lock_state
+        if not state.by_broker:
+            return None
+        return (f"{self.layout.root} is in use by a running broker ({describe_holder(state)}): reads show only "
+                f"the records it has dispatched so far, and nothing is written into the store")
 
     def _abnormal_min_timestamp(self) -> int:
         cp = self.checkpoint
@@ -473,10 +486,14 @@ class MessageStoreReader:
 
     @cached_property
     def index_geometry(self) -> tuple[int, int]:
-        """(hashSlotNum, indexNum): configured, or inferred from the file size when N = 4H."""
+        """(hashSlotNum, indexNum): configured, or inferred from the file size when N = 4H.
+
+        Inferred from the oldest file: the newest is the one a crash or a full disk may have cut short,
+        and its size must not redefine the geometry of the others (it then fails naming itself).
+        """
         h, n = self.config.max_hash_slot_num, self.config.max_index_num
         if self._index_files:
-            size = os.path.getsize(self._index_files[-1])
+            size = os.path.getsize(self._index_files[0])
             if size != index_file_size(h, n) and (size - 40) % 84 == 0:
                 h = (size - 40) // 84
                 n = 4 * h

@@ -18,7 +18,8 @@ import org.apache.spark.sql.types.StructType;
  * match the tag filter are skipped without touching the CommitLog; each remaining record is read
  * at its offset through the mapped segment and must say that offset in its PHYSICALOFFSET.
  *
- * Reusable by a stream: give it a store, queue ranges, the requested columns and pushed filters.
+ * Reusable by a stream: {@link #of} takes a planned store, one queue range, the columns and a tag
+ * filter.
  */
 final class ConsumeQueueRangeReader extends RecordBatchReader {
     private final List<QueueRange> ranges;
@@ -49,6 +50,19 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         phy = new long[n];
         size = new int[n];
         code = new long[n];
+    }
+
+    /**
+     * Batches of the records at ConsumeQueue offsets [start, end) of topic:queueId in {@code store}
+     * (its valid end pinned at planning), for the {@code columns} asked and, when {@code tags} is not
+     * null, only the records whose TAGS is one of them (units filtered on tagsCode first).
+     */
+    static ConsumeQueueRangeReader of(StoreRef store, String topic, int queueId, long start, long end,
+                                      StructType columns, java.util.Set<String> tags, RmqOptions options) {
+        PushedFilters pushed = new PushedFilters();
+        pushed.tags = tags;
+        return new ConsumeQueueRangeReader(new ReadSpec(options, pushed, columns), store,
+                List.of(new QueueRange(topic, queueId, start, end)), columns);
     }
 
     private boolean nextRange() {

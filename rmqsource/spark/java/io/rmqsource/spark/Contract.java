@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +21,8 @@ public final class Contract {
     public static final List<String[]> COLUMNS;
     /** Our own option names: lower-case -> documented name. */
     public static final Map<String, String> OPTIONS;
+    /** Options only streams take (a batch read names them in its error): lower-case -> documented name. */
+    public static final Map<String, String> STREAM_OPTIONS;
     /** MessageStoreConfig keys also accepted as options: lower-case -> RocketMQ name. */
     public static final Map<String, String> STORE_KEYS;
     public static final StructType SCHEMA;
@@ -38,9 +39,12 @@ public final class Contract {
                 ddl.append('`').append(c.get(0).asText()).append("` ").append(c.get(1).asText());
             }
             Map<String, String> opts = new LinkedHashMap<>();
-            for (Iterator<Map.Entry<String, JsonNode>> it = doc.get("options").fields(); it.hasNext(); ) {
-                Map.Entry<String, JsonNode> e = it.next();
+            for (Map.Entry<String, JsonNode> e : doc.get("options").properties()) {
                 opts.put(e.getKey(), e.getValue().asText());
+            }
+            Map<String, String> stream = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("streamOptions").properties()) {
+                stream.put(e.getKey(), e.getValue().asText());
             }
             Map<String, String> keys = new LinkedHashMap<>();
             List<String> names = new ArrayList<>();
@@ -54,6 +58,7 @@ public final class Contract {
             }
             COLUMNS = Collections.unmodifiableList(cols);
             OPTIONS = Collections.unmodifiableMap(opts);
+            STREAM_OPTIONS = Collections.unmodifiableMap(stream);
             STORE_KEYS = Collections.unmodifiableMap(keys);
             SCHEMA = StructType.fromDDL(ddl.toString());
         } catch (IOException e) {

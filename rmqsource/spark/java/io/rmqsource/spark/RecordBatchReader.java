@@ -33,6 +33,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     private final List<byte[]> uniqKeyValues;
     private final List<byte[]> topicValues;
     private final boolean parseProperties;
+    private final boolean topicColumn;
     private final byte[] msgId = new byte[56];
     private boolean done;
     protected long recordsRead;
@@ -43,14 +44,14 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         this.spec = spec;
         this.store = store;
         this.reader = new StoreReader(store.root, store.config, store.commitLogMax);
-        this.columns = new RecordColumns(schema, spec.options.batchSize, spec.options.decompress,
-                spec.options.maxInflatedBodyBytes);
+        this.columns = new RecordColumns(schema, spec.options);
         columns.setStore(store.broker, store.root);
         PushedFilters p = spec.pushed;
         tagValues = p.tags != null ? PushedFilters.utf8(p.tags) : null;
         uniqKeyValues = p.uniqKeys != null ? PushedFilters.utf8(p.uniqKeys) : null;
         topicValues = p.topics != null ? PushedFilters.utf8(p.topics) : null;
         parseProperties = columns.needsProperties || tagValues != null || uniqKeyValues != null;
+        topicColumn = columns.has(RecordColumns.TOPIC);
     }
 
     /** Appends rows until the batch is full or the input ends; false once the input is exhausted. */
@@ -185,7 +186,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
             int n = MsgId.write(b, r.storeHostPos, r.storeHostV6(), r.phyOffset, msgId);
             if (!spec.pushed.msgIds.contains(new String(msgId, 0, n, StandardCharsets.US_ASCII))) return;
         }
-        Topic t = topic != null ? topic : (columns.has(RecordColumns.TOPIC) ? topic(b, r) : null);
+        Topic t = topic != null ? topic : (topicColumn ? topic(b, r) : null);
         columns.append(b, r, t != null ? t.utf8 : null, props, tagsCode, tagsValid, file, r.pos);
     }
 }

@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.errors.DecompressionError;
 import io.rmqsource.spark.format.Compression;
 import io.rmqsource.spark.format.MsgId;
 import io.rmqsource.spark.format.Properties;
@@ -40,6 +41,9 @@ final class RecordColumns {
     private final int capacity;
     private final boolean decompress;
     private final long maxInflated;
+    private final long batchBytesLimit;
+    private final long maxInflatedTask;
+    private long inflatedTotal;
     int rows;
     private long bytes;
     private final byte[] msgId = new byte[56];
@@ -47,10 +51,13 @@ final class RecordColumns {
     private byte[] broker = new byte[0];
     private byte[] storePath = new byte[0];
 
-    RecordColumns(StructType schema, int capacity, boolean decompress, long maxInflated) {
-        this.capacity = capacity;
-        this.decompress = decompress;
-        this.maxInflated = maxInflated;
+    RecordColumns(StructType schema, RmqOptions options) {
+        this.capacity = options.batchSize;
+        this.decompress = options.decompress;
+        this.maxInflated = options.maxInflatedBodyBytes;
+        this.maxInflatedTask = options.maxInflatedTaskBytes;
+        // decompress=true: a batch is also cut at maxInflatedBatchBytes of values
+        this.batchBytesLimit = decompress ? Math.min(MAX_BATCH_BYTES, options.maxInflatedBatchBytes) : MAX_BATCH_BYTES;
         ids = new int[schema.fields().length];
         boolean props = false;
         for (int i = 0; i < ids.length; i++) {
@@ -79,7 +86,7 @@ final class RecordColumns {
     }
 
     boolean full() {
-        return rows >= capacity || bytes >= MAX_BATCH_BYTES;
+        return rows >= capacity || bytes >= batchBytesLimit;
     }
 
     ColumnarBatch finish() {
@@ -131,6 +138,12 @@ final class RecordColumns {
                 case BODY:
                     if (decompress && Compression.isCompressed(r.sysFlag)) {
                         byte[] plain = Compression.inflate(b, r.bodyPos, r.bodyLen, r.sysFlag, maxInflated, file, fileOffset);
+                        inflatedTotal += plain.length;
+                        if (inflatedTotal > maxInflatedTask) {
+                            throw new DecompressionError("this task has inflated " + inflatedTotal + " bytes of bodies, "
+                                    + "more than maxInflatedTaskBytes=" + maxInflatedTask + " (raise the option, or read "
+                                    + "without decompress)", file, fileOffset);
+                        }
                         v.putByteArray(row, plain, 0, plain.length);
                         bytes += plain.length;
                     } else {
@@ -228,7 +241,7 @@ final class RecordColumns {
             v.putNull(row);
             return;
         }
-        WritableColumnVector items = (WritableColumnVector) v.getChild(0);
+        WritableColumnVector items = v.getChild(0);
         int start = items.getElementsAppended();
         int s = p.valueStart(e);
         int end = s + p.valueLength(e);
@@ -250,8 +263,8 @@ final class RecordColumns {
 
     /** All properties as a map; a key repeated later wins. */
     private void putMap(WritableColumnVector v, int row, ByteBuffer b, Properties p) {
-        WritableColumnVector keys = (WritableColumnVector) v.getChild(0);
-        WritableColumnVector values = (WritableColumnVector) v.getChild(1);
+        WritableColumnVector keys = v.getChild(0);
+        WritableColumnVector values = v.getChild(1);
         int start = keys.getElementsAppended();
         int count = 0;
         for (int e = 0; e < p.count; e++) {

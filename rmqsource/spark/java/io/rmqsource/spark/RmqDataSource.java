@@ -31,9 +31,10 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
     return SHORT_NAME;
   }
 
+  /** The fixed schema (contract.json, equal to the Python source's): no Python worker per load(). */
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return python().inferSchema(options);
+    return Contract.SCHEMA;
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.rmqsource.spark;
 import io.rmqsource.spark.StreamReaderFactory.StreamRange;
 import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.errors.OptionError;
+import io.rmqsource.spark.errors.Repr;
 import io.rmqsource.spark.store.ConsumerOffsetsFile;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.StoreLayout;
@@ -49,8 +50,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
 
     private final RmqStreamOptions opts;
     private final StructType schema;
-    private final ReadSpec spec;
-    private final ReadSpec lenient;
+    private final RmqOptions lenient;
     private final StoreWatcher watcher;
     private Map<QueueKey, Long> target;                            // Trigger.AvailableNow
     private double lastTriggerMs = nowMs();
@@ -62,12 +62,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     public RmqMicroBatchStream(CaseInsensitiveStringMap options, StructType schema) {
         this.opts = RmqStreamOptions.parse(options);
         this.schema = schema;
-        PushedFilters pushed = new PushedFilters();
-        pushed.tags = opts.subTags;
-        this.spec = new ReadSpec(opts.read, pushed, schema);
-        RmqOptions noLoss = RmqStreamOptions.parse(options).read;
-        noLoss.failOnDataLoss = false;
-        this.lenient = new ReadSpec(noLoss, pushed, schema);
+        this.lenient = RmqStreamOptions.parse(options).read;
+        lenient.failOnDataLoss = false;
         new StoreLayout(opts.root(), opts.read.storeConfig.storePathCommitLog()).checkIsStore();
         this.watcher = new StoreWatcher(opts);
     }
@@ -97,6 +93,9 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     public Offset initialOffset() {
         StoreWatcher w = watcher;
         RmqStreamOptions o = opts;
+        if (o.consumerGroup != null) {
+            new ConsumerOffsetsFile(o.root(), o.read.storeConfig).checkWritable();   // fail before reading anything
+        }
         long clMin = w.commitLogMin();
         Map<QueueKey, Long> groupOffsets = new HashMap<>();
         if (RmqStreamOptions.GROUP.equals(o.starting)) {
@@ -109,6 +108,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         }
         List<QueueKey> keys = w.keys();
         Set<QueueKey> keySet = new HashSet<>(keys);
+        if (RmqStreamOptions.GROUP.equals(o.starting)) checkGroupStart(keys, groupOffsets);
         Map<String, Map<Integer, Long>> given = startingJson();
         if (given != null) {
             for (Map.Entry<String, Map<Integer, Long>> t : given.entrySet()) {
@@ -132,7 +132,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
             Object spec = o.starting;
             if (RmqStreamOptions.GROUP.equals(spec)) {
                 Long c = groupOffsets.get(key);
-                spec = c != null ? (Object) c : o.startingFallback;
+                spec = c != null ? (Object) c : o.startingFallback != null ? o.startingFallback : RmqOptions.EARLIEST;
             } else if (given != null) {
                 Map<Integer, Long> q = given.get(key.topic);
                 Long v = q == null ? null : q.get(key.queueId);
@@ -165,6 +165,34 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
             out.put(key, off);
         }
         return new RmqStreamOffset(out);
+    }
+
+    /**
+     * startingOffsets=group: a group without commits fails unless startingOffsetsFallback says where
+     * to start (Kafka's auto.offset.reset); with "none" every queue needs a committed offset.
+     */
+    private void checkGroupStart(List<QueueKey> keys, Map<QueueKey, Long> committed) {
+        RmqStreamOptions o = opts;
+        boolean any = false;
+        for (QueueKey k : keys) any |= committed.containsKey(k);
+        if (!any && o.startingFallback == null) {
+            TreeSet<String> topics = new TreeSet<>();
+            for (QueueKey k : keys) topics.add(k.topic);
+            throw new OptionError("startingOffsets=group: consumer group " + Repr.of(o.consumerGroup)
+                    + " has no committed offsets for " + (topics.isEmpty() ? "(no queues)" : String.join(", ", topics))
+                    + " in " + o.root() + " (config/consumerOffset.json); set startingOffsetsFallback=earliest or latest"
+                    + " to start anyway (like Kafka's auto.offset.reset)");
+        }
+        if (RmqStreamOptions.NONE.equals(o.startingFallback)) {
+            List<String> missing = new ArrayList<>();
+            for (QueueKey k : new TreeSet<>(keys)) if (!committed.containsKey(k)) missing.add(k.toString());
+            if (!missing.isEmpty()) {
+                String shown = String.join(", ", missing.subList(0, Math.min(10, missing.size())))
+                        + (missing.size() > 10 ? " ..." : "");
+                throw new OptionError("startingOffsets=group with startingOffsetsFallback=none: consumer group "
+                        + Repr.of(o.consumerGroup) + " has no committed offset for " + shown);
+            }
+        }
     }
 
     @SuppressWarnings("unchecked")
@@ -319,7 +347,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new StreamReaderFactory(opts, spec, lenient);
+        return new StreamReaderFactory(opts, lenient, schema);
     }
 
     // ------------------------------------------------------------------ lifecycle

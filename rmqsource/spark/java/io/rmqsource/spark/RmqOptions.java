@@ -10,7 +10,6 @@ import java.io.File;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -48,6 +47,8 @@ public final class RmqOptions implements Serializable {
     public boolean failOnDataLoss = true;
     public boolean decompress;
     public long maxInflatedBodyBytes = DEFAULT_MAX_INFLATED_BODY_BYTES;
+    public long maxInflatedBatchBytes = 256L * 1024 * 1024;
+    public long maxInflatedTaskBytes = 32L * 1024 * 1024 * 1024;
     public boolean includeTransactional;
     public long maxRecordsPerPartition = DEFAULT_MAX_RECORDS_PER_PARTITION;
     public int minPartitions;
@@ -61,21 +62,44 @@ public final class RmqOptions implements Serializable {
     }
 
     public static RmqOptions parse(Map<String, String> options) {
+        return parse(options, "batch");
+    }
+
+    /** {@code mode} "stream": what a stream leaves after taking its own options (parse_options(mode=STREAM)). */
+    public static RmqOptions parse(Map<String, String> options, String mode) {
         Map<String, String> opts = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : options.entrySet()) {
             opts.put(e.getKey().toLowerCase(java.util.Locale.ROOT), e.getValue() == null ? "" : e.getValue());
         }
+        opts = KafkaNames.apply(opts, mode);
+        boolean stream = mode.equals("stream");
         Map<String, String> storeOverrides = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : opts.entrySet()) {
             String key = e.getKey();
-            if (Contract.OPTIONS.containsKey(key)) continue;
+            boolean batchOnly = key.equals("endingoffsets") || key.equals("endingtimestamp");
+            if (Contract.OPTIONS.containsKey(key) && !(stream && batchOnly)) continue;
             if (Contract.STORE_KEYS.containsKey(key)) {
                 storeOverrides.put(Contract.STORE_KEYS.get(key), e.getValue());
                 continue;
             }
-            throw new OptionError("unknown option " + Repr.of(key) + "; rmq options are: "
-                    + String.join(", ", new TreeSet<>(Contract.OPTIONS.values()))
-                    + ", plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)");
+            TreeSet<String> accepted = new TreeSet<>(Contract.OPTIONS.values());
+            if (stream) {
+                accepted.removeAll(List.of("endingOffsets", "endingTimestamp"));
+                accepted.addAll(Contract.STREAM_OPTIONS.values());
+            }
+            List<String> names = new ArrayList<>(accepted);
+            names.sort(String.CASE_INSENSITIVE_ORDER);
+            String valid = "rmq " + mode + " read options are: " + String.join(", ", names)
+                    + ", plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)";
+            if (!stream && Contract.STREAM_OPTIONS.containsKey(key)) {
+                throw new OptionError("option " + Contract.STREAM_OPTIONS.get(key)
+                        + " is for streaming reads (spark.readStream); " + valid);
+            }
+            if (stream && batchOnly) {
+                throw new OptionError("option " + Contract.OPTIONS.get(key) + " is for batch reads (a stream has no end); "
+                        + valid);
+            }
+            throw new OptionError("unknown option " + Repr.of(key) + "; " + valid);
         }
         RmqOptions o = new RmqOptions();
         o.paths = paths(opts);
@@ -153,7 +177,15 @@ public final class RmqOptions implements Serializable {
         if (opts.containsKey("failondataloss")) o.failOnDataLoss = parseBool("failOnDataLoss", opts.get("failondataloss"));
         if (opts.containsKey("decompress")) o.decompress = parseBool("decompress", opts.get("decompress"));
         if (opts.containsKey("maxinflatedbodybytes")) {
-            o.maxInflatedBodyBytes = parseInt("maxInflatedBodyBytes", opts.get("maxinflatedbodybytes"), 1, Long.MAX_VALUE);
+            o.maxInflatedBodyBytes = parseInt("maxInflatedBodyBytes", opts.get("maxinflatedbodybytes"), 1,
+                    Integer.MAX_VALUE);
+        }
+        if (opts.containsKey("maxinflatedbatchbytes")) {
+            o.maxInflatedBatchBytes = parseInt("maxInflatedBatchBytes", opts.get("maxinflatedbatchbytes"), 1,
+                    Integer.MAX_VALUE);
+        }
+        if (opts.containsKey("maxinflatedtaskbytes")) {
+            o.maxInflatedTaskBytes = parseInt("maxInflatedTaskBytes", opts.get("maxinflatedtaskbytes"), 1, Long.MAX_VALUE);
         }
         if (opts.containsKey("includetransactional")) {
             o.includeTransactional = parseBool("includeTransactional", opts.get("includetransactional"));
@@ -240,8 +272,7 @@ public final class RmqOptions implements Serializable {
                     + Repr.of(text));
         }
         Map<String, Map<Integer, Long>> out = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = doc.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
+        for (Map.Entry<String, JsonNode> e : doc.properties()) {
             String topic = e.getKey();
             if (topic.getBytes(StandardCharsets.UTF_8).length <= 127) {
                 String problem = topicProblem(topic);
@@ -253,8 +284,7 @@ public final class RmqOptions implements Serializable {
                         + "of queueId -> offset, got " + perQueue);
             }
             Map<Integer, Long> q = new LinkedHashMap<>();
-            for (Iterator<Map.Entry<String, JsonNode>> qi = perQueue.fields(); qi.hasNext(); ) {
-                Map.Entry<String, JsonNode> qe = qi.next();
+            for (Map.Entry<String, JsonNode> qe : perQueue.properties()) {
                 int id;
                 try {
                     id = queueId(qe.getKey());
@@ -318,12 +348,37 @@ public final class RmqOptions implements Serializable {
             throw new OptionError("no store path: use spark.read.format('rmq').load('/path/to/store') "
                     + "(several stores: comma-separated or a list)");
         }
-        List<String> out = new ArrayList<>();
-        for (String p : unique) {
+        LinkedHashSet<String> out = new LinkedHashSet<>();
+        for (String p : unique) out.add(storePath(p));
+        return new ArrayList<>(out);
+    }
+
+    /** A store path from an option: a plain path or a file: URI (other schemes are refused); store_path. */
+    static String storePath(String text) {
+        String p = text.strip();
+        java.util.regex.Matcher m = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(p);
+        if (!m.find()) {
             if (p.equals("~") || p.startsWith("~/")) p = System.getProperty("user.home") + p.substring(1);
-            out.add(new File(p).toPath().toAbsolutePath().normalize().toString());
+            return new File(p).toPath().toAbsolutePath().normalize().toString();
         }
-        return out;
+        String scheme = m.group(1).toLowerCase(java.util.Locale.ROOT);
+        if (!scheme.equals("file")) {
+            throw new OptionError("store path " + Repr.of(p) + ": the rmq source reads local or mounted directories, not "
+                    + scheme + ": URIs (on Databricks use the /dbfs/... or /Volumes/... path of a mounted volume)");
+        }
+        java.net.URI u;
+        try {
+            u = new java.net.URI(p);
+        } catch (java.net.URISyntaxException e) {
+            throw new OptionError("store path " + Repr.of(p) + " is not a file URI: " + e.getReason());
+        }
+        String host = u.getRawAuthority() == null ? "" : u.getRawAuthority();
+        if (!host.isEmpty() && !host.equals("localhost")) {
+            throw new OptionError("store path " + Repr.of(p) + " names host " + Repr.of(host)
+                    + "; file URIs must be file:///path (or file:/path) on this machine");
+        }
+        String path = u.getPath() == null ? "" : u.getPath();
+        return new File(path).toPath().toAbsolutePath().normalize().toString();
     }
 
     private static void splitInto(String s, List<String> out) {

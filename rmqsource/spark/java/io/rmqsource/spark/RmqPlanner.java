@@ -80,7 +80,7 @@ final class RmqPlanner {
             if (!countsOnly && (pushed.msgIds != null || (pushed.uniqKeys != null && opts.indexLookups && allIndexed))) {
                 return planLookups(selected);
             }
-            if (countsOnly) return planCounts(selected);
+            if (countsOnly) return asCounts(planQueues(selected));
             if (queueMode) return planQueues(selected);
             return planCommitLog();
         } finally {
@@ -396,14 +396,10 @@ final class RmqPlanner {
         return out;
     }
 
-    /** count(*) pushdown: one task per store counts its queue ranges from ConsumeQueue units. */
-    private List<RmqInputPartition> planCounts(List<List<QueueKey>> selected) {
-        Map<Integer, List<QueueRange>> per = new LinkedHashMap<>();
-        for (Piece p : queuePieces(selected)) per.computeIfAbsent(p.ref.index, x -> new ArrayList<>()).add(p.range);
+    /** count(*) pushdown: the same tasks as a topic read, each counting its queue ranges. */
+    private static List<RmqInputPartition> asCounts(List<RmqInputPartition> parts) {
         List<RmqInputPartition> out = new ArrayList<>();
-        for (Map.Entry<Integer, List<QueueRange>> e : per.entrySet()) {
-            out.add(new QueueCounts(refs.get(e.getKey()), e.getValue()));
-        }
+        for (RmqInputPartition p : parts) out.add(new QueueCounts(p.store, ((QueueRanges) p).ranges));
         return out;
     }
 
@@ -427,13 +423,13 @@ final class RmqPlanner {
                 if (a >= b) continue;
                 if (plo > a) {
                     if (plo >= b) continue;
-                    a = boundaryAtOrBefore(queues, plo, seg.startOffset, seg.startOffset, plo);
+                    a = boundaryAtOrBefore(queues, plo, seg.startOffset);
                 }
                 List<Long> cuts = new ArrayList<>();
                 cuts.add(a);
                 long step = opts.maxBytesPerPartition;
                 for (long t = a + step; t < b; t += step) {
-                    long c = boundaryAtOrBefore(queues, t, seg.startOffset, seg.startOffset, t);
+                    long c = boundaryAtOrBefore(queues, t, seg.startOffset);
                     if (c > cuts.get(cuts.size() - 1)) cuts.add(c);
                 }
                 cuts.add(b);
@@ -464,11 +460,11 @@ final class RmqPlanner {
     }
 
     /** The largest record start known from any ConsumeQueue in [lowest, target], else segStart. */
-    private long boundaryAtOrBefore(List<QueueUnits> queues, long target, long segStart, long lowest, long unused) {
+    private long boundaryAtOrBefore(List<QueueUnits> queues, long target, long segStart) {
         long best = segStart;
         for (QueueUnits q : queues) {
             long p = lastUnitAtOrBefore(q, q.firstFileStartOffset(), q.maxOffset(), target);
-            if (p >= 0 && lowest <= p && p <= target && p > best) best = p;
+            if (p >= 0 && segStart <= p && p <= target && p > best) best = p;
         }
         return best;
     }

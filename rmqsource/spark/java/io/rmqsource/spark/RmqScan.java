@@ -42,7 +42,7 @@ final class RmqScan implements Scan {
     public String description() {
         String filters = Arrays.stream(pushedFilters).map(Filter::toString).collect(Collectors.joining(", "));
         return "RmqScan(JVM) PushedFilters: [" + filters + "]"
-                + (aggregation != null ? ", PushedAggregation: " + aggregation + " (from ConsumeQueue offsets)" : "")
+                + (aggregation != null ? ", PushedAggregation: " + aggregation + " (per queue from ConsumeQueue units, record headers checked)" : "")
                 + ", ReadSchema: " + schema.catalogString();
     }
 

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.rmqsource.spark.errors.FormatError;
 import io.rmqsource.spark.store.QueueKey;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.sql.connector.read.streaming.Offset;
@@ -93,14 +92,12 @@ public final class RmqStreamOffset extends Offset {
             throw new FormatError("stream offsets must be a JSON object {topic: {queueId: offset}}, got " + text,
                     "<checkpoint offsets>", -1);
         }
-        for (Iterator<Map.Entry<String, JsonNode>> it = doc.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> t = it.next();
+        for (Map.Entry<String, JsonNode> t : doc.properties()) {
             if (!t.getValue().isObject()) {
                 throw new FormatError("stream offsets: topic " + t.getKey() + " maps to " + t.getValue()
                         + ", expected {queueId: offset}", "<checkpoint offsets>", -1);
             }
-            for (Iterator<Map.Entry<String, JsonNode>> q = t.getValue().fields(); q.hasNext(); ) {
-                Map.Entry<String, JsonNode> e = q.next();
+            for (Map.Entry<String, JsonNode> e : t.getValue().properties()) {
                 int qid;
                 try {
                     qid = Integer.parseInt(e.getKey().strip());

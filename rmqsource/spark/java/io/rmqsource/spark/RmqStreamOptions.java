@@ -20,22 +20,15 @@ public final class RmqStreamOptions implements Serializable {
     private static final long serialVersionUID = 1L;
     public static final String GROUP = "group";
     public static final long DEFAULT_MAX_TRIGGER_DELAY_MS = 15L * 60 * 1000;
-    static final Map<String, String> STREAM_OPTIONS = new LinkedHashMap<>();
     private static final String[] BATCH_ONLY = {"endingoffsets", "endingtimestamp"};
     private static final Pattern DURATION = Pattern.compile("([0-9]{1,15})\\s*(ms|s|m|min|h|d)?");
-
-    static {
-        for (String name : new String[] {"startingOffsets", "startingOffsetsFallback", "startingTimestamp",
-            "maxMessagesPerTrigger", "maxBytesPerTrigger", "minMessagesPerTrigger", "maxTriggerDelay", "subExpression",
-            "consumerGroup", "reportLatestOffset"}) {
-            STREAM_OPTIONS.put(name.toLowerCase(Locale.ROOT), name);
-        }
-    }
+    public static final String NONE = "none";
 
     public RmqOptions read;
     /** "latest", "earliest", "group" or {topic: {queueId: offset}}. */
     public Object starting = RmqOptions.LATEST;
-    public String startingFallback = RmqOptions.EARLIEST;
+    /** earliest | latest | none; null: a group without commits fails (startingOffsetsFallback). */
+    public String startingFallback;
     public Long startingTimestamp;
     public Long maxMessages;
     public Long maxBytes;
@@ -86,15 +79,16 @@ public final class RmqStreamOptions implements Serializable {
         for (Map.Entry<String, String> e : options.entrySet()) {
             opts.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue() == null ? "" : e.getValue());
         }
+        opts = KafkaNames.apply(opts, "stream");
         for (String key : BATCH_ONLY) {
             if (opts.containsKey(key)) throw new OptionError("option " + key + " is for batch reads; a stream has no end");
         }
         Map<String, String> ours = new LinkedHashMap<>();
-        for (String key : STREAM_OPTIONS.keySet()) {
+        for (String key : Contract.STREAM_OPTIONS.keySet()) {
             if (opts.containsKey(key)) ours.put(key, opts.remove(key));
         }
         RmqStreamOptions o = new RmqStreamOptions();
-        o.read = RmqOptions.parse(opts);
+        o.read = RmqOptions.parse(opts, "stream");
         if (o.read.paths.size() != 1) {
             throw new OptionError("a stream reads one store; got " + o.read.paths.size() + " paths ("
                     + String.join(", ", o.read.paths) + ")");
@@ -108,8 +102,9 @@ public final class RmqStreamOptions implements Serializable {
         }
         if (ours.containsKey("startingoffsetsfallback")) {
             String fb = ours.get("startingoffsetsfallback").strip().toLowerCase(Locale.ROOT);
-            if (!fb.equals(RmqOptions.EARLIEST) && !fb.equals(RmqOptions.LATEST)) {
-                throw new OptionError("option startingOffsetsFallback must be earliest or latest, got " + Repr.of(fb));
+            if (!fb.equals(RmqOptions.EARLIEST) && !fb.equals(RmqOptions.LATEST) && !fb.equals(NONE)) {
+                throw new OptionError("option startingOffsetsFallback must be earliest, latest or none, got "
+                        + Repr.of(fb));
             }
             o.startingFallback = fb;
         }

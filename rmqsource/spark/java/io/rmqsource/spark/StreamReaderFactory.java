@@ -1,6 +1,5 @@
 package io.rmqsource.spark;
 
-import io.rmqsource.spark.RmqInputPartition.QueueRange;
 import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.store.Segment;
 import io.rmqsource.spark.store.Segments;
@@ -52,13 +51,13 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
     }
 
     private final RmqStreamOptions opts;
-    private final ReadSpec spec;
-    private final ReadSpec lenient;          // failOnDataLoss=false: new queues
+    private final RmqOptions lenient;        // failOnDataLoss=false: new queues
+    private final StructType schema;
 
-    StreamReaderFactory(RmqStreamOptions opts, ReadSpec spec, ReadSpec lenient) {
+    StreamReaderFactory(RmqStreamOptions opts, RmqOptions lenient, StructType schema) {
         this.opts = opts;
-        this.spec = spec;
         this.lenient = lenient;
+        this.schema = schema;
     }
 
     @Override
@@ -95,9 +94,8 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
         }
         if (start >= part.end) return new Empty();
         StoreRef store = new StoreRef(0, root, opts.broker(), opts.read.storeConfig, clMin, clEnd, true);
-        ReadSpec s = part.newQueue ? lenient : spec;
-        return new Named(new ConsumeQueueRangeReader(s, store,
-                List.of(new QueueRange(part.topic, part.queueId, start, part.end)), s.schema), part);
+        return new Named(ConsumeQueueRangeReader.of(store, part.topic, part.queueId, start, part.end, schema, opts.subTags,
+                part.newQueue ? lenient : opts.read), part);
     }
 
     /** Rows, should Spark ask for them: the rows of the batches. */

@@ -119,6 +119,10 @@ public final class Record {
         if (topicLen < 0 || (long) topicPos + topicLen + 2 > end) {
             return "topic length " + topicLen + " runs past the record end";
         }
+        String notTopic = topicProblem(b, topicPos, topicLen);
+        if (notTopic != null) {
+            return "not a topic: " + notTopic;
+        }
         int plPos = topicPos + topicLen;
         propsLen = b.getShort(plPos);
         propsPos = plPos + 2;
@@ -198,7 +202,7 @@ public final class Record {
         if (reason != null) {
             out.kind = CORRUPT;
             out.size = total;
-            out.reason = reason;
+            out.reason = reason.startsWith("not a topic: ") ? reason.substring(13) : reason;
             return out;
         }
         if (checkCrc) {
@@ -214,6 +218,34 @@ public final class Record {
         out.size = total;
         out.storeTimestamp = r.storeTimestamp;
         return out;
+    }
+
+    /**
+     * Why stored topic bytes cannot come from a broker (then the record is corrupt), or null
+     * (topic_bytes_problem): empty, a control byte, DEL, '/' or '\\', "." / "..", or invalid UTF-8.
+     */
+    public static String topicProblem(ByteBuffer b, int pos, int len) {
+        if (len == 0) return "empty topic";
+        boolean ascii = true;
+        for (int i = 0; i < len; i++) {
+            int c = b.get(pos + i) & 0xFF;
+            if (c < 0x20 || c == 0x7F || c == '/' || c == '\\') {
+                return String.format("topic byte 0x%02X at topic position %d", c, i);
+            }
+            ascii &= c < 0x80;
+        }
+        if (b.get(pos) == '.' && (len == 1 || (len == 2 && b.get(pos + 1) == '.'))) {
+            return "topic '" + (len == 1 ? "." : "..") + "'";
+        }
+        if (!ascii) {
+            byte[] raw = new byte[len];
+            b.get(pos, raw, 0, len);
+            java.nio.charset.CharsetDecoder d = java.nio.charset.StandardCharsets.UTF_8.newDecoder();
+            java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(raw);
+            java.nio.charset.CoderResult res = d.decode(in, java.nio.CharBuffer.allocate(len), true);
+            if (res.isError()) return "topic bytes are not UTF-8 at topic position " + in.position();
+        }
+        return null;
     }
 
     /** BODYCRC: CRC-32 of the stored body with the top bit cleared. */

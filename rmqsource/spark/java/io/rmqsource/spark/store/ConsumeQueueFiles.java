@@ -72,7 +72,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
     /** Units before the first invalid one: a binary search, units are written front to back. */
     private int validPrefixUnits(ByteBuffer b) {
         int lo = 0;
-        int hi = (int) Math.min(unitsPerFile, b.capacity() / ConsumeQueue.UNIT_SIZE);
+        int hi = Math.min(unitsPerFile, b.capacity() / ConsumeQueue.UNIT_SIZE);
         if (hi > 0 && ConsumeQueue.valid(b, (hi - 1) * ConsumeQueue.UNIT_SIZE)) return hi;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;

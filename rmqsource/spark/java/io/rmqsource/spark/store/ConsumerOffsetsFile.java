@@ -10,9 +10,7 @@ import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -34,8 +32,8 @@ import java.util.function.LongSupplier;
  * durable replace ({@link ConfigFiles}) and the same lock: a POSIX record lock on
  * {@code consumerOffset.json.lock} (what both implementations take, so a Python and a JVM
  * committer never lose each other's updates), plus a JVM-wide lock (record locks belong to the
- * process).  A store whose {@code lock} another process holds (a running broker, which rewrites
- * the file from memory every 5 s, or a writer) is never committed into.
+ * process).  A store a running broker holds (its {@code lock} taken by a process that is not an
+ * rmqsource writer; the broker rewrites the file from memory) is never committed into.
  */
 public final class ConsumerOffsetsFile {
     public static final String FILE_NAME = "consumerOffset.json";
@@ -257,7 +255,7 @@ public final class ConsumerOffsetsFile {
                 wanted.computeIfAbsent(topic, x -> new LinkedHashMap<>()).put(qid, off);
             }
         }
-        refuseLiveStore();
+        checkWritable();
         Map<String, Map<Integer, Long>> effective = new LinkedHashMap<>();
         locked(() -> {
             Table current = load();
@@ -341,21 +339,15 @@ public final class ConsumerOffsetsFile {
 
     // ------------------------------------------------------------------ locks
 
-    /** Refuses a store whose {@code lock} another process holds: a live broker or writer. */
-    private void refuseLiveStore() {
-        Path lock = root.resolve("lock");
-        try (FileChannel ch = FileChannel.open(lock, StandardOpenOption.READ)) {
-            FileLock probe = ch.tryLock(0, 1, true);
-            if (probe == null) {
-                throw new StoreLockedError("store is locked by another process: " + lock + " (a running broker or writer); "
-                        + "consumer offsets are not committed into a live store (a broker rewrites " + FILE_NAME
-                        + " from memory every 5 s)");
-            }
-            probe.release();
-        } catch (NoSuchFileException | OverlappingFileLockException e) {
-            // no lock file: nobody ever wrote this store; overlapping: this JVM's own probe
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    /** StoreLockedError when a running broker holds the store: its config/ is not ours to write (check_writable). */
+    public void checkWritable() {
+        StoreLockState state = StoreLockState.of(root.resolve("lock"));
+        if (state.byBroker()) {
+            throw new StoreLockedError(root + " is in use by a running broker (" + state.describeHolder() + "): the "
+                    + "broker keeps consumer offsets in memory and rewrites config/" + FILE_NAME + " every few seconds, "
+                    + "so rmqsource does not commit there. Commit through the broker instead (a RocketMQ consumer of "
+                    + "the group, or mqadmin resetOffsetByTime), or read without consumerGroup (a Spark checkpoint "
+                    + "keeps the stream's offsets)");
         }
     }
 

@@ -18,7 +18,9 @@ import java.util.List;
 public final class IndexService {
     public static final int MAX_CHAIN_STEPS = 1_000_000;
     private final List<ByteBuffer> files = new ArrayList<>();
+    private final List<String> paths = new ArrayList<>();
     private final long hashSlotNum;
+    private final long indexNum;
 
     /** Geometry as the reader infers it: configured, or from the last file's size when N = 4H. */
     public IndexService(StoreLayout layout, StoreConfig config) {
@@ -38,13 +40,15 @@ public final class IndexService {
         List<String> seventeen = new ArrayList<>();
         for (String s : sorted) if (s.length() == 17) seventeen.add(s);
         if (!seventeen.isEmpty()) {
-            long size = new File(dir, seventeen.get(seventeen.size() - 1)).length();
+            // From the oldest file: the newest is the one a crash may have cut short (it then fails naming itself).
+            long size = new File(dir, seventeen.get(0)).length();
             if (size != IndexFile.fileSize(h, n) && (size - 40) % 84 == 0) {
                 h = (size - 40) / 84;
                 n = 4 * h;
             }
         }
         this.hashSlotNum = h;
+        this.indexNum = n;
         long expected = IndexFile.fileSize(h, n);
         for (String name : sorted) {
             String path = new File(dir, name).getPath();
@@ -54,6 +58,7 @@ public final class IndexService {
                         + " for maxHashSlotNum=" + h + " maxIndexNum=" + n, path, 0);
             }
             files.add(Segments.mapFile(path));
+            paths.add(path);
         }
     }
 
@@ -73,14 +78,19 @@ public final class IndexService {
             long e = f.getLong(8);
             boolean timeMatched = (beginMs < b && endMs > e) || (b <= beginMs && beginMs <= e)
                     || (b <= endMs && endMs <= e);
-            if (timeMatched) out = select(f, out, n, fullKey, maxNum, beginMs, endMs);
+            if (timeMatched) out = select(f, paths.get(i), out, n, fullKey, maxNum, beginMs, endMs);
             if (b < beginMs || n[0] >= maxNum) break;
         }
         return Arrays.copyOf(out, n[0]);
     }
 
-    private long[] select(ByteBuffer f, long[] out, int[] n, String key, int maxNum, long beginMs, long endMs) {
+    private long[] select(ByteBuffer f, String path, long[] out, int[] n, String key, int maxNum, long beginMs,
+                          long endMs) {
         int count = indexCount(f);
+        if (count > indexNum) {        // entries past the file: a damaged header, not a short chain
+            throw new CorruptRecordError("indexCount " + count + " is more than the file's maxIndexNum " + indexNum,
+                    path, 36);
+        }
         int keyHash = JavaHash.indexKeyHash(key);
         int slotValue = f.getInt((int) IndexFile.slotPosition(keyHash % hashSlotNum));
         if (slotValue <= 0 || slotValue > count || count <= 1) return out;

@@ -50,8 +50,8 @@ public abstract class QueueUnits {
         if (hi <= lo || maxPhysicOffset() <= commitLogEnd) return hi;
         while (lo < hi) {
             long mid = (lo + hi) >>> 1;
-            unit(mid, p1, s1, c1);
-            if (s1[0] != ConsumeQueue.PRE_BLANK_SIZE && p1[0] >= commitLogEnd) hi = mid;
+            boolean found = unit(mid, p1, s1, c1);          // (a missing unit counts as below the end)
+            if (found && s1[0] != ConsumeQueue.PRE_BLANK_SIZE && p1[0] >= commitLogEnd) hi = mid;
             else lo = mid + 1;
         }
         return lo;
@@ -64,8 +64,9 @@ public abstract class QueueUnits {
         long lo;
         long hi;
         if (v5) {
-            unit(maxOff - 1, p1, s1, c1);
-            if (p1[0] < commitLogMinOffset && s1[0] != ConsumeQueue.PRE_BLANK_SIZE) return maxOff;
+            if (unit(maxOff - 1, p1, s1, c1) && p1[0] < commitLogMinOffset && s1[0] != ConsumeQueue.PRE_BLANK_SIZE) {
+                return maxOff;
+            }
             lo = first;
             hi = maxOff;
         } else {
@@ -75,8 +76,8 @@ public abstract class QueueUnits {
         long endOfScan = hi;
         while (lo < hi) {
             long mid = (lo + hi) >>> 1;
-            unit(mid, p1, s1, c1);
-            boolean live = s1[0] != ConsumeQueue.PRE_BLANK_SIZE && p1[0] >= commitLogMinOffset;
+            boolean live = unit(mid, p1, s1, c1)             // (a missing unit counts as expired)
+                    && s1[0] != ConsumeQueue.PRE_BLANK_SIZE && p1[0] >= commitLogMinOffset;
             if (live) hi = mid;
             else lo = mid + 1;
         }

@@ -1,16 +1,8 @@
 package io.rmqsource.spark.store;
 
-import io.rmqsource.spark.errors.CorruptRecordError;
-import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.errors.FormatError;
 import java.io.File;
-import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -106,19 +98,13 @@ public final class Segments {
         return b;
     }
 
+    /**
+     * The file mapped read-only, shared by every task of this JVM while the file stays the same
+     * (same inode and length): a long-lived executor maps and faults in each segment once, not once
+     * per task.  A file that vanished is a DataLossError, as in the Python reader.
+     */
     public static ByteBuffer mapFile(String path) {
-        try (FileChannel ch = FileChannel.open(Path.of(path), StandardOpenOption.READ)) {
-            long size = ch.size();
-            if (size > Integer.MAX_VALUE) {
-                throw new CorruptRecordError("file is " + size + " bytes; segments over 2 GiB are not read", path, 0);
-            }
-            MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, size);
-            return m;
-        } catch (NoSuchFileException e) {
-            throw new DataLossError("segment file " + path + " is gone (deleted while the query ran?)");
-        } catch (IOException e) {
-            throw new CorruptRecordError("cannot map file: " + e, path, 0);
-        }
+        return MappedFiles.get(path);
     }
 
     public void close() {

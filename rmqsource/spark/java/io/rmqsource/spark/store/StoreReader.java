@@ -7,12 +7,9 @@ import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.StandardOpenOption;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -64,18 +61,14 @@ public final class StoreReader implements AutoCloseable {
         return live;
     }
 
+    /**
+     * Whether a process holds a POSIX lock on byte 0 of {root}/lock (the broker's and the writer's),
+     * tested without opening, creating or locking the file: the kernel's lock table (/proc/locks)
+     * is matched by the file's device and inode, as F_GETLK would answer.  Where that table cannot
+     * be read, nobody visible holds the lock.
+     */
     private boolean isLocked() {
-        // A shared lock needs no write access and fails while a writer holds its exclusive lock.
-        try (FileChannel ch = FileChannel.open(layout.lockFile().toPath(), StandardOpenOption.READ)) {
-            FileLock lock = ch.tryLock(0, 1, true);
-            if (lock == null) return true;
-            lock.release();
-            return false;
-        } catch (OverlappingFileLockException e) {
-            return true;
-        } catch (IOException e) {
-            return false;
-        }
+        return StoreLockState.holder(layout.lockFile().toPath(), StoreLockState.BROKER_LOCK_BYTE) != 0;
     }
 
     private Checkpoint checkpoint() {

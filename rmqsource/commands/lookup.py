@@ -1,0 +1,162 @@
+"""mqadmin-style lookups: ``view`` by offset msgId or UNIQ_KEY (queryMsgById), last store times, lag times."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..cli import (EXIT_NOT_FOUND, EXIT_OK, Output, _message_details, format_ms, format_table, open_reader,
+                   short_topic)
+from ..errors import OptionError
+from ..format.consumequeue import PRE_BLANK_SIZE
+from ..format.properties import UNIQ_KEY
+
+
+def find_by_uniq_key(reader, key: str):
+    """Messages whose UNIQ_KEY equals ``key`` (IndexFile lookup in every topic, collisions dropped)."""
+    found = []
+    if not reader.config.message_index_enable:
+        return found
+    for topic in reader.topics():
+        result = reader.query(topic, key, reader.config.max_msgs_num_batch, only_matching=True)
+        found.extend(m for m in result.messages if m.record.properties.get(UNIQ_KEY) == key)
+    return sorted(found, key=lambda m: m.record.phy_offset)
+
+
+def store_host_of(reader) -> Optional[str]:
+    """The storeHost of this store's first record (the broker that wrote it)."""
+    cl = reader.commitlog
+    if not cl.segments:
+        return None
+    found = reader.message_at(cl.min_offset)
+    return found.record.store_host if found is not None else None
+
+
+def cmd_view(args, out: Output) -> int:
+    """``queryMsgById``: an offset msgId of this store, else the id as a UNIQ_KEY (the client's msgId).
+
+    With ``--json`` a found offset msgId prints the engine's ``viewMessage``
+    answer (the store reads only the offset); a msgId whose host is not the
+    record's storeHost is first tried as a UNIQ_KEY and, failing that, shown
+    with a plain note saying so.
+    """
+    import sys
+    from ..format.msgid import decode_offset_msg_id
+    from ..store.shapes import message_json, view_json
+    key = args.msg_id.strip()
+    with open_reader(args) as reader:
+        try:
+            mid = decode_offset_msg_id(key)
+        except OptionError:
+            mid = None
+        result = reader.view(key) if mid is not None else None
+        at_offset = result.message if result is not None else None
+        if at_offset is not None and at_offset.record.store_host == mid.store_host:
+            return _show_view(out, args, result, None)
+        hits = find_by_uniq_key(reader, key)
+        if hits:
+            if out.json:
+                for m in hits:
+                    out.json_line({**message_json(m), "foundBy": "UNIQ_KEY"})
+            else:
+                for i, m in enumerate(hits):
+                    out.lines([""] if i else [])
+                    out.line(f"UNIQ_KEY {key}: offset msgId {m.record.msg_id}")
+                    out.line()
+                    _message_details(m, out, args.body_chars)
+            return EXIT_OK
+        if at_offset is not None:
+            note = (f"the msgId names store host {mid.store_host}, but the record at CommitLog offset "
+                    f"{mid.phy_offset} was stored by {at_offset.record.store_host} (the store reads only the "
+                    f"offset; no message has {key} as UNIQ_KEY)")
+            return _show_view(out, args, result, note)
+        here = store_host_of(reader) if mid is not None else None
+        if mid is None:
+            why = f"{key!r} is not an offset msgId, and no message has it as UNIQ_KEY"
+        elif here is not None and mid.store_host != here:
+            why = (f"the offset msgId names store host {mid.store_host}, but this store's messages were stored by "
+                   f"{here}: it belongs to another broker's store (and no message has it as UNIQ_KEY)")
+        else:
+            why = (f"no message at CommitLog offset {mid.phy_offset} (removed, past the end, or not a record "
+                   f"start) and no message has {key} as UNIQ_KEY")
+        if out.json:
+            out.json_line(view_json(result) if result is not None else
+                          {"msgIdStoreHost": None, "msgIdOffset": None, "found": False})
+            out.flush()
+            print(f"rmq view: not found: {why}", file=sys.stderr)
+        else:
+            out.line(f"not found: {why}")
+        return EXIT_NOT_FOUND
+
+
+def _show_view(out: Output, args, result, note: Optional[str]) -> int:
+    import sys
+    from ..store.shapes import view_json
+    if out.json:
+        out.json_line(view_json(result))
+        if note:
+            out.flush()
+            print(f"rmq view: note: {note}", file=sys.stderr)
+        return EXIT_OK
+    out.line(f"msgId {args.msg_id}: storeHost {result.store_host}, commitLogOffset {result.commit_log_offset}")
+    if note:
+        out.line(f"NOTE: {note}")
+    out.line()
+    _message_details(result.message, out, args.body_chars)
+    return EXIT_OK
+
+
+def last_store_times(reader, queues: list[dict]) -> dict[tuple[str, int], Optional[int]]:
+    """storeTimestamp of each queue's last message (mqadmin topicStatus "Last Updated")."""
+    out = {}
+    for q in queues:
+        out[(q["topic"], q["queueId"])] = store_time_at(reader, q["topic"], q["queueId"], q["maxOffset"] - 1,
+                                                        q["minOffset"])
+    return out
+
+
+def store_time_at(reader, topic: str, queue_id: int, offset: int, min_offset: int = 0) -> Optional[int]:
+    """storeTimestamp of the message at a queue offset (None when there is none or it was removed)."""
+    if offset < max(0, min_offset):
+        return None
+    q = reader.consume_queue(topic, queue_id)
+    if q is None:
+        return None
+    u = q.unit_at(offset)
+    if u is None or u[1] == PRE_BLANK_SIZE or u[0] < reader.commitlog.min_offset:
+        return None
+    decoded, _ = reader.commitlog.decode_at(u[0], size_hint=u[1])
+    return decoded.record.store_timestamp_ms if decoded.record is not None else None
+
+
+def cmd_lag(args, out: Output) -> int:
+    from ..store.lag import group_lag
+    from ..store.reader import MessageStoreReader
+    from ..cli import load_config
+    config = load_config(args)
+    problems: list[str] = []
+    rows = group_lag(args.store, config, args.group, problems=problems)
+    for p in problems:
+        print(f"rmq lag: warning: {p}", file=__import__("sys").stderr)
+    if args.group is not None and not rows:
+        print(f"rmq lag: group {args.group!r} has no committed offsets in {args.store} "
+              f"(config/consumerOffset.json)", file=__import__("sys").stderr)
+        return EXIT_NOT_FOUND
+    with MessageStoreReader(args.store, config) as reader:
+        for r in rows:
+            off = r["consumerOffset"]
+            r["lastConsumedStoreTime"] = (store_time_at(reader, r["topic"], r["queueId"], off - 1, r["minOffset"])
+                                          if off is not None else None)
+    if out.json:
+        for r in rows:
+            out.json_line(r)
+        return EXIT_OK
+    table = [[r["group"], short_topic(r["topic"]), r["queueId"], r["brokerOffset"],
+              "-" if r["consumerOffset"] is None else r["consumerOffset"], r["diff"],
+              format_ms(r["lastConsumedStoreTime"])] for r in rows]
+    if table:
+        out.lines(format_table(["#Group", "#Topic", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
+                                "#LastConsumed (UTC)"], table, [False, False, True, True, True, True, False]))
+    else:
+        out.line("(no consumer groups)")
+    out.line(f"Diff Total: {sum(r['diff'] for r in rows)}")
+    return EXIT_OK

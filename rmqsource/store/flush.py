@@ -1,0 +1,153 @@
+"""Flush and durability: when written CommitLog bytes become durable, and the clean shutdown.
+
+SYNC_FLUSH: ``_written`` fsyncs the segment before a put is acknowledged (an
+fsync failure is FLUSH_DISK_TIMEOUT and the writer stops accepting puts).
+ASYNC_FLUSH: a flush thread fsyncs every ``flushIntervalCommitLog`` ms, on
+duplicated fds outside the put lock.  ``close`` flushes everything, drops the
+unused pre-allocated segment, writes the ``checkpoint`` and deletes ``abort``
+only when all of that worked.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..format.checkpoint import Checkpoint
+from ..io.durable import fsync_dir, write_file_atomically
+from .put_result import PutMessageStatus
+
+__all__ = ["Durability"]
+
+
+class Durability:
+    """Mixin of :class:`~rmqsource.store.writer.MessageStoreWriter` (state lives on the writer)."""
+
+    def _written(self, seg, wrote: int) -> PutMessageStatus:
+        """Record bytes written up to ``wrote``; under SYNC_FLUSH they are acknowledged only once fsynced."""
+        seg.wrote = wrote
+        seg.dirty = True
+        if not self._sync_flush:
+            return PutMessageStatus.PUT_OK
+        try:
+            os.fsync(seg.fd)
+            seg.dirty = False
+            return PutMessageStatus.PUT_OK
+        except OSError as exc:
+            self._error = exc
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT
+
+    # -- flush / checkpoint ----------------------------------------------------------------
+    def _on_index_full(self, end_ts: int) -> None:
+        self._write_checkpoint(index_ts=end_ts)
+
+    def _flush_loop(self) -> None:
+        interval = max(self.config.flush_interval_commit_log_ms, 10) / 1000.0
+        while not self._stop.wait(interval):
+            try:
+                self.flush()
+            except Exception as exc:     # surfaced by the next put as SERVICE_NOT_AVAILABLE
+                self._error = exc
+                self._writable = False
+                return
+
+    def flush(self) -> None:
+        """fsync CommitLog segments, ConsumeQueues and the IndexFile written so far.
+
+        The CommitLog fsyncs run outside the put lock (on duplicated fds), so
+        puts go on while the disk catches up; what was written before the call
+        is durable when it returns."""
+        with self._flush_lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        with self._put_lock:
+            if self._closed:
+                return
+            todo = []
+            try:
+                for seg in self._segments:
+                    if seg.dirty and seg.fd >= 0:
+                        todo.append((seg, os.dup(seg.fd)))
+                        seg.dirty = False
+            except OSError:
+                for seg, fd in todo:
+                    seg.dirty = True
+                    os.close(fd)
+                raise
+            ts = self._last_store_ts
+        try:
+            for _, fd in todo:
+                os.fsync(fd)
+        except BaseException:
+            with self._put_lock:
+                for seg, _ in todo:
+                    seg.dirty = True
+            raise
+        finally:
+            for _, fd in todo:
+                os.close(fd)
+        with self._put_lock:
+            if self._closed:
+                return
+            if ts:
+                self._physic_ts = ts
+            self._retire_old_segments()
+            self.dispatcher.sync()
+
+    def _write_checkpoint(self, index_ts: Optional[int] = None) -> None:
+        old = self._checkpoint
+        ck = Checkpoint(
+            physic_msg_timestamp_ms=self._physic_ts or old.physic_msg_timestamp_ms,
+            logics_msg_timestamp_ms=self.dispatcher.logics_msg_timestamp_ms or old.logics_msg_timestamp_ms,
+            index_msg_timestamp_ms=index_ts if index_ts is not None else (
+                (self.index_service.index_msg_timestamp_ms if self.index_service else 0)
+                or old.index_msg_timestamp_ms),
+            master_flushed_offset=old.master_flushed_offset,
+            confirm_phy_offset=old.confirm_phy_offset)
+        write_file_atomically(os.path.join(self.root, "checkpoint"), ck.encode(v5=self._v5))
+        self._checkpoint = ck
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Clean shutdown: flush everything, drop the unused pre-allocated segment, write the
+        checkpoint, delete ``abort`` (only when all of that worked), release the lock."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        clean = False
+        self._flush_lock.acquire()
+        try:
+            with self._put_lock:
+                failed_before = self._error is not None
+                self._writable = False
+                for seg in self._segments:
+                    if seg.fd >= 0:
+                        if seg.dirty:
+                            os.fsync(seg.fd)
+                            seg.dirty = False
+                if self._last_store_ts:
+                    self._physic_ts = self._last_store_ts
+                if self._prealloc is not None:
+                    os.close(self._prealloc.fd)
+                    os.unlink(self._prealloc.path)
+                    self._prealloc = None
+                for seg in self._segments:
+                    if seg.fd >= 0:
+                        os.close(seg.fd)
+                        seg.fd = -1
+                for d in self.commitlog_dirs:
+                    fsync_dir(d)
+                self.dispatcher.close()
+                self._write_checkpoint()
+                if not failed_before:
+                    os.unlink(os.path.join(self.root, "abort"))
+                    fsync_dir(self.root)
+                    clean = True
+        finally:
+            self._closed = True
+            self._flush_lock.release()
+            self._lock.release()
+        self.clean_shutdown = clean

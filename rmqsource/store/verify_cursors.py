@@ -1,0 +1,253 @@
+"""Cursors that hand out ConsumeQueue units and IndexFile entries in CommitLog order, block by block.
+
+``rmq verify`` walks the CommitLog once, window by window; before checking a
+window it takes, from every queue and every IndexFile, the units / entries
+whose phyOffset lies below the window's end.  Units of one queue (and entries
+of one IndexFile) are written in phyOffset order, so each cursor only moves
+forward and memory stays at one block per queue, whatever the store size.
+Structural problems met on the way (a file of the wrong size, bytes after a
+queue's last unit, a unit going backwards) go straight into the report.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import numpy as np
+
+from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE
+from ..io.segments import Segment, list_segments
+from .verify_report import WARNING, Problem, VerifyReport
+
+CQ_BLOCK_UNITS = 16384
+INDEX_BLOCK_ENTRIES = 1 << 20
+INDEX_ENTRY_DTYPE = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
+
+
+def _pread_all(path: str, size: int, position: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, size, position)
+    finally:
+        os.close(fd)
+
+
+class QueueCursor:
+    """Valid units of one ConsumeQueue, in order, with their queue offsets."""
+
+    def __init__(self, directory: str, topic: str, queue_id: int, report: VerifyReport, cl_min: int):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.report = report
+        self.cl_min = cl_min
+        self.segments: list[Segment] = list_segments(directory)
+        self.file_size = self.segments[0].size_bytes if self.segments else 0
+        self.units_per_file = self.file_size // CQ_UNIT_SIZE
+        self.units = 0                 # valid units seen (pre-blank and expired included)
+        self.expired = 0
+        self.pre_blank = 0
+        self.max_offset = self.segments[0].start_offset // CQ_UNIT_SIZE if self.segments else 0
+        self._file_index = 0
+        self._file_pos = 0             # unit index inside the current file
+        self._file_ended = False
+        self._last_phy = -1
+        self._block: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
+        self._block_pos = 0
+        self._check_files()
+
+    # -- files ------------------------------------------------------------
+    def _check_files(self) -> None:
+        rep = self.report
+        if self.file_size and self.file_size % CQ_UNIT_SIZE:
+            rep.add(Problem("consumequeue", "cq-file-size", rep.rel(self.segments[0].path), 0,
+                            "ConsumeQueue file size is not a multiple of 20 bytes",
+                            "a multiple of 20", str(self.file_size)))
+            self.segments = []
+            return
+        for prev, seg in zip(self.segments, self.segments[1:]):
+            if seg.start_offset != prev.start_offset + self.file_size:
+                rep.add(Problem("consumequeue", "cq-file-missing", rep.rel(seg.path), None,
+                                f"ConsumeQueue files are not consecutive: the previous file ends at byte "
+                                f"{prev.start_offset + self.file_size}",
+                                f"file {prev.start_offset + self.file_size:020d}", os.path.basename(seg.path)))
+        for seg in self.segments:
+            if seg.size_bytes != self.file_size:
+                rep.add(Problem("consumequeue", "cq-file-size", rep.rel(seg.path), 0,
+                                "ConsumeQueue files of one queue differ in size",
+                                str(self.file_size), str(seg.size_bytes)))
+
+    def _read_block(self) -> bool:
+        """Load the next block of valid units; False at the end of the queue."""
+        rep = self.report
+        while self._file_index < len(self.segments):
+            seg = self.segments[self._file_index]
+            if self._file_ended or self._file_pos >= self.units_per_file:
+                self._file_index += 1
+                self._file_pos = 0
+                self._file_ended = False
+                continue
+            n = min(CQ_BLOCK_UNITS, self.units_per_file - self._file_pos)
+            raw = _pread_all(seg.path, n * CQ_UNIT_SIZE, self._file_pos * CQ_UNIT_SIZE)
+            units = np.frombuffer(raw, dtype=CQ_UNIT_DTYPE, count=len(raw) // CQ_UNIT_SIZE)
+            first_unit = seg.start_offset // CQ_UNIT_SIZE + self._file_pos
+            valid = (units["phy_offset"] >= 0) & (units["size"] > 0)
+            bad = np.flatnonzero(~valid)
+            k = int(bad[0]) if bad.size else len(units)
+            if k < len(units) or len(units) < n:
+                self._file_ended = True
+                self._check_rest_is_zero(seg, self._file_pos + k)
+            self._file_pos += k
+            if k == 0:
+                continue
+            units = units[:k]
+            self.units += k
+            self.max_offset = first_unit + k
+            phy = units["phy_offset"].astype(np.int64)
+            size = units["size"].astype(np.int64)
+            code = units["tags_code"].astype(np.int64)
+            qoff = np.arange(first_unit, first_unit + k, dtype=np.int64)
+            live = size != PRE_BLANK_SIZE
+            self.pre_blank += int(k - np.count_nonzero(live))
+            # phyOffset must grow along the queue (dispatch appends in CommitLog order).
+            lp = phy[live]
+            if len(lp):
+                steps = np.diff(np.concatenate(([self._last_phy], lp)))
+                back = np.flatnonzero(steps <= 0)
+                for i in back[:16].tolist():
+                    j = int(np.flatnonzero(live)[i])
+                    rep.add(Problem("consumequeue", "cq-order", rep.rel(seg.path),
+                                    int((qoff[j] * CQ_UNIT_SIZE) - seg.start_offset),
+                                    f"unit {int(qoff[j])} of {self.topic}/{self.queue_id} does not follow the "
+                                    f"previous unit in the CommitLog", f"phyOffset > {int(lp[i] - steps[i])}",
+                                    str(int(lp[i]))))
+                self._last_phy = int(lp[-1])
+            expired = live & (phy < self.cl_min)
+            self.expired += int(np.count_nonzero(expired))
+            keep = live & ~expired
+            self._block = (phy[keep], size[keep], code[keep], qoff[keep])
+            self._block_pos = 0
+            if len(self._block[0]):
+                return True
+        self._block = None
+        return False
+
+    def _check_rest_is_zero(self, seg: Segment, unit_pos: int) -> None:
+        """After a queue's last valid unit its file holds zeros; a later file means a hole."""
+        rep = self.report
+        is_last = seg is self.segments[-1]
+        start = unit_pos * CQ_UNIT_SIZE
+        end = self.file_size
+        pos = start
+        for _ in range((end - start) // (1 << 20) + 2):
+            if pos >= end:
+                break
+            chunk = _pread_all(seg.path, min(1 << 20, end - pos), pos)
+            if not chunk:
+                break
+            nz = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8))
+            if nz.size:
+                where = pos + int(nz[0])
+                rep.add(Problem("consumequeue", "cq-garbage", rep.rel(seg.path), where - where % CQ_UNIT_SIZE,
+                                f"non-zero bytes after the last valid unit of {self.topic}/{self.queue_id} "
+                                f"(the unit at {start} is not valid)", "zeros", "non-zero bytes"))
+                return
+            pos += len(chunk)
+        if not is_last:
+            rep.add(Problem("consumequeue", "cq-hole", rep.rel(seg.path), start,
+                            f"{self.topic}/{self.queue_id}: units end inside a file that is not the queue's last",
+                            f"{self.units_per_file} units", f"{unit_pos} units"))
+
+    # -- units ------------------------------------------------------------
+    def next_phy(self) -> Optional[int]:
+        if self._block is None or self._block_pos >= len(self._block[0]):
+            if not self._read_block():
+                return None
+        return int(self._block[0][self._block_pos])
+
+    def take_below(self, end: int) -> list[tuple[np.ndarray, ...]]:
+        """Blocks of (phy, size, tagsCode, queueOffset) with phy < ``end``."""
+        out = []
+        for _ in range(1 << 40):                 # bounded by the queue's length
+            if self.next_phy() is None:
+                break
+            phy = self._block[0]
+            stop = int(np.searchsorted(phy, end, side="left"))
+            if stop <= self._block_pos:
+                break
+            a = self._block_pos
+            out.append(tuple(arr[a:stop] for arr in self._block))
+            self._block_pos = stop
+            if stop < len(phy):
+                break
+        return out
+
+    def file_and_position(self, queue_offset: int) -> tuple[str, int]:
+        """(file relative to the root, byte position) of the unit at ``queue_offset``."""
+        byte = queue_offset * CQ_UNIT_SIZE
+        for seg in self.segments:
+            if seg.start_offset <= byte < seg.start_offset + self.file_size:
+                return self.report.rel(seg.path), byte - seg.start_offset
+        return self.report.rel(self.segments[0].path) if self.segments else "consumequeue", byte
+
+
+class IndexCursor:
+    """Entries (file, entry number, phyOffset) of the IndexFiles that passed the structural check."""
+
+    def __init__(self, files: list[tuple[str, int, int]], hash_slot_num: int, report: VerifyReport, cl_min: int):
+        self.files = files                # (path, indexCount, first entry position)
+        self.report = report
+        self.cl_min = cl_min
+        self.hash_slot_num = hash_slot_num
+        self.expired = 0
+        self._fi = 0
+        self._next_entry = 1
+        self._block: Optional[tuple[np.ndarray, np.ndarray]] = None     # (entry numbers, phy)
+        self._block_pos = 0
+        self.file_index: Optional[int] = None
+
+    def _read_block(self) -> bool:
+        while self._fi < len(self.files):
+            path, count, base = self.files[self._fi]
+            if self._next_entry >= count:
+                self._fi += 1
+                self._next_entry = 1
+                continue
+            n = min(INDEX_BLOCK_ENTRIES, count - self._next_entry)
+            raw = _pread_all(path, n * 20, base + self._next_entry * 20)
+            entries = np.frombuffer(raw, dtype=INDEX_ENTRY_DTYPE, count=len(raw) // 20)
+            numbers = np.arange(self._next_entry, self._next_entry + len(entries), dtype=np.int64)
+            self._next_entry += max(len(entries), n)
+            phy = entries["phy"].astype(np.int64)
+            expired = phy < self.cl_min
+            self.expired += int(np.count_nonzero(expired))
+            self._block = (numbers[~expired], phy[~expired])
+            self.file_index = self._fi
+            self._block_pos = 0
+            if len(self._block[0]):
+                return True
+        self._block = None
+        return False
+
+    def take_below(self, end: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(file index, entry numbers, phy) of the entries with phy < ``end`` (each file is phy-ordered)."""
+        out = []
+        for _ in range(1 << 40):
+            if self._block is None or self._block_pos >= len(self._block[0]):
+                if not self._read_block():
+                    break
+            nums, phy = self._block
+            a = self._block_pos
+            # Entries of one file are in phyOffset order (checked by the structural pass).
+            stop = int(np.searchsorted(phy[a:], end, side="left")) + a
+            if stop <= a:
+                break
+            out.append((self.file_index, nums[a:stop], phy[a:stop]))
+            self._block_pos = stop
+            if stop < len(phy):
+                break
+        return out
+
+
+def note(report: VerifyReport, area: str, check: str, file: str, message: str) -> None:
+    report.add(Problem(area, check, file, None, message, severity=WARNING))

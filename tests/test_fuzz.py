@@ -1,0 +1,48 @@
+"""Fuzz tier: seeded mutations of the golden stores through every read path (see tests/fuzz_stores.py).
+
+Every case must end ``ok`` or with a typed RmqError; an untyped exception, a
+hang (per-case deadline) or a crashed worker fails the run.  The seed is
+printed; ``RMQ_FUZZ_SEED``, ``RMQ_FUZZ_CASES`` and ``RMQ_FUZZ_ONLY`` (one case
+index) reproduce a run or a single case.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from fuzz_stores import run_fuzz
+from golden import corpora
+
+pytestmark = pytest.mark.skipif(not corpora(), reason="no golden corpus")
+
+SHORT_CASES = 300
+LONG_CASES = 20_000
+
+
+def _seed() -> int:
+    env = os.environ.get("RMQ_FUZZ_SEED")
+    return int(env) if env else random.SystemRandom().randrange(1 << 32)
+
+
+def _fuzz(tmp_path, default_cases: int, workers: int):
+    seed = _seed()
+    cases = int(os.environ.get("RMQ_FUZZ_CASES", default_cases))
+    only = os.environ.get("RMQ_FUZZ_ONLY")
+    print(f"fuzz seed {seed} (RMQ_FUZZ_SEED={seed} to repeat), {cases} cases", flush=True)
+    summary = run_fuzz(seed, cases, tmp_path, workers=workers, only=int(only) if only else None)
+    print(summary.report())
+    assert not summary.failures, summary.report()
+    assert summary.outcomes["ok"] + summary.outcomes["typed"] == summary.cases
+
+
+@pytest.mark.unit
+def test_fuzz_short(tmp_path):
+    _fuzz(tmp_path, SHORT_CASES, workers=1)
+
+
+@pytest.mark.slow
+def test_fuzz_long(tmp_path):
+    _fuzz(tmp_path, LONG_CASES, workers=2)

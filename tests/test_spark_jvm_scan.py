@@ -1,0 +1,261 @@
+"""What only the JVM scan does: explain output, column pruning, count(*) pushdown, metrics, no state
+kept between queries of one DataFrame.  Skipped when the session runs the Python data source.
+
+Answers are judged by the golden corpora and by full reads of the same DataFrame.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from golden import copy_store, corpora, corpus_of, crash_cases, read_jsonl
+from test_spark_batch import expected_messages, plan_of, rmq
+
+pytestmark = pytest.mark.spark
+
+CORPORA = corpora()
+CRASH = crash_cases()
+
+
+def expected_keys(expected_dir: Path) -> list[tuple]:
+    return list(expected_messages(expected_dir))
+
+
+@pytest.fixture(scope="module")
+def jvm(spark):
+    from rmqsource.spark.jar import has_native_scan, session_jar
+    if not CORPORA:
+        pytest.skip("no golden corpus")
+    if not has_native_scan(session_jar()):
+        pytest.skip("the session reads format('rmq') through the Python data source (no JVM scan jar)")
+    assert "RmqScan(JVM)" in plan_of(rmq(spark, CORPORA[0]))
+    return spark
+
+
+# --------------------------------------------------------------------------- explain, pruning
+
+def test_explain_shows_jvm_scan_with_pushed_filters_and_pruned_columns(jvm):
+    df = rmq(jvm, CORPORA[0]).where("tags = 'TagA' and queueId = 1").select("topic", "queueOffset")
+    plan = plan_of(df)
+    assert "RmqScan(JVM)" in plan, plan
+    assert "EqualTo(tags,TagA)" in plan and "EqualTo(queueId,1)" in plan, plan
+    assert "ReadSchema: struct<topic:string,queueOffset:bigint>" in plan, plan
+    assert "ColumnarToRow" in plan, plan       # columnar batches handed to Spark
+
+
+def test_a_column_not_asked_for_is_never_decoded(jvm, tmp_path):
+    """A compressed body that cannot be inflated fails a read of `body`, never a read without it."""
+    corpus = CORPORA[0]
+    expected = expected_messages(corpus / "expected")
+    victim = next(m for m in expected.values() if m["sysFlag"] & 0x1 and m["sysFlag"] & 0x30 == 0)
+    store = copy_store(corpus / "store", tmp_path / "store")
+    seg_start = max(int(p.name) for p in (store / "commitlog").iterdir() if int(p.name) <= victim["commitLogOffset"])
+    seg = store / "commitlog" / f"{seg_start:020d}"
+    pos = victim["commitLogOffset"] - seg_start
+    body_len = struct.unpack_from(">i", seg.read_bytes(), pos + 84)[0]
+    with open(seg, "r+b") as f:                # garbage inside the body: lengths and CRC field untouched
+        f.seek(pos + 88)
+        f.write(b"\xff" * min(body_len, 16))
+    df = rmq(jvm, corpus, store, decompress="true")
+    n = df.select("queueOffset", "tags", "properties").count()
+    assert n == len(expected)
+    with pytest.raises(Exception) as exc:
+        df.select("body").collect()
+    assert "DecompressionError" in str(exc.value) and f"{seg}, offset {pos}" in str(exc.value)
+
+
+def test_user_schema_selects_columns_and_checks_types(jvm):
+    corpus = CORPORA[0]
+    df = (jvm.read.format("rmq").schema("storeTimestamp timestamp, msgId string")
+          .option("config", str(corpus / "store.properties")).load(str(corpus / "store")))
+    assert df.columns == ["storeTimestamp", "msgId"]
+    assert "ReadSchema: struct<storeTimestamp:timestamp,msgId:string>" in plan_of(df)
+    assert df.count() == len(expected_keys(corpus / "expected"))
+    bad = (jvm.read.format("rmq").schema("queueOffset string")
+           .option("config", str(corpus / "store.properties")).load(str(corpus / "store")))
+    with pytest.raises(Exception, match="column 'queueOffset' must have type bigint"):
+        bad.collect()
+
+
+# --------------------------------------------------------------------------- count(*) pushdown
+
+@pytest.mark.parametrize("case", CORPORA + CRASH, ids=lambda p: str(p.name if p in CORPORA else f"{p.parent.parent.name}/{p.name}"))
+def test_count_pushdown_equals_engine_and_full_read(jvm, case):
+    corpus = corpus_of(case) if case in CRASH else case
+    want = Counter((t, q) for t, q, _ in expected_keys(case / "expected"))
+    df = rmq(jvm, corpus, case / "store", topicPattern=".*", failOnDataLoss="false")
+    counted = df.groupBy("topic", "queueId").count()
+    assert "PushedAggregation" in plan_of(counted), plan_of(counted)
+    got = {(r.topic, r.queueId): r["count"] for r in counted.collect()}
+    assert got == {k: v for k, v in want.items() if v}
+    assert df.count() == sum(want.values()) == len(df.select("commitLogOffset").collect())
+    by_topic = {r.topic: r["count"] for r in df.groupBy("topic").count().collect()}
+    want_topic = Counter()
+    for (t, _), n in want.items():
+        want_topic[t] += n
+    assert by_topic == {t: n for t, n in want_topic.items() if n}
+
+
+def test_count_is_not_pushed_where_it_would_need_records(jvm):
+    corpus = CORPORA[0]
+    whole = rmq(jvm, corpus)
+    assert "PushedAggregation" not in plan_of(whole.groupBy("topic").count())
+    tagged = rmq(jvm, corpus, topics="TopicTest").where("tags = 'TagA'")
+    assert "PushedAggregation" not in plan_of(tagged.groupBy("queueId").count())
+    keys = expected_keys(corpus / "expected")
+    assert whole.count() == len(keys)
+
+
+def test_two_counts_on_one_dataframe(jvm):
+    """No scan state survives a query: the filtered count does not leak into the next one."""
+    corpus = CORPORA[0]
+    expected = expected_messages(corpus / "expected")
+    for d in (rmq(jvm, corpus), rmq(jvm, corpus, topicPattern=".*")):
+        tagged = d.where("tags = 'TagA'").count()
+        total = d.count()
+        assert tagged == sum(1 for m in expected.values() if m["tags"] == "TagA") > 0
+        assert total == len(expected)
+
+
+# --------------------------------------------------------------------------- metrics, parallelism
+
+def _scan_metrics(spark, df) -> dict:
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        qe = df._jdf.queryExecution()
+        df._jdf.collectAsList()
+        plan = qe.executedPlan()
+        leaves = plan.collectLeaves()
+        for i in range(leaves.size()):
+            node = leaves.apply(i)
+            if node.nodeName().startswith("BatchScan"):
+                metrics = node.metrics()
+                return {k: metrics.apply(k).value() for k in ("recordsRead", "commitLogBytesRead", "unitsSkippedByTag")}
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    raise AssertionError("no BatchScan node")
+
+
+def test_source_metrics(jvm):
+    corpus = CORPORA[0]
+    expected = expected_messages(corpus / "expected")
+    topic_test = [m for k, m in expected.items() if k[0] == "TopicTest"]
+    want = [m for m in topic_test if m["tags"] == "TagA"]
+    m = _scan_metrics(jvm, rmq(jvm, corpus, topics="TopicTest").where("tags = 'TagA'").select("queueOffset"))
+    # Only records whose unit tagsCode matches are read; the others are skipped on the ConsumeQueue.
+    codes = {m["cq"]["tagsCode"] for m in want}
+    candidates = [x for x in topic_test if x["cq"]["tagsCode"] in codes]
+    assert m["recordsRead"] == len(candidates) >= len(want) > 0
+    assert m["unitsSkippedByTag"] == len(topic_test) - len(candidates)
+    assert m["commitLogBytesRead"] == sum(x["storeSize"] for x in candidates)
+
+
+def test_point_lookup_reads_one_record(jvm):
+    corpus = CORPORA[0]
+    view = [v for v in read_jsonl(corpus / "expected" / "view.jsonl") if v["result"]["found"]]
+    target = view[-1]["result"]["message"]
+    df = rmq(jvm, corpus).where(f"msgId = '{target['msgId']}'").select("commitLogOffset")
+    assert _scan_metrics(jvm, df)["recordsRead"] == 1
+    assert [r.commitLogOffset for r in df.collect()] == [target["commitLogOffset"]]
+
+
+def test_topic_read_has_a_partition_per_queue_in_both_planners(jvm):
+    from rmqsource.spark.options import parse_options
+    from rmqsource.spark.planning import plan
+    from rmqsource.spark.pushdown import Pushed
+    corpus = CORPORA[0]
+    queues = sorted({q for t, q, _ in expected_keys(corpus / "expected") if t == "TopicTest"})
+    assert len(queues) >= 2
+    assert rmq(jvm, corpus, topics="TopicTest").rdd.getNumPartitions() >= len(queues)
+    opts = parse_options({"path": str(corpus / "store"), "config": str(corpus / "store.properties"),
+                          "topics": "TopicTest"})
+    assert len(plan(opts, Pushed())) >= len(queues)
+
+
+# --------------------------------------------------------------------------- errors at planning
+
+def test_bad_option_is_one_clear_error(jvm):
+    with pytest.raises(Exception) as exc:
+        rmq(jvm, CORPORA[0], topic="TopicTest").count()
+    text = str(exc.value)
+    assert "OptionError" in text and "unknown option 'topic'" in text
+    assert "Traceback" not in text          # no Python worker in the way
+
+
+
+# --------------------------------------------------------------------------- bodies, live stores
+
+SMALL = {"mappedFileSizeCommitLog": "1048576", "mappedFileSizeConsumeQueue": "12000", "maxHashSlotNum": "64",
+         "maxIndexNum": "256"}
+
+
+def _small_config():
+    from rmqsource.store.config import StoreConfig
+    return StoreConfig.from_mapping(SMALL)
+
+
+def _read(spark, store: Path, **options):
+    r = spark.read.format("rmq")
+    for k, v in {**SMALL, **options}.items():
+        r = r.option(k, v)
+    return r.load(str(store))
+
+
+def test_decompress_zlib_lz4_zstd_with_a_cap(jvm, tmp_path):
+    lz4_frame = pytest.importorskip("lz4.frame")
+    zstandard = pytest.importorskip("zstandard")
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    plain = [f"payload {i} ".encode() * 40 for i in range(3)]
+    stored = [(zlib.compress(plain[0]), 0x1 | (3 << 8)), (lz4_frame.compress(plain[1]), 0x1 | (1 << 8)),
+              (zstandard.ZstdCompressor().compress(plain[2]), 0x1 | (2 << 8))]
+    store = tmp_path / "store"
+    with MessageStoreWriter(store, _small_config()) as w:
+        for body, flag in stored:
+            w.put_message(Message(topic="Zipped", queue_id=0, body=body, sys_flag=flag))
+    rows = _read(jvm, store, decompress="true").select("queueOffset", "body").collect()
+    assert [bytes(r.body) for r in sorted(rows)] == plain
+    raw = _read(jvm, store).select("queueOffset", "body").collect()
+    assert [bytes(r.body) for r in sorted(raw)] == [b for b, _ in stored]
+    with pytest.raises(Exception, match="inflates past the cap of 100 bytes"):
+        _read(jvm, store, decompress="true", maxInflatedBodyBytes="100").select("body").collect()
+
+
+def test_store_being_written_shows_only_dispatched_records(jvm, tmp_path):
+    """While a writer holds the lock, the scan stops at what dispatch has seen (torn tail ignored)."""
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    store = tmp_path / "store"
+    with MessageStoreWriter(store, _small_config()) as w:
+        for i in range(50):
+            w.put_message(Message(topic="Live", queue_id=i % 2, body=b"x" * 100, tags="t"))
+        seg = sorted((store / "commitlog").iterdir())[0]
+        with open(seg, "r+b") as f:       # a half-written record after the dispatched end
+            data = f.read()
+            last = len(data.rstrip(b"\0"))
+            f.seek(last)
+            f.write(struct.pack(">ii", 300, -626843481) + b"\x07" * 40)
+        assert (store / "abort").exists()
+        for opts in ({}, {"topics": "Live"}):
+            df = _read(jvm, store, **opts)
+            assert df.count() == 50, opts
+            assert sorted(r.queueOffset for r in df.where("queueId = 1").select("queueOffset").collect()) == \
+                list(range(25))
+
+
+def test_inflate_caps_per_batch_and_per_task_in_both_modes(spark, tmp_path):
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    store = tmp_path / "store"
+    with MessageStoreWriter(store, _small_config()) as w:
+        w.put_messages([Message(topic="Z", queue_id=0, body=zlib.compress(b"\0" * 300_000, 9), sys_flag=1)
+                        for _ in range(12)])
+    for topics in ({}, {"topics": "Z"}):
+        rows = _read(spark, store, decompress="true", maxInflatedBatchBytes=str(1 << 20), **topics) \
+            .select("queueOffset", "body").collect()
+        assert sorted((r.queueOffset, len(r.body)) for r in rows) == [(i, 300_000) for i in range(12)]
+        with pytest.raises(Exception, match="maxInflatedTaskBytes=2097152"):
+            _read(spark, store, decompress="true", maxInflatedTaskBytes=str(2 << 20), **topics) \
+                .select("body").collect()

@@ -1,0 +1,228 @@
+"""``rmq verify`` (fsck) and ``rmq recover --dry-run`` on copies of the golden stores.
+
+Damage is made by hand at a known file and offset, and verify must name
+exactly that file and offset; every clean golden store must pass.  The
+dry-run change list is checked against the bytes the real recovery changes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rmqsource import cli
+from rmqsource.format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
+from rmqsource.format.indexfile import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexHeader
+from rmqsource.format.record import decode_record
+from rmqsource.io.lock import StoreLock
+from rmqsource.store.recovery import recover_store
+from rmqsource.store.recovery_plan import plan_recovery
+from rmqsource.store.verify import verify_store
+
+from golden import case_id, copy_store, corpora, corpus_of, crash_cases, load_config, read_jsonl, tree_bytes
+
+pytestmark = [pytest.mark.golden, pytest.mark.crash]
+
+CORPORA = corpora()
+CRASH = crash_cases()
+# Retention states, not damage: a deleted first segment, ConsumeQueues rebuilt with pre-blank units.
+CLEAN_CRASH_STATES = [c for c in CRASH if c.name in ("deleted_first_segment", "preblank_cq")]
+
+
+def run(argv) -> tuple[int, str]:
+    out = io.StringIO()
+    code = cli.main([str(a) for a in argv], stdout=out)
+    return code, out.getvalue()
+
+
+def problems(report, check):
+    return [(p.file, p.offset) for p in report.problems if p.check == check]
+
+
+def first_message_with_body(corpus: Path) -> dict:
+    for line in read_jsonl(corpus / "expected" / "get" / "TopicTest" / "0.jsonl")[:-1]:
+        if line["body"]:
+            return line
+    raise AssertionError("no message with a body")
+
+
+def segment_of(store: Path, phy: int) -> tuple[Path, int]:
+    segs = sorted((store / "commitlog").iterdir())
+    seg = [s for s in segs if int(s.name) <= phy][-1]
+    return seg, phy - int(seg.name)
+
+
+@pytest.mark.parametrize("store", [c / "store" for c in CORPORA] + [c / "store" for c in CLEAN_CRASH_STATES],
+                         ids=lambda p: case_id(p.parent) if p.parent.parent.name != "crash" else case_id(p.parent))
+def test_clean_golden_stores_pass(store):
+    corpus = store.parent if (store.parent / "inputs.jsonl").is_file() else corpus_of(store.parent)
+    report = verify_store(store, load_config(corpus))
+    assert report.ok, [p.text() for p in report.problems]
+    assert report.stats["records"] > 0
+    assert report.stats["cqUnits"] > 0 and report.stats["indexEntries"] > 0
+    code, text = run(["verify", store, "--config", corpus / "store.properties"])
+    assert code == 0 and "OK: 0 error(s)" in text
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_flipped_body_byte_is_found_at_its_record(corpus, tmp_path):
+    store = copy_store(corpus / "store", tmp_path / "store")
+    want = first_message_with_body(corpus)
+    seg, pos = segment_of(store, want["commitLogOffset"])
+    data = bytearray(seg.read_bytes())
+    record = decode_record(data, pos, len(data)).record
+    body_at = pos + bytes(data[pos:pos + record.store_size]).find(record.body)
+    data[body_at] ^= 0x20
+    seg.write_bytes(bytes(data))
+    report = verify_store(store, load_config(corpus))
+    assert not report.ok
+    assert problems(report, "body-crc") == [(f"commitlog/{seg.name}", pos)]
+    if record.properties.get("__CRC32#") is not None:          # 5.x: the whole-record CRC fails too
+        assert problems(report, "record-crc") == [(f"commitlog/{seg.name}", pos)]
+    code, text = run(["verify", store, "--config", corpus / "store.properties", "--json"])
+    assert code == 1
+    lines = [json.loads(x) for x in text.splitlines()]
+    assert {"check": "body-crc", "file": f"commitlog/{seg.name}", "offset": pos}.items() <= lines[0].items()
+    assert lines[-1]["ok"] is False and lines[-1]["byCheck"]["body-crc"] == 1
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_bad_consumequeue_unit_is_found(corpus, tmp_path):
+    store = copy_store(corpus / "store", tmp_path / "store")
+    cq_file = sorted((store / "consumequeue" / "TopicTest" / "0").iterdir())[0]
+    units = bytearray(cq_file.read_bytes())
+    k = 3
+    u = np.frombuffer(bytes(units[k * CQ_UNIT_SIZE:(k + 1) * CQ_UNIT_SIZE]), dtype=CQ_UNIT_DTYPE)[0]
+    struct.pack_into(">q", units, k * CQ_UNIT_SIZE + 12, int(u["tags_code"]) + 1)      # tagsCode off by one
+    struct.pack_into(">i", units, (k + 1) * CQ_UNIT_SIZE + 8, 17)                       # next unit: wrong size
+    cq_file.write_bytes(bytes(units))
+    report = verify_store(store, load_config(corpus))
+    rel = f"consumequeue/TopicTest/0/{cq_file.name}"
+    assert problems(report, "cq-tagscode") == [(rel, k * CQ_UNIT_SIZE)]
+    assert problems(report, "cq-size") == [(rel, (k + 1) * CQ_UNIT_SIZE)]
+    assert not report.ok
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_broken_index_chain_is_found(corpus, tmp_path):
+    store = copy_store(corpus / "store", tmp_path / "store")
+    config = load_config(corpus)
+    index_file = sorted((store / "index").iterdir())[0]
+    data = bytearray(index_file.read_bytes())
+    header = IndexHeader.decode(data)
+    base = INDEX_HEADER_SIZE + config.max_hash_slot_num * 4
+    entry = header.index_count // 2
+    pos = base + entry * INDEX_ENTRY_SIZE + 16                  # the previous-entry pointer
+    struct.pack_into(">i", data, pos, entry + 5)                 # points forward: a walk could loop
+    index_file.write_bytes(bytes(data))
+    report = verify_store(store, config)
+    assert (f"index/{index_file.name}", base + entry * INDEX_ENTRY_SIZE) in problems(report, "index-chain")
+    assert not report.ok
+
+
+def test_chain_into_another_slot_is_found(tmp_path):
+    corpus = CORPORA[0]
+    store = copy_store(corpus / "store", tmp_path / "store")
+    config = load_config(corpus)
+    index_file = sorted((store / "index").iterdir())[0]
+    data = bytearray(index_file.read_bytes())
+    base = INDEX_HEADER_SIZE + config.max_hash_slot_num * 4
+    count = IndexHeader.decode(data).index_count
+    entries = np.frombuffer(bytes(data[base:base + count * INDEX_ENTRY_SIZE]),
+                            dtype=[("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
+    slots = entries["hash"].astype(np.int64) % config.max_hash_slot_num
+    e = next(i for i in range(2, count) if entries["prev"][i] > 0)
+    other = next(i for i in range(1, e) if slots[i] != slots[e])
+    struct.pack_into(">i", data, base + e * INDEX_ENTRY_SIZE + 16, other)
+    index_file.write_bytes(bytes(data))
+    report = verify_store(store, config)
+    assert (f"index/{index_file.name}", base + e * INDEX_ENTRY_SIZE) in problems(report, "index-chain")
+
+
+@pytest.mark.parametrize("case", [c for c in CRASH if c not in CLEAN_CRASH_STATES], ids=case_id)
+def test_damaged_crash_cases_fail(case):
+    report = verify_store(case / "store", load_config(corpus_of(case)))
+    assert not report.ok
+    checks = set(report.summary_json()["byCheck"])
+    if case.name == "no_consumequeue":
+        assert checks == {"cq-missing-unit"}
+    else:
+        assert "unclean-shutdown" in checks
+        assert checks & {"tail-garbage", "record-fields", "cq-past-end", "cq-target"}
+
+
+def test_verify_arguments_and_quiet_output(tmp_path, capsys):
+    assert run(["verify"])[0] == 2
+    assert run(["verify", tmp_path])[0] == 1                     # not a store
+    capsys.readouterr()
+    code, text = run(["verify", CORPORA[0] / "store", "--config", CORPORA[0] / "store.properties"])
+    assert code == 0
+    assert capsys.readouterr().err == ""                         # no progress bar when not on a terminal
+
+
+# --------------------------------------------------------------------------- recover --dry-run
+
+def _expected_after(before: dict, plan, cq_file_size: int) -> tuple[dict, set, bool]:
+    """Files after recovery as the plan describes them: (bytes by file, deleted, index files change)."""
+    after = dict(before)
+    deleted = set()
+    index_changes = False
+    for c in plan.changes:
+        if c.file.startswith("index"):
+            index_changes |= c.action in ("write", "create")
+            if c.action == "delete":
+                deleted.add(c.file)
+            continue
+        if c.action == "delete":
+            deleted.add(c.file)
+        elif c.action == "zero":
+            data = bytearray(after[c.file].ljust(c.end, b"\0"))
+            data[c.start:c.end] = bytes(c.end - c.start)
+            after[c.file] = bytes(data)
+        elif c.action in ("write", "create"):
+            parts = Path(c.file).parts                  # consumequeue/topic/qid/file
+            topic, qid, name = parts[1], int(parts[2]), parts[3]
+            first, units = plan.cq_units[(topic, qid)]
+            file_start_unit = int(name) // CQ_UNIT_SIZE
+            data = bytearray(after[c.file] if c.file in after else bytes(cq_file_size))
+            lo = file_start_unit + c.start // CQ_UNIT_SIZE
+            hi = file_start_unit + c.end // CQ_UNIT_SIZE
+            data[c.start:c.end] = units[lo - first:hi - first].tobytes()
+            after[c.file] = bytes(data)
+    for f in deleted:
+        after.pop(f, None)
+    return after, deleted, index_changes
+
+
+@pytest.mark.parametrize("case", CRASH, ids=case_id)
+def test_recover_dry_run_lists_exactly_what_recover_changes(case, tmp_path):
+    config = load_config(corpus_of(case))
+    store = copy_store(case / "store", tmp_path / "store")
+    plan = plan_recovery(store, config)
+    before = tree_bytes(store)
+    with StoreLock(str(store)):
+        recover_store(store, config, mark_clean=True)
+    after = tree_bytes(store)
+    after.pop("lock", None)
+    want, deleted, index_changes = _expected_after(before, plan, config.mapped_file_size_consume_queue_bytes)
+    index = lambda d: {k: v for k, v in d.items() if k.startswith("index/")}  # noqa: E731
+    no_index = lambda d: {k: v for k, v in d.items() if not k.startswith("index/")}  # noqa: E731
+    assert sorted(no_index(after)) == sorted(no_index(want))
+    for f in no_index(after):
+        assert after[f] == want[f], f
+    assert set(index(before)) - set(index(after)) == {f for f in deleted if f.startswith("index/")}
+    survivors = {f for f in index(before) if f in index(after)}
+    index_changed = any(after[f] != before[f] for f in survivors) or bool(set(index(after)) - set(index(before)))
+    assert index_changed == index_changes
+    # The CLI shows the same list without touching the store.
+    copy = copy_store(case / "store", tmp_path / "again")
+    snapshot = tree_bytes(copy)
+    code, text = run(["recover", "--dry-run", "--json", copy, "--config", corpus_of(case) / "store.properties"])
+    assert code == 0
+    assert json.loads(text)["plan"] == plan.to_json()
+    assert tree_bytes(copy) == snapshot
