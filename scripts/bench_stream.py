@@ -1,18 +1,24 @@
 #!/usr/bin/env python
-"""Streaming benchmark: a producer process appends while a ``processingTime="0 seconds"`` query consumes.
+"""Streaming benchmark: a producer process appends while a ``processingTime="0 seconds"`` query consumes
+into a ``foreachBatch`` sink, once per implementation of the source (same store shape, same producer,
+same sink, one after the other in fresh Spark processes):
 
-Reports (and writes as JSON with ``--json``):
+* ``jvm``: the JVM micro-batch stream (the jar on ``spark.jars``);
+* ``python``: the Python data source stream (no jar).
 
-* producer: achieved append rate (msgs/s, 256-byte bodies by default);
-* stream: steady-state input rate (rows/s, from StreamingQueryProgress,
-  first batches excluded), batch durations (median / p90 / max), lag
-  (producer count - consumed) over time and at the end;
-* latency: median / p90 of append -> foreachBatch (bornTimestamp is set by
-  the producer right before its put; foreachBatch records its wall clock);
-* batch sink: rows/s of ``df.write.format("rmq")`` (2 tasks) vs the store
-  writer's own batch put rate measured in the same run.
+Reported per mode (and written as JSON with ``--json``):
 
-``--short`` runs a quick version (~1 minute incl. Spark start).
+* producer: achieved append rate (msgs/s; the writer's columnar path, 256-byte bodies by default);
+* stream: input rate while the producer runs (rows/s), batch durations, rows per batch, the source's
+  planning time (``latestOffset`` in the progress);
+* lag (produced - consumed, sampled every 0.5 s): median in the first and last 10 s of the
+  producing window and its growth (least-squares slope, msgs/s): ~0 means the query keeps up;
+* latency append -> foreachBatch (bornTimestamp is set by the producer right before its put; the
+  sink aggregates per bornTimestamp, so latency costs no per-row Python): median, p90, p99;
+* with ``--sink``: batch sink ``df.write.format("rmq")`` rows/s vs the writer's own batch put.
+
+The figures of both modes are printed side by side with their ratio (jvm / python).  The machine's
+load average at the start and end is printed too: on a shared machine, run it when ``uptime`` is low.
 """
 
 from __future__ import annotations
@@ -39,15 +45,17 @@ PRODUCER = textwrap.dedent("""
     config = StoreConfig().with_overrides({"messageIndexEnable": "false"})
     body = b"x" * body_size
     chunk = max(100, int(rate / 50))
+    bodies = pa.array([body] * chunk, type=pa.binary())
+    topics = pa.array(["Bench"] * chunk)
     t0 = time.monotonic()
     done = 0
     with MessageStoreWriter(root, config, lock_timeout_s=30) as w, open(stats, "w") as out:
         while done < total:
             n = min(chunk, total - done)
             now = int(time.time() * 1000)
-            table = pa.table({"topic": pa.array(["Bench"] * n),
+            table = pa.table({"topic": topics.slice(0, n),
                               "queueId": pa.array((np.arange(done, done + n) % 4).astype(np.int32)),
-                              "body": pa.array([body] * n, type=pa.binary()),
+                              "body": bodies.slice(0, n),
                               "bornTimestamp": pa.array(np.full(n, now, dtype=np.int64))})
             res = w.put_arrow_batch(table)   # the writer's columnar path
             assert res.ok_count == n, res[-1]
@@ -61,6 +69,8 @@ PRODUCER = textwrap.dedent("""
     print(json.dumps({"produced": done, "seconds": elapsed, "rate": done / elapsed}), flush=True)
 """)
 
+WARM = 4      # messages in the store before the query starts (one per queue)
+
 
 def pct(values, p):
     if not values:
@@ -69,63 +79,88 @@ def pct(values, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--short", action="store_true", help="quick run (small volume)")
-    ap.add_argument("--messages", type=int, help="messages to produce (default 1,500,000; short: 150,000)")
-    ap.add_argument("--rate", type=float, default=100_000, help="target producer rate, msgs/s")
-    ap.add_argument("--body-size", type=int, default=256)
-    ap.add_argument("--sink-rows", type=int, help="rows for the batch-sink comparison (default 200k; short 40k)")
-    ap.add_argument("--dir", help="work directory (default: a temp dir, removed afterwards)")
-    ap.add_argument("--json", help="write the results to this file")
-    args = ap.parse_args(argv)
-    total = args.messages or (150_000 if args.short else 1_500_000)
-    sink_rows = args.sink_rows or (40_000 if args.short else 200_000)
+def weighted_pct(pairs, p):
+    """Percentile of values given as (value, count) pairs."""
+    pairs = sorted(pairs)
+    total = sum(c for _, c in pairs)
+    if not total:
+        return None
+    rank = p / 100 * (total - 1)
+    acc = 0
+    for v, c in pairs:
+        acc += c
+        if acc > rank:
+            return v
+    return pairs[-1][0]
 
+
+def slope(points):
+    """Least-squares slope of (t, y) points."""
+    if len(points) < 3:
+        return None
+    mt = statistics.fmean(t for t, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    den = sum((t - mt) ** 2 for t, _ in points)
+    return sum((t - mt) * (y - my) for t, y in points) / den if den else None
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+# --------------------------------------------------------------------------- one mode, in its own process
+
+def run_one(args) -> dict:
+    """Producer + query in this process's Spark session (RMQ_SPARK_MODE chooses the source)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    work = args.dir or tempfile.mkdtemp(prefix="rmq-bench-")
+    work = tempfile.mkdtemp(prefix="rmq-bench-stream-", dir=args.dir)
     root = os.path.join(work, "store")
-    os.makedirs(work, exist_ok=True)
-    shutil.rmtree(root, ignore_errors=True)
+    total = int(args.rate * args.seconds)
     from rmqsource.store.config import StoreConfig
     from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
     config = StoreConfig().with_overrides({"messageIndexEnable": "false"})
     with MessageStoreWriter(root, config) as w:          # the topic's queues exist before the query starts
-        w.put_messages([MessageExtBrokerInner(topic="Bench", queue_id=q, body=b"warm") for q in range(4)])
+        w.put_messages([MessageExtBrokerInner(topic="Bench", queue_id=q, body=b"warm") for q in range(WARM)])
 
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("rmq-bench")
+    from rmqsource.spark.jar import session_conf, spark_mode
+    spark = (SparkSession.builder.master("local[2]").appName("rmq-bench-stream").config(map=session_conf())
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
 
-    latencies: list[float] = []
+    latencies: list[tuple[float, int]] = []          # (seconds, rows)
     consumed = [0]
     lock = threading.Lock()
 
     def each(df, batch_id):
-        rows = df.select("bornTimestamp").collect()
+        groups = df.groupBy("bornTimestamp").count().collect()
         now = time.time()
-        lat = [now - r[0].timestamp() for r in rows if r[0] is not None and r[0].timestamp() > 1]
         with lock:
-            latencies.extend(lat)
-            consumed[0] += len(rows)
+            for ts, n in groups:
+                if ts is not None and ts.timestamp() > 1:
+                    latencies.append((now - ts.timestamp(), n))
+            consumed[0] += sum(n for _, n in groups)
 
     df = (spark.readStream.format("rmq").option("topics", "Bench").option("startingOffsets", "earliest")
           .option("messageIndexEnable", "false").load(root))
     q = (df.writeStream.foreachBatch(each).option("checkpointLocation", os.path.join(work, "ckpt"))
          .trigger(processingTime="0 seconds").start())
-    # let the query start (first batch pays the Python worker start-up)
     t_wait = time.monotonic()
-    while not q.recentProgress and time.monotonic() - t_wait < 120:
+    while consumed[0] < WARM and time.monotonic() - t_wait < 180:      # first batch: workers start, JIT
+        if q.exception():
+            raise SystemExit(f"query failed: {q.exception()}")
         time.sleep(0.2)
+    with lock:
+        latencies.clear()
 
     stats_path = os.path.join(work, "producer.txt")
     prod = subprocess.Popen([sys.executable, "-c", PRODUCER, root, str(total), str(args.rate), str(args.body_size),
                              stats_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lag_samples = []
+    samples = []                                      # (t, produced, lag)
     t0 = time.time()
-    while prod.poll() is None or consumed[0] < total + 4:
+    producing_until = None
+    while True:
         produced = 0
         try:
             with open(stats_path) as f:
@@ -134,86 +169,150 @@ def main(argv=None) -> int:
         except OSError:
             pass
         with lock:
-            lag_samples.append((round(time.time() - t0, 2), produced, produced - (consumed[0] - 4)))
+            samples.append((time.time() - t0, produced, produced - (consumed[0] - WARM)))
         if q.exception():
+            prod.kill()
             raise SystemExit(f"query failed: {q.exception()}")
-        if prod.poll() is not None and time.time() - t0 > 600:
+        if prod.poll() is not None and producing_until is None:
+            producing_until = time.time() - t0
+        if producing_until is not None and (consumed[0] - WARM >= total or time.time() - t0 > producing_until + 120):
             break
         time.sleep(0.5)
-    with lock:
-        lag_samples.append((round(time.time() - t0, 2), total, total - (consumed[0] - 4)))
+    drained_s = time.time() - t0 - producing_until
     prod_out, prod_err = prod.communicate()
     if prod.returncode:
         raise SystemExit(f"producer failed: {prod_err}")
     producer = json.loads(prod_out.strip().splitlines()[-1])
     progress = [p for p in q.recentProgress if p["numInputRows"] > 0]
+    description = progress[-1]["sources"][0]["description"] if progress else None
+    metrics = progress[-1]["sources"][0].get("metrics") if progress else None
     q.stop()
-    steady = progress[2:] if len(progress) > 4 else progress
-    durations = [p["durationMs"]["triggerExecution"] for p in steady]
-    rates = [p["processedRowsPerSecond"] for p in steady if p.get("processedRowsPerSecond")]
-    span_rows = sum(p["numInputRows"] for p in steady)
-    first_ts = time.mktime(time.strptime(steady[0]["timestamp"][:19], "%Y-%m-%dT%H:%M:%S")) if steady else 0
-    last_ts = time.mktime(time.strptime(steady[-1]["timestamp"][:19], "%Y-%m-%dT%H:%M:%S")) if steady else 0
-    span = max(1e-9, (last_ts - first_ts) + (steady[-1]["durationMs"]["triggerExecution"] / 1000 if steady else 0))
-
-    # batch sink vs the writer's own batch rate
-    from pyspark.sql import functions as F
-    sink_root = os.path.join(work, "sink")
-    body = "x" * args.body_size
-    sdf = spark.range(sink_rows, numPartitions=2).select(F.lit("Sink").alias("topic"),
-                                                         F.lit(body).cast("binary").alias("body")).cache()
-    sdf.count()
-    ts = time.monotonic()
-    sdf.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(sink_root)
-    sink_cold_s = time.monotonic() - ts            # includes the Python workers' start-up
-    ts = time.monotonic()
-    sdf.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(sink_root)
-    sink_s = time.monotonic() - ts
-    wroot = os.path.join(work, "writer")
-    import numpy as np
-    import pyarrow as pa
-    # The writer's own batch API on the same rows (columnar path, one process).
-    table = pa.table({"topic": pa.array(["Sink"] * sink_rows),
-                      "queueId": pa.array((np.arange(sink_rows) % 4).astype(np.int32)),
-                      "body": pa.array([body.encode()] * sink_rows, type=pa.binary())})
-    tw = time.monotonic()
-    with MessageStoreWriter(wroot, config) as w:
-        w.put_arrow_batch(table)
-    writer_s = time.monotonic() - tw
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
 
-    result = {
-        "messages": total, "bodySize": args.body_size,
+    window = [(t, lag) for t, _, lag in samples if 5 <= t <= producing_until]
+    first = [lag for t, lag in window if t < 15]
+    last = [lag for t, lag in window if t > producing_until - 10]
+    in_window = [p for p in progress[2:]]
+    durations = [p["durationMs"]["triggerExecution"] for p in in_window]
+    planning = [p["durationMs"].get("latestOffset", 0) for p in in_window]
+    consumed_in_window = max((s[1] - s[2] for s in samples if s[0] <= producing_until), default=0)
+    return {
+        "mode": spark_mode(), "source": description, "messages": total, "bodySize": args.body_size,
         "producer": {"targetRate": args.rate, "achievedRate": round(producer["rate"]),
                      "seconds": round(producer["seconds"], 2)},
         "stream": {
-            "batches": len(progress), "steadyBatches": len(steady),
-            "steadyInputRate": round(span_rows / span) if steady else None,
-            "medianProcessedRowsPerSecond": round(statistics.median(rates)) if rates else None,
+            "inputRateWhileProducing": round(consumed_in_window / producing_until) if producing_until else None,
+            "batches": len(progress),
             "batchDurationMs": {"median": pct(durations, 50), "p90": pct(durations, 90),
                                 "max": max(durations) if durations else None},
-            "rowsPerBatch": {"median": pct([p["numInputRows"] for p in steady], 50),
-                             "max": max((p["numInputRows"] for p in steady), default=None)},
-            "consumed": consumed[0] - 4,
+            "latestOffsetMs": {"median": pct(planning, 50), "max": max(planning) if planning else None},
+            "rowsPerBatch": {"median": pct([p["numInputRows"] for p in in_window], 50),
+                             "max": max((p["numInputRows"] for p in in_window), default=None)},
+            "drainedSecondsAfterProducer": round(drained_s, 2),
+            "lastMetrics": metrics,
         },
-        "lag": {"max": max((s[2] for s in lag_samples), default=0),
-                "median": pct([s[2] for s in lag_samples], 50),
-                "final": lag_samples[-1][2] if lag_samples else None,
-                "samples": lag_samples[:: max(1, len(lag_samples) // 40)]},
-        "latencySeconds": {"median": round(pct(latencies, 50), 3) if latencies else None,
-                           "p90": round(pct(latencies, 90), 3) if latencies else None},
-        "batchSink": {"rows": sink_rows, "sparkRowsPerSecond": round(sink_rows / sink_s),
-                      "sparkRowsPerSecondCold": round(sink_rows / sink_cold_s),
-                      "writerRowsPerSecond": round(sink_rows / writer_s),
-                      "ratio": round((sink_rows / sink_s) / (sink_rows / writer_s), 3)},
+        "lag": {"firstWindowMedian": pct(first, 50), "lastWindowMedian": pct(last, 50),
+                "max": max((s[2] for s in samples), default=0),
+                "growthPerSecond": round(slope(window), 1) if slope(window) is not None else None,
+                "samples": [(round(t, 1), lag) for t, _, lag in samples[:: max(1, len(samples) // 30)]]},
+        "latencySeconds": {"median": round(weighted_pct(latencies, 50), 3) if latencies else None,
+                           "p90": round(weighted_pct(latencies, 90), 3) if latencies else None,
+                           "p99": round(weighted_pct(latencies, 99), 3) if latencies else None},
     }
-    text = json.dumps(result, indent=1)
+
+
+# --------------------------------------------------------------------------- batch sink (optional)
+
+def sink_comparison(rows: int, body_size: int) -> dict:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from rmqsource.spark.jar import session_conf
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import MessageStoreWriter
+    work = tempfile.mkdtemp(prefix="rmq-bench-sink-")
+    config = StoreConfig().with_overrides({"messageIndexEnable": "false"})
+    spark = (SparkSession.builder.master("local[2]").config(map=session_conf()).config("spark.ui.enabled", "false")
+             .getOrCreate())
+    body = "x" * body_size
+    sdf = spark.range(rows, numPartitions=2).select(F.lit("Sink").alias("topic"),
+                                                    F.lit(body).cast("binary").alias("body")).cache()
+    sdf.count()
+    sink_root = os.path.join(work, "sink")
+    sdf.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(sink_root)   # warm
+    ts = time.monotonic()
+    sdf.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(sink_root)
+    sink_s = time.monotonic() - ts
+    table = pa.table({"topic": pa.array(["Sink"] * rows), "queueId": pa.array((np.arange(rows) % 4).astype(np.int32)),
+                      "body": pa.array([body.encode()] * rows, type=pa.binary())})
+    tw = time.monotonic()
+    with MessageStoreWriter(os.path.join(work, "writer"), config) as w:
+        w.put_arrow_batch(table)
+    writer_s = time.monotonic() - tw
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return {"rows": rows, "sparkRowsPerSecond": round(rows / sink_s), "writerRowsPerSecond": round(rows / writer_s),
+            "ratio": round(writer_s / sink_s, 3)}
+
+
+# --------------------------------------------------------------------------- driver
+
+def ratio(a, b):
+    return round(a / b, 2) if a and b else None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--modes", default="jvm,python", help="comma-separated: jvm, python (default both)")
+    ap.add_argument("--rate", type=float, default=100_000, help="producer rate, msgs/s (default 100k)")
+    ap.add_argument("--seconds", type=float, default=60, help="producing time per mode (default 60)")
+    ap.add_argument("--body-size", type=int, default=256)
+    ap.add_argument("--short", action="store_true", help="quick check: 15 s per mode")
+    ap.add_argument("--sink", action="store_true", help="also compare the batch sink with the writer")
+    ap.add_argument("--sink-rows", type=int, default=200_000)
+    ap.add_argument("--dir", help="parent of the work directories (default: the system temp dir)")
+    ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--one", help=argparse.SUPPRESS)            # internal: run one mode, print its JSON
+    args = ap.parse_args(argv)
+    if args.short:
+        args.seconds = 15
+    if args.one:
+        print("RESULT " + json.dumps(run_one(args)), flush=True)
+        return 0
+    results = {"loadAverageStart": load_average(), "cores": os.cpu_count(), "modes": {}}
+    for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
+        env = dict(os.environ, RMQ_SPARK_MODE=mode)
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", mode, "--rate", str(args.rate),
+               "--seconds", str(args.seconds), "--body-size", str(args.body_size)]
+        if args.dir:
+            cmd += ["--dir", args.dir]
+        print(f"== {mode}: {args.rate:.0f} msgs/s for {args.seconds:.0f} s (load average {load_average()})",
+              file=sys.stderr, flush=True)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+        if done.returncode or not lines:
+            raise SystemExit(f"{mode} run failed:\n{done.stderr[-4000:]}")
+        results["modes"][mode] = json.loads(lines[-1][len("RESULT "):])
+    results["loadAverageEnd"] = load_average()
+    if args.sink:
+        results["batchSink"] = sink_comparison(args.sink_rows, args.body_size)
+    m = results["modes"]
+    if "jvm" in m and "python" in m:
+        j, p = m["jvm"], m["python"]
+        results["jvmVsPython"] = {
+            "inputRate": ratio(j["stream"]["inputRateWhileProducing"], p["stream"]["inputRateWhileProducing"]),
+            "latencyMedian": ratio(p["latencySeconds"]["median"], j["latencySeconds"]["median"]),
+            "latencyP99": ratio(p["latencySeconds"]["p99"], j["latencySeconds"]["p99"]),
+            "note": "inputRate: jvm / python; latency: python / jvm (both > 1 when the JVM stream is better)",
+        }
+    text = json.dumps(results, indent=1)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text)
-    if not args.dir:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -55,6 +55,16 @@ V5_FILE = (
 )
 
 
+@pytest.fixture(params=["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def offsets_impl(request):
+    """ConsumerOffsets, or its JVM twin ConsumerOffsetsFile (py4j): one format, two implementations."""
+    if request.param == "python":
+        return ConsumerOffsets
+    from jvm_twins import JvmConsumerOffsets, jvm_or_skip
+    jvm = jvm_or_skip(request)
+    return lambda root, **kw: JvmConsumerOffsets(jvm, root, **kw)
+
+
 def _store(tmp_path: Path, content: str | None = None, name: str = "consumerOffset.json") -> Path:
     root = tmp_path / "store"
     (root / "config").mkdir(parents=True)
@@ -69,8 +79,8 @@ def _cfg(root: Path, suffix: str = "") -> Path:
 
 # ------------------------------------------------------------------ reading
 
-def test_reads_spec_49_example(tmp_path):
-    co = ConsumerOffsets(_store(tmp_path, SPEC_49_EXAMPLE), config=V4)
+def test_reads_spec_49_example(tmp_path, offsets_impl):
+    co = offsets_impl(_store(tmp_path, SPEC_49_EXAMPLE), config=V4)
     assert co.offsets_for_group("please_rename_unique_group_name") == {
         "%RETRY%please_rename_unique_group_name": {0: 0},
         "TopicTest": {0: 6, 1: 3, 2: 3, 3: 2},
@@ -81,15 +91,15 @@ def test_reads_spec_49_example(tmp_path):
     assert OffsetEntry("TopicTest", "please_rename_unique_group_name", 3, 2) in entries
 
 
-def test_reads_quoted_queue_ids(tmp_path):
-    co = ConsumerOffsets(_store(tmp_path, '{"offsetTable":{"T@g":{"0":5,"1":"7"}}}'))
+def test_reads_quoted_queue_ids(tmp_path, offsets_impl):
+    co = offsets_impl(_store(tmp_path, '{"offsetTable":{"T@g":{"0":5,"1":"7"}}}'))
     assert co.offsets_for_group("g") == {"T": {0: 5, 1: 7}}
 
 
-def test_reads_do_not_create_anything(tmp_path):
+def test_reads_do_not_create_anything(tmp_path, offsets_impl):
     root = tmp_path / "fresh"
     root.mkdir()
-    co = ConsumerOffsets(root)
+    co = offsets_impl(root)
     assert co.offsets_for_group("g") == {} and co.all_entries() == []
     assert list(root.iterdir()) == []
 
@@ -99,9 +109,9 @@ def test_reads_do_not_create_anything(tmp_path):
     '{"offsetTable":{"T@g":{0:1.5}}}', '{"offsetTable":{"T@g":{-1:0}}}', '{"offsetTable":{0:{0:1}}}',
     '{"offsetTable":{"T@g":{0:1}', "[]",
 ])
-def test_corrupt_file_without_bak_raises(tmp_path, content):
+def test_corrupt_file_without_bak_raises(tmp_path, content, offsets_impl):
     root = _store(tmp_path, content)
-    co = ConsumerOffsets(root)
+    co = offsets_impl(root)
     with pytest.raises(FormatError) as info:
         co.offsets_for_group("g")
     assert "consumerOffset.json" in str(info.value)
@@ -113,9 +123,9 @@ def test_corrupt_file_without_bak_raises(tmp_path, content):
 
 # ------------------------------------------------------------------ committing
 
-def test_commit_into_new_v4_store_writes_fastjson_bytes(tmp_path):
+def test_commit_into_new_v4_store_writes_fastjson_bytes(tmp_path, offsets_impl):
     root = tmp_path / "store"
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     effective = co.commit("please_rename_unique_group_name", {
         "TopicTest": {3: 2, 0: 6, 1: 3, 2: 3},
         "%RETRY%please_rename_unique_group_name": {0: 0},
@@ -126,8 +136,8 @@ def test_commit_into_new_v4_store_writes_fastjson_bytes(tmp_path):
     assert not _cfg(root, ".tmp").exists()
 
 
-def test_commit_into_new_v5_store_has_5x_shape(tmp_path):
-    co = ConsumerOffsets(tmp_path / "s", config=V5, clock_ms=lambda: NOW_MS)
+def test_commit_into_new_v5_store_has_5x_shape(tmp_path, offsets_impl):
+    co = offsets_impl(tmp_path / "s", config=V5, clock_ms=lambda: NOW_MS)
     co.commit("g", {"T": {0: 3}})
     doc = loads_fastjson(_cfg(tmp_path / "s").read_text())
     assert list(doc) == ["dataVersion", "groupTopicMap", "offsetTable"]
@@ -136,9 +146,9 @@ def test_commit_into_new_v5_store_has_5x_shape(tmp_path):
     assert doc["offsetTable"] == {"T@g": {0: 3}}
 
 
-def test_commit_merges_and_never_rewinds(tmp_path):
+def test_commit_merges_and_never_rewinds(tmp_path, offsets_impl):
     root = _store(tmp_path, SPEC_49_EXAMPLE)
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     got = co.commit("please_rename_unique_group_name", {"TopicTest": {0: 4, 1: 9, 7: 1}})
     assert got == {"TopicTest": {0: 6, 1: 9, 7: 1}}                      # 0 stays at 6
     co.commit("g2", {"TopicTest": {0: 1}})
@@ -154,9 +164,9 @@ def test_commit_merges_and_never_rewinds(tmp_path):
     assert list(loads_fastjson(_cfg(root).read_text())) == ["offsetTable"]
 
 
-def test_commit_keeps_previous_content_in_bak(tmp_path):
+def test_commit_keeps_previous_content_in_bak(tmp_path, offsets_impl):
     root = _store(tmp_path, SPEC_49_EXAMPLE)
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     co.commit("g", {"T": {0: 1}})
     assert _cfg(root, ".bak").read_text() == SPEC_49_EXAMPLE
     first = _cfg(root).read_text()
@@ -164,17 +174,17 @@ def test_commit_keeps_previous_content_in_bak(tmp_path):
     assert _cfg(root, ".bak").read_text() == first
 
 
-def test_noop_commit_does_not_write(tmp_path):
+def test_noop_commit_does_not_write(tmp_path, offsets_impl):
     root = _store(tmp_path, SPEC_49_EXAMPLE)
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     co.commit("please_rename_unique_group_name", {"TopicTest": {0: 6, 1: 2}})
     assert _cfg(root).read_text() == SPEC_49_EXAMPLE
     assert not _cfg(root, ".bak").exists()
 
 
-def test_commit_updates_5x_fields_and_keeps_unknown_ones(tmp_path):
+def test_commit_updates_5x_fields_and_keeps_unknown_ones(tmp_path, offsets_impl):
     root = _store(tmp_path, V5_FILE)
-    co = ConsumerOffsets(root, config=V4, clock_ms=lambda: NOW_MS)   # the file's shape wins
+    co = offsets_impl(root, config=V4, clock_ms=lambda: NOW_MS)   # the file's shape wins
     co.commit("groupB", {"TopicTest": {0: 10}, "Other": {1: 2}})
     doc = loads_fastjson(_cfg(root).read_text())
     assert doc["dataVersion"] == {"counter": 1449, "stateVersion": 7, "timestamp": NOW_MS}
@@ -194,25 +204,25 @@ def test_commit_updates_5x_fields_and_keeps_unknown_ones(tmp_path):
     ("g", {"T": {-1: 1}}), ("g", {"T": {True: 1}}), ("g", {"T": {"0": 1}}), ("g", {"T": {0: -1}}),
     ("g", {"T": {0: 2**63}}), ("g", {"T": {0: 1.0}}), ("g", {"T": [1]}), (None, {"T": {0: 1}}),
 ])
-def test_commit_validates_arguments(tmp_path, group, offsets):
+def test_commit_validates_arguments(tmp_path, group, offsets, offsets_impl):
     root = tmp_path / "s"
     with pytest.raises(OptionError):
-        ConsumerOffsets(root).commit(group, offsets)
+        offsets_impl(root).commit(group, offsets)
     assert not _cfg(root).exists()
 
 
-def test_offsets_for_group_rejects_at_sign(tmp_path):
+def test_offsets_for_group_rejects_at_sign(tmp_path, offsets_impl):
     with pytest.raises(OptionError):
-        ConsumerOffsets(tmp_path).offsets_for_group("a@b")
+        offsets_impl(tmp_path).offsets_for_group("a@b")
 
 
 # ------------------------------------------------------------------ crash safety
 
-def test_crash_after_tmp_written_falls_back_to_bak(tmp_path):
+def test_crash_after_tmp_written_falls_back_to_bak(tmp_path, offsets_impl):
     # Java string2File crashed after deleting NAME, before renaming NAME.tmp.
     root = _store(tmp_path, SPEC_49_EXAMPLE, name="consumerOffset.json.bak")
     _cfg(root, ".tmp").write_text('{"offsetTable":{"TopicTest@please_rename_unique_gr')   # torn
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     assert co.offsets_for_group("please_rename_unique_group_name")["TopicTest"] == {0: 6, 1: 3, 2: 3, 3: 2}
     co.commit("please_rename_unique_group_name", {"TopicTest": {0: 7}})
     assert not _cfg(root, ".tmp").exists()
@@ -221,10 +231,10 @@ def test_crash_after_tmp_written_falls_back_to_bak(tmp_path):
 
 
 @pytest.mark.parametrize("main", ["", "{\"offsetTable\":{\"Top", "\xff garbage"])
-def test_empty_or_corrupt_name_falls_back_to_bak(tmp_path, main):
+def test_empty_or_corrupt_name_falls_back_to_bak(tmp_path, main, offsets_impl):
     root = _store(tmp_path, SPEC_49_EXAMPLE, name="consumerOffset.json.bak")
     _cfg(root).write_text(main, encoding="latin-1")
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     assert co.offsets_for_group("please_rename_unique_group_name")["TopicTest"][0] == 6
     co.commit("g", {"T": {0: 1}})
     # NAME is repaired; the good .bak is not replaced by the bad NAME
@@ -233,9 +243,9 @@ def test_empty_or_corrupt_name_falls_back_to_bak(tmp_path, main):
     assert co.offsets_for_group("please_rename_unique_group_name")["TopicTest"][0] == 6
 
 
-def test_loading_from_bak_restores_name_even_without_changes(tmp_path):
+def test_loading_from_bak_restores_name_even_without_changes(tmp_path, offsets_impl):
     root = _store(tmp_path, SPEC_49_EXAMPLE, name="consumerOffset.json.bak")
-    co = ConsumerOffsets(root, config=V4)
+    co = offsets_impl(root, config=V4)
     co.commit("please_rename_unique_group_name", {"TopicTest": {0: 6}})
     assert _cfg(root).read_text() == SPEC_49_EXAMPLE
 
@@ -289,14 +299,28 @@ def test_concurrent_commits_from_two_processes_both_land(tmp_path):
     assert doc["dataVersion"]["counter"] == 4 * ROUNDS      # one bump per commit, none lost
 
 
-def test_commit_times_out_when_the_lock_is_held(tmp_path):
+def _hold_lock(path: str, taken, release) -> None:
+    with open(path, "a+") as held:
+        fcntl.lockf(held.fileno(), fcntl.LOCK_EX)      # the record lock both implementations take
+        taken.set()
+        release.wait(30)
+
+
+def test_commit_times_out_when_the_lock_is_held(tmp_path, offsets_impl):
     root = tmp_path / "store"
-    co = ConsumerOffsets(root, lock_timeout_ms=50)
+    co = offsets_impl(root, lock_timeout_ms=50)
     co.commit("g", {"T": {0: 1}})
-    with open(co.lock_path, "a+") as held:
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    ctx = multiprocessing.get_context("fork")
+    taken, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(co.lock_path, taken, release))
+    holder.start()
+    try:
+        assert taken.wait(10)
         with pytest.raises(StoreLockedError, match="lock"):
             co.commit("g", {"T": {0: 2}})
+    finally:
+        release.set()
+        holder.join(10)
     assert co.commit("g", {"T": {0: 2}}) == {"T": {0: 2}}
 
 
@@ -351,6 +375,31 @@ def test_write_file_atomically_and_file2string(tmp_path):
     assert info.value.offset == 0
     with pytest.raises(FormatError):
         durable.read_file_bytes(path, max_bytes=1)
+
+
+# ------------------------------------------------------------------ Python and JVM side by side
+
+@pytest.mark.spark
+def test_python_and_jvm_commits_never_lose_each_other(tmp_path, request):
+    from jvm_twins import JvmConsumerOffsets, jvm_or_skip
+    jvm = jvm_or_skip(request)
+    root = tmp_path / "store"
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    child = ctx.Process(target=_committer, args=(str(root), 0, start))
+    child.start()
+    co = JvmConsumerOffsets(jvm, root, config=V5)
+    start.set()
+    for i in range(ROUNDS):
+        co.commit("g1", {f"T1_{i}": {0: i + 1}})
+        co.commit("shared", {"S": {1: i + 1}})
+    child.join(60)
+    assert child.exitcode == 0
+    py = ConsumerOffsets(root)
+    for w in (0, 1):
+        assert py.offsets_for_group(f"g{w}") == {f"T{w}_{i}": {0: i + 1} for i in range(ROUNDS)}
+    assert py.offsets_for_group("shared") == {"S": {0: ROUNDS, 1: ROUNDS}}
+    assert loads_fastjson(_cfg(root).read_text())["dataVersion"]["counter"] == 4 * ROUNDS
 
 
 # --------------------------------------------------------------------------- hostile files

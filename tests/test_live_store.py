@@ -12,6 +12,7 @@ import sys
 import textwrap
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -63,6 +64,18 @@ JAVA_BROKER_LOCK = textwrap.dedent("""
         }
     }
 """)
+
+
+@pytest.fixture(params=["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def impl(request):
+    """The stream reader and consumer-offset file of one implementation (the JVM's through py4j)."""
+    if request.param == "python":
+        return SimpleNamespace(reader=RmqStreamReader, offsets=ConsumerOffsets)
+    from jvm_twins import JvmConsumerOffsets, JvmStreamReader, jvm_or_skip
+    jvm = jvm_or_skip(request)
+    return SimpleNamespace(
+        reader=lambda options: JvmStreamReader(jvm, options["path"], **{k: v for k, v in options.items() if k != "path"}),
+        offsets=lambda root, config=None: JvmConsumerOffsets(jvm, root, config=config))
 
 
 @pytest.fixture
@@ -189,19 +202,19 @@ def test_topics_queues_and_planning_say_a_broker_holds_the_store(store, caplog, 
             assert reader.get_message("g", "TopicTest", 0, 0, 4).status is GetMessageStatus.FOUND
 
 
-def test_group_commit_into_a_live_broker_store_is_refused(store):
+def test_group_commit_into_a_live_broker_store_is_refused(store, impl):
     offsets_file = store / "config" / "consumerOffset.json"
     before = offsets_file.read_bytes() if offsets_file.exists() else None
     options = {"path": str(store), "config": str(CORPUS / "store.properties"), "topics": "TopicTest",
                "consumerGroup": "analytics", "startingOffsets": "earliest"}
     with holding_lock([sys.executable, "-c", BROKER_LIKE_CHILD, str(store)]):
-        reader = RmqStreamReader(options)
+        reader = impl.reader(options)
         with pytest.raises(StoreLockedError) as info:
             reader.initialOffset()
         message = str(info.value)
         assert "running broker" in message and "consumerGroup" in message and "mqadmin" in message
         with pytest.raises(StoreLockedError):
-            ConsumerOffsets(store, config=load_config(CORPUS)).commit("analytics", {"TopicTest": {0: 5}})
+            impl.offsets(store, config=load_config(CORPUS)).commit("analytics", {"TopicTest": {0: 5}})
         with pytest.raises(StoreLockedError):
             reader.commit({"TopicTest": {"0": 5}})
         reader.stop()
@@ -209,8 +222,8 @@ def test_group_commit_into_a_live_broker_store_is_refused(store):
     assert after == before
 
 
-def test_group_commit_while_an_rmqsource_writer_holds_the_store_is_allowed(store):
+def test_group_commit_while_an_rmqsource_writer_holds_the_store_is_allowed(store, impl):
     with holding_lock([sys.executable, "-c", RMQSOURCE_WRITER_CHILD, str(store)]):
-        done = ConsumerOffsets(store, config=load_config(CORPUS)).commit("analytics", {"TopicTest": {0: 5}})
+        done = impl.offsets(store, config=load_config(CORPUS)).commit("analytics", {"TopicTest": {0: 5}})
     assert done == {"TopicTest": {0: 5}}
     assert ConsumerOffsets(store).offsets_for_group("analytics") == {"TopicTest": {0: 5}}

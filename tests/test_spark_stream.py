@@ -104,11 +104,21 @@ def run_available_now(spark, df, ckpt, timeout=240):
     return sizes, q
 
 
-def reader_for(root, **options):
+def python_reader(root, **options):
     from rmqsource.spark.stream import RmqStreamReader
     opts = {"path": str(root)}
     opts.update({k: str(v) for k, v in options.items()})
     return RmqStreamReader(opts)
+
+
+@pytest.fixture(params=["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def reader_for(request):
+    """The stream source's driver API in both implementations: RmqStreamReader, RmqMicroBatchStream (py4j)."""
+    if request.param == "python":
+        return python_reader
+    from jvm_twins import JvmStreamReader, jvm_or_skip
+    jvm = jvm_or_skip(request)
+    return lambda root, **options: JvmStreamReader(jvm, root, **options)
 
 
 # --------------------------------------------------------------------------- pure logic (no Spark)
@@ -151,7 +161,32 @@ def test_stream_options_are_validated(tmp_path):
     assert parse_sub_expression("*") is None and parse_duration_ms("x", "1m") == 60_000
 
 
-def test_initial_offsets_and_growth_are_tracked(tmp_path):
+BAD_STREAM_OPTIONS = [
+    {}, {"topics": "T", "startingOffsets": "group"}, {"topics": "T", "endingOffsets": "latest"},
+    {"topics": "T", "maxMessagesPerTrigger": "0"}, {"topics": "T", "maxBytesPerTrigger": "x"},
+    {"topics": "T", "maxTriggerDelay": "5s"}, {"topics": "T", "minMessagesPerTrigger": "9", "maxTriggerDelay": "soon"},
+    {"topics": "T", "minMessagesPerTrigger": "10", "maxMessagesPerTrigger": "5"},
+    {"topics": "T", "subExpression": "||"}, {"topics": "T", "consumerGroup": "a@b"},
+    {"topics": "T", "startingOffsets": "earliest", "startingTimestamp": "5"},
+    {"topics": "T", "startingTimestamp": "-1"}, {"topics": "T", "startingOffsetsFallback": "middle"},
+    {"topics": "T", "reportLatestOffset": "maybe"}, {"topics": "T", "startingOffsets": '{"T": {"9": 0}}'},
+    {"topics": "T", "startingOffsets": '{"T": {"0": 99}}'}, {"topics": "T", "tpoics": "T"},
+]
+
+
+@pytest.mark.parametrize("options", BAD_STREAM_OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_bad_stream_options_fail_alike_in_both(tmp_path, reader_for, options):
+    fill(tmp_path, 4)
+
+    def message(make):
+        with pytest.raises(OptionError) as info:
+            make(tmp_path, **options).initialOffset()
+        return str(info.value)
+
+    assert message(reader_for) == message(python_reader)
+
+
+def test_initial_offsets_and_growth_are_tracked(tmp_path, reader_for):
     from pyspark.sql.streaming.datasource import ReadAllAvailable
     fill(tmp_path, 40)
     latest = reader_for(tmp_path, topics="T")
@@ -178,7 +213,7 @@ def test_initial_offsets_and_growth_are_tracked(tmp_path):
     assert r.latestOffset(e1, ReadAllAvailable()) == e1              # nothing new: start returned
 
 
-def test_available_now_stops_at_offsets_present_at_start(tmp_path):
+def test_available_now_stops_at_offsets_present_at_start(tmp_path, reader_for):
     from pyspark.sql.streaming.datasource import ReadMaxRows
     fill(tmp_path, 100)
     r = reader_for(tmp_path, topics="T", startingOffsets="earliest", maxMessagesPerTrigger=30)
@@ -197,7 +232,7 @@ def test_available_now_stops_at_offsets_present_at_start(tmp_path):
     assert start == {"T": {"0": 25, "1": 25, "2": 25, "3": 25}} and seen == 100
 
 
-def test_min_messages_waits_up_to_max_trigger_delay(tmp_path):
+def test_min_messages_waits_up_to_max_trigger_delay(tmp_path, reader_for):
     from pyspark.sql.streaming.datasource import ReadMinRows
     fill(tmp_path, 8)
     r = reader_for(tmp_path, topics="T", startingOffsets="earliest", minMessagesPerTrigger=100,
@@ -218,7 +253,7 @@ def test_min_messages_waits_up_to_max_trigger_delay(tmp_path):
     assert sum(end2["T"].values()) == 212
 
 
-def test_max_bytes_per_trigger(tmp_path):
+def test_max_bytes_per_trigger(tmp_path, reader_for):
     from pyspark.sql.streaming.datasource import ReadMaxBytes
     fill(tmp_path, 400, body_size=1000)
     r = reader_for(tmp_path, topics="T", startingOffsets="earliest", maxBytesPerTrigger=50_000)
@@ -232,7 +267,7 @@ def test_max_bytes_per_trigger(tmp_path):
     assert total_bytes <= 50_000
 
 
-def test_sub_expression_filters_by_tag(tmp_path):
+def test_sub_expression_filters_by_tag(tmp_path, reader_for):
     from pyspark.sql.streaming.datasource import ReadAllAvailable
     fill(tmp_path, 60, tags=["TagA", "TagB", "TagC"])
     r = reader_for(tmp_path, topics="T", startingOffsets="earliest", subExpression="TagA || TagC")
@@ -256,6 +291,22 @@ def test_max_messages_per_trigger_caps_every_batch(spark, tmp_path):
     assert all(p["numInputRows"] <= 1000 for p in progress)
     latest = progress[-1]["sources"][0]["latestOffset"]
     assert json.loads(latest) if isinstance(latest, str) else latest
+
+
+@pytest.mark.spark
+def test_a_narrower_schema_reads_only_its_columns(spark, tmp_path):
+    root = tmp_path / "store"
+    fill(root, 40, tags=["TagA"])
+    df = (spark.readStream.format("rmq").schema("queueOffset bigint, tags string, body binary")
+          .option("topics", "T").option("startingOffsets", "earliest").load(str(root)))
+    rows = []
+    q = (df.writeStream.foreachBatch(lambda d, i: rows.extend(d.collect())).option("checkpointLocation",
+                                                                                  str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).start())
+    assert q.awaitTermination(240) and q.exception() is None
+    assert df.columns == ["queueOffset", "tags", "body"]
+    assert sorted(int(r.body) for r in rows) == list(range(40))
+    assert {r.tags for r in rows} == {"TagA"} and sorted(r.queueOffset for r in rows) == sorted(list(range(10)) * 4)
 
 
 @pytest.mark.spark

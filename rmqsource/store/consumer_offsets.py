@@ -11,7 +11,8 @@ Other top-level fields (``lmqOffsetTable`` ...) and keys that are not exactly
 Writes go through the crash-safe ``MixAll.string2File`` protocol
 (:func:`rmqsource.io.durable.string2file`), reads through the ``.bak``
 fallback of ``ConfigManager.load``.  Read-modify-write cycles of different
-processes are serialized by ``flock`` on the side file
+processes are serialized by a POSIX record lock (``lockf``, what Java's
+``FileChannel.lock`` takes: the JVM stream's commits join in) on the side file
 ``consumerOffset.json.lock``, so concurrent commits never lose each other's
 updates.  A running broker does not take that lock and overwrites the file
 from memory every 5 s, so commits into the store of a live broker (its
@@ -20,9 +21,11 @@ from memory every 5 s, so commits into the store of a live broker (its
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -52,6 +55,8 @@ JAVA_INT_MAX = 2**31 - 1
 JAVA_LONG_MIN = -(2**63)
 JAVA_LONG_MAX = 2**63 - 1
 DEFAULT_LOCK_TIMEOUT_MS = 30_000
+_IN_PROCESS_GUARD = threading.Lock()
+_IN_PROCESS: dict[str, threading.Lock] = {}
 
 
 @dataclass(frozen=True)
@@ -228,28 +233,41 @@ class ConsumerOffsets:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        # A POSIX record lock (lockf), the kind Java's FileChannel.lock takes, so the JVM stream's
+        # commits (ConsumerOffsetsFile.java) and these exclude each other.  Record locks belong to
+        # the process, so threads of this process first take a lock of their own.
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        deadline = time.monotonic() + self.lock_timeout_ms / 1000.0
+        with _IN_PROCESS_GUARD:
+            in_process = _IN_PROCESS.setdefault(os.path.realpath(self.lock_path), threading.Lock())
+        if not in_process.acquire(timeout=self.lock_timeout_ms / 1000.0):
+            raise StoreLockedError(f"{self.lock_path}: another thread held the consumer-offset lock "
+                                   f"for more than {self.lock_timeout_ms} ms")
         try:
-            deadline = time.monotonic() + self.lock_timeout_ms / 1000.0
-            delay_s = 0.001
-            # Bounded by the deadline: one attempt per sleep, sleeps grow to 50 ms.
-            for _ in range(max(1, self.lock_timeout_ms) * 2 + 2):
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise StoreLockedError(
-                            f"{self.lock_path}: another process held the consumer-offset lock "
-                            f"for more than {self.lock_timeout_ms} ms") from None
-                    time.sleep(delay_s)
-                    delay_s = min(delay_s * 2, 0.05)
-            else:
-                raise StoreLockedError(f"{self.lock_path}: could not take the consumer-offset lock")
-            yield
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            try:
+                delay_s = 0.001
+                # Bounded by the deadline: one attempt per sleep, sleeps grow to 50 ms.
+                for _ in range(max(1, self.lock_timeout_ms) * 2 + 2):
+                    try:
+                        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except OSError as exc:
+                        if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                            raise
+                        if time.monotonic() >= deadline:
+                            raise StoreLockedError(
+                                f"{self.lock_path}: another process held the consumer-offset lock "
+                                f"for more than {self.lock_timeout_ms} ms") from None
+                        time.sleep(delay_s)
+                        delay_s = min(delay_s * 2, 0.05)
+                else:
+                    raise StoreLockedError(f"{self.lock_path}: could not take the consumer-offset lock")
+                yield
+            finally:
+                os.close(fd)    # releases the record lock
         finally:
-            os.close(fd)    # releases the flock
+            in_process.release()
 
     def commit(self, group: str, offsets: Mapping[str, Mapping[int, int]], *,
                allow_rewind: bool = False) -> dict[str, dict[int, int]]:

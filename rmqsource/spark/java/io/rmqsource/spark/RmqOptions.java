@@ -62,26 +62,42 @@ public final class RmqOptions implements Serializable {
     }
 
     public static RmqOptions parse(Map<String, String> options) {
+        return parse(options, "batch");
+    }
+
+    /** {@code mode} "stream": what a stream leaves after taking its own options (parse_options(mode=STREAM)). */
+    public static RmqOptions parse(Map<String, String> options, String mode) {
         Map<String, String> opts = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : options.entrySet()) {
             opts.put(e.getKey().toLowerCase(java.util.Locale.ROOT), e.getValue() == null ? "" : e.getValue());
         }
-        opts = KafkaNames.apply(opts, "batch");
+        opts = KafkaNames.apply(opts, mode);
+        boolean stream = mode.equals("stream");
         Map<String, String> storeOverrides = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : opts.entrySet()) {
             String key = e.getKey();
-            if (Contract.OPTIONS.containsKey(key)) continue;
+            boolean batchOnly = key.equals("endingoffsets") || key.equals("endingtimestamp");
+            if (Contract.OPTIONS.containsKey(key) && !(stream && batchOnly)) continue;
             if (Contract.STORE_KEYS.containsKey(key)) {
                 storeOverrides.put(Contract.STORE_KEYS.get(key), e.getValue());
                 continue;
             }
-            List<String> names = new ArrayList<>(new TreeSet<>(Contract.OPTIONS.values()));
+            TreeSet<String> accepted = new TreeSet<>(Contract.OPTIONS.values());
+            if (stream) {
+                accepted.removeAll(List.of("endingOffsets", "endingTimestamp"));
+                accepted.addAll(Contract.STREAM_OPTIONS.values());
+            }
+            List<String> names = new ArrayList<>(accepted);
             names.sort(String.CASE_INSENSITIVE_ORDER);
-            String valid = "rmq batch read options are: " + String.join(", ", names)
+            String valid = "rmq " + mode + " read options are: " + String.join(", ", names)
                     + ", plus RocketMQ MessageStoreConfig keys (e.g. maxHashSlotNum)";
-            if (Contract.STREAM_OPTIONS.containsKey(key)) {
+            if (!stream && Contract.STREAM_OPTIONS.containsKey(key)) {
                 throw new OptionError("option " + Contract.STREAM_OPTIONS.get(key)
                         + " is for streaming reads (spark.readStream); " + valid);
+            }
+            if (stream && batchOnly) {
+                throw new OptionError("option " + Contract.OPTIONS.get(key) + " is for batch reads (a stream has no end); "
+                        + valid);
             }
             throw new OptionError("unknown option " + Repr.of(key) + "; " + valid);
         }

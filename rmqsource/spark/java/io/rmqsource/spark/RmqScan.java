@@ -12,7 +12,7 @@ import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The JVM columnar scan; micro-batch streams are handed to the Python implementation. */
+/** The JVM columnar scan; micro-batch streams are {@link RmqMicroBatchStream}. */
 final class RmqScan implements Scan {
     private final CaseInsensitiveStringMap options;
     private final PushedFilters pushed;
@@ -52,9 +52,10 @@ final class RmqScan implements Scan {
         return new RmqBatch(new ReadSpec(opts, pushed, schema), groupBy);
     }
 
+    /** The native stream, reading the table's schema (Spark prunes no columns of a stream). */
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-        return pythonScanBuilder.get().build().toMicroBatchStream(checkpointLocation);
+        return new RmqMicroBatchStream(options, pythonScanBuilder.get().build().readSchema());
     }
 
     @Override

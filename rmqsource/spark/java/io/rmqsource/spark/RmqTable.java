@@ -66,7 +66,7 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    // The JVM scan; its Scan forwards toMicroBatchStream to the Python scan.
+    // The JVM scan; its Scan's micro-batch stream is the native RmqMicroBatchStream.
     return new RmqScanBuilder(options, () -> ((SupportsRead) python).newScanBuilder(options));
   }
 

@@ -68,40 +68,7 @@ public final class StoreReader implements AutoCloseable {
      * be read, nobody visible holds the lock.
      */
     private boolean isLocked() {
-        Path lock = layout.lockFile().toPath();
-        long ino;
-        long dev;
-        try {
-            ino = ((Number) Files.getAttribute(lock, "unix:ino")).longValue();
-            dev = ((Number) Files.getAttribute(lock, "unix:dev")).longValue();
-        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
-            return false;
-        }
-        long major = ((dev >>> 8) & 0xfff) | ((dev >>> 32) & ~0xfffL);
-        long minor = (dev & 0xff) | ((dev >>> 12) & ~0xffL);
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(Path.of("/proc/locks"));
-        } catch (IOException | SecurityException e) {
-            return false;
-        }
-        for (String line : lines) {
-            String[] t = line.trim().split("\\s+");
-            if (t.length < 8 || t[1].equals("->") || !(t[1].equals("POSIX") || t[1].equals("OFDLCK"))) continue;
-            String[] id = t[5].split(":");
-            if (id.length != 3) continue;
-            try {
-                if (Long.parseLong(id[2]) != ino || Long.parseLong(id[0], 16) != major || Long.parseLong(id[1], 16) != minor) {
-                    continue;
-                }
-                long start = Long.parseLong(t[6]);
-                long end = t[7].equals("EOF") ? Long.MAX_VALUE : Long.parseLong(t[7]);
-                if (start <= 0 && 0 <= end) return true;
-            } catch (NumberFormatException e) {
-                // a line in another format: not ours
-            }
-        }
-        return false;
+        return StoreLockState.holder(layout.lockFile().toPath(), StoreLockState.BROKER_LOCK_BYTE) != 0;
     }
 
     private Checkpoint checkpoint() {

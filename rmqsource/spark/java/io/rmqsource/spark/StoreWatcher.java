@@ -1,0 +1,196 @@
+package io.rmqsource.spark;
+
+import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.store.CommitLog;
+import io.rmqsource.spark.store.QueueKey;
+import io.rmqsource.spark.store.QueueTail;
+import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
+import io.rmqsource.spark.store.StoreLayout;
+import java.io.File;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Pattern;
+
+/**
+ * Driver-side view of the queues of one store, cheap to refresh between batches (twin of
+ * StoreWatcher in rmqsource/spark/stream.py).  It never computes the CommitLog's recovered end:
+ * it follows each queue's ConsumeQueue tail instead, and checks the last unit found against the
+ * record it points at (size, topic, queueId, queueOffset) before admitting it, so a unit caught
+ * half-written is never read.  Queue files and CommitLog segments stay mapped between batches.
+ */
+final class StoreWatcher implements QueueTail.Verifier {
+    private final RmqStreamOptions opts;
+    final StoreLayout layout;
+    private final Map<QueueKey, QueueTail> tails = new HashMap<>();
+    private final Set<String> topics;
+    private final Pattern pattern;
+    private final Set<QueueKey> queues;
+    private CommitLog commitLog;
+    private long lastCommitLogMin = -1;
+    private final Record record = new Record();
+
+    StoreWatcher(RmqStreamOptions opts) {
+        this.opts = opts;
+        this.layout = new StoreLayout(opts.root(), opts.read.storeConfig.storePathCommitLog());
+        RmqOptions r = opts.read;
+        topics = r.topics != null ? new HashSet<>(r.topics) : null;
+        pattern = r.topicPattern != null ? Pattern.compile(r.topicPattern) : null;
+        if (r.queues != null) {
+            queues = new HashSet<>();
+            for (String[] tq : r.queues) queues.add(new QueueKey(tq[0], Integer.parseInt(tq[1])));
+        } else {
+            queues = null;
+        }
+    }
+
+    // ------------------------------------------------------------------ selection
+
+    /** The selected queues that exist on disk, sorted; only the selected topics' directories are listed. */
+    List<QueueKey> keys() {
+        TreeSet<QueueKey> out = new TreeSet<>();
+        File cq = layout.consumeQueueDir();
+        if (queues != null) {
+            for (QueueKey k : queues) if (layout.queueDir(k.topic, k.queueId).isDirectory()) out.add(k);
+            return new ArrayList<>(out);
+        }
+        List<String> names = new ArrayList<>();
+        if (topics != null) {
+            names.addAll(topics);
+        } else {
+            String[] all = cq.list();
+            if (all != null) for (String t : all) if (pattern.matcher(t).matches()) names.add(t);
+        }
+        for (String t : names) {
+            if (!StoreLayout.isSafeDirName(t)) continue;
+            File[] qs = new File(cq, t).listFiles();
+            if (qs == null) continue;
+            for (File q : qs) {
+                String n = q.getName();
+                if (!n.isEmpty() && n.length() < 10 && n.chars().allMatch(Character::isDigit) && q.isDirectory()) {
+                    out.add(new QueueKey(t, Integer.parseInt(n)));
+                }
+            }
+        }
+        return new ArrayList<>(out);
+    }
+
+    QueueTail tail(QueueKey key) {
+        QueueTail t = tails.get(key);
+        if (t == null) {
+            t = new QueueTail(layout.queueDir(key.topic, key.queueId).getPath(), key.topic, key.queueId);
+            tails.put(key, t);
+        }
+        return t;
+    }
+
+    // ------------------------------------------------------------------ CommitLog
+
+    /** First CommitLog offset still on disk; when retention moved it, every queue re-lists its files. */
+    long commitLogMin() {
+        long min = Long.MAX_VALUE;
+        for (String d : layout.commitLogDirs) {
+            for (Segment s : Segments.listDirectory(d)) min = Math.min(min, s.startOffset);
+        }
+        if (min == Long.MAX_VALUE) min = 0;
+        if (lastCommitLogMin >= 0 && min != lastCommitLogMin) {
+            for (QueueTail t : tails.values()) t.relist();
+            commitLog = null;
+        }
+        lastCommitLogMin = min;
+        return min;
+    }
+
+    private CommitLog commitLog(boolean refresh) {
+        if (commitLog == null || refresh) {
+            if (commitLog != null) commitLog.segments.close();
+            commitLog = new CommitLog(layout);
+        }
+        return commitLog;
+    }
+
+    void close() {
+        if (commitLog != null) commitLog.segments.close();
+        commitLog = null;
+        tails.clear();
+    }
+
+    // ------------------------------------------------------------------ queues
+
+    /** Queue offset after the last unit that is written and verified (forward-only). */
+    long maxOffset(QueueKey key) {
+        return tail(key).advance(this);
+    }
+
+    @Override
+    public boolean verify(QueueTail queue, long offset, long phy, int size) {
+        if (size == ConsumeQueue.PRE_BLANK_SIZE) return true;
+        for (int pass = 0; pass < 2; pass++) {
+            CommitLog cl = commitLog(pass == 1);
+            Segment seg = cl.segments.find(phy);
+            if (seg == null) continue;
+            ByteBuffer b = cl.segments.map(seg);
+            long pos = phy - seg.startOffset;
+            if (pos + size > b.capacity()) continue;          // mapped before the file grew: map again
+            if (record.decode(b, (int) pos, b.capacity() - pos, size) != null) return false;
+            if (queue.topic.startsWith("%LMQ%")) return true;
+            byte[] t = queue.topic.getBytes(StandardCharsets.UTF_8);
+            return record.queueId == queue.queueId && record.queueOffset == offset && record.topicLen == t.length
+                    && record.topicEquals(b, t);
+        }
+        return false;
+    }
+
+    /** The broker's min offset of a queue (min_offset): the first unit whose record is still on disk. */
+    long minOffset(QueueKey key, long maxOffset, long commitLogMin) {
+        QueueTail q = tail(key);
+        if (!q.hasFiles()) return maxOffset;
+        long[] p = new long[1];
+        int[] s = new int[1];
+        long[] c = new long[1];
+        if (commitLogMin == 0 && q.firstFileStartOffset() == 0 && q.unit(0, p, s, c)
+                && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
+            return 0;
+        }
+        return Math.min(maxOffset, q.minOffset(commitLogMin, opts.read.storeConfig.isV5(), maxOffset));
+    }
+
+    /** Record sizes of units [start, start + count) (pre-blank units: 0). */
+    int[] unitSizes(QueueKey key, long start, int count) {
+        QueueTail q = tail(key);
+        long[] p = new long[count];
+        int[] s = new int[count];
+        long[] c = new long[count];
+        int n = q.read(start, count, p, s, c);
+        int[] out = new int[n];
+        for (int i = 0; i < n; i++) out[i] = s[i] == ConsumeQueue.PRE_BLANK_SIZE ? 0 : s[i];
+        return out;
+    }
+
+    /** First offset in [lo, hi) whose record's storeTimestamp >= ts (hi if none); getOffsetInQueueByTime. */
+    long offsetByTime(QueueKey key, long lo, long hi, long ts) {
+        QueueTail q = tail(key);
+        CommitLog cl = commitLog(true);
+        long[] p = new long[1];
+        int[] s = new int[1];
+        long[] c = new long[1];
+        long a = lo;
+        long b = hi;
+        while (a < b) {
+            long mid = (a + b) >>> 1;
+            Long t = null;
+            if (q.unit(mid, p, s, c) && s[0] != ConsumeQueue.PRE_BLANK_SIZE) t = cl.storeTimestampAt(p[0]);
+            if (t != null && t >= ts) b = mid;
+            else a = mid + 1;
+        }
+        return a;
+    }
+}

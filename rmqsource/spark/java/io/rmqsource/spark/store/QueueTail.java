@@ -1,0 +1,177 @@
+package io.rmqsource.spark.store;
+
+import io.rmqsource.spark.format.ConsumeQueue;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One queue followed by a stream's driver (the tail part of StoreWatcher in
+ * rmqsource/spark/stream.py): its files stay mapped between batches, and the tail moves forward
+ * over units written since the last look, never backwards.  {@link #maxOffset()} is the verified
+ * tail, so the inherited helpers (min offset, unit reads) see exactly what a batch may admit.
+ */
+public final class QueueTail extends QueueUnits {
+    /** Checks the unit about to become the last admitted one against the record it points at. */
+    public interface Verifier {
+        boolean verify(QueueTail queue, long offset, long phy, int size);
+    }
+
+    private final String directory;
+    private List<Segment> files = List.of();
+    private long fileSize;
+    private int unitsPerFile = 1;
+    private final Map<String, ByteBuffer> maps = new HashMap<>();
+    private long tail;
+
+    public QueueTail(String directory, String topic, int queueId) {
+        super(topic, queueId);
+        this.directory = directory;
+        relist();
+    }
+
+    /** Re-reads the directory: new files, files removed by retention. */
+    public void relist() {
+        List<Segment> segs = Segments.listDirectory(directory);
+        Map<String, ByteBuffer> keep = new HashMap<>();
+        for (Segment s : segs) {
+            ByteBuffer b = maps.get(s.path);
+            if (b != null && b.capacity() >= s.sizeBytes) keep.put(s.path, b);
+        }
+        maps.clear();
+        maps.putAll(keep);
+        files = segs;
+        if (!segs.isEmpty() && segs.get(0).sizeBytes % ConsumeQueue.UNIT_SIZE == 0) {
+            fileSize = segs.get(0).sizeBytes;
+            unitsPerFile = (int) Math.max(1, Math.min(Integer.MAX_VALUE, fileSize / ConsumeQueue.UNIT_SIZE));
+        } else {
+            fileSize = 0;           // no files, or a size that is no ConsumeQueue: nothing is followed
+        }
+    }
+
+    @Override
+    public String where() {
+        return directory;
+    }
+
+    @Override
+    public int unitsPerFile() {
+        return unitsPerFile;
+    }
+
+    @Override
+    public long firstFileStartOffset() {
+        return files.isEmpty() ? 0 : files.get(0).startOffset / ConsumeQueue.UNIT_SIZE;
+    }
+
+    public boolean hasFiles() {
+        return !files.isEmpty();
+    }
+
+    /** The verified tail: queue offset after the last admitted unit. */
+    @Override
+    public long maxOffset() {
+        return tail;
+    }
+
+    @Override
+    public long maxPhysicOffset() {
+        return -1;
+    }
+
+    /** The mapped file holding unit {@code offset}, or null. */
+    private ByteBuffer fileFor(long offset, long[] fileStartUnit) {
+        if (fileSize == 0) return null;
+        long start = (offset / unitsPerFile) * unitsPerFile;
+        long startByte = start * ConsumeQueue.UNIT_SIZE;
+        for (int pass = 0; pass < 2; pass++) {
+            for (Segment s : files) {
+                if (s.startOffset == startByte) {
+                    ByteBuffer b = maps.get(s.path);
+                    if (b == null || b.capacity() < fileSize) {
+                        b = Segments.mapFile(s.path);      // the file may still be growing
+                        maps.put(s.path, b);
+                    }
+                    fileStartUnit[0] = start;
+                    return b;
+                }
+            }
+            if (pass == 0) relist();
+        }
+        return null;
+    }
+
+    /**
+     * Moves the tail over the units written since the last call (valid: phyOffset >= 0 and size >
+     * 0); the last one is admitted only when {@code verifier} accepts it (a unit caught half-written
+     * is left for the next call).  Returns the tail.
+     */
+    public long advance(Verifier verifier) {
+        long off = Math.max(tail, firstFileStartOffset());
+        long lastPhy = -1;
+        int lastSize = 0;
+        long[] fs = new long[1];
+        while (true) {
+            ByteBuffer b = fileFor(off, fs);
+            if (b == null) break;
+            long limit = Math.min(unitsPerFile, b.capacity() / ConsumeQueue.UNIT_SIZE);
+            long i = off - fs[0];
+            boolean stopped = false;
+            for (; i < limit; i++) {
+                int p = (int) (i * ConsumeQueue.UNIT_SIZE);
+                long phy = b.getLong(p);
+                int size = b.getInt(p + 8);
+                if (phy < 0 || size <= 0) {
+                    stopped = true;
+                    break;
+                }
+                lastPhy = phy;
+                lastSize = size;
+            }
+            off = fs[0] + i;
+            if (stopped || i < unitsPerFile) break;
+        }
+        if (off > tail && lastSize != 0 && !verifier.verify(this, off - 1, lastPhy, lastSize)) off--;
+        if (off > tail) tail = off;
+        return tail;
+    }
+
+    @Override
+    public int read(long start, int count, long[] phy, int[] size, long[] code) {
+        long e = Math.min(tail, start + Math.max(0, count));
+        int n = 0;
+        long offset = Math.max(0, start);
+        long[] fs = new long[1];
+        while (offset < e) {
+            ByteBuffer b = fileFor(offset, fs);
+            if (b == null) break;
+            long inFile = Math.min(e, fs[0] + Math.min(unitsPerFile, b.capacity() / ConsumeQueue.UNIT_SIZE));
+            if (inFile <= offset) break;
+            for (; offset < inFile; offset++) {
+                int p = (int) ((offset - fs[0]) * ConsumeQueue.UNIT_SIZE);
+                phy[n] = b.getLong(p);
+                size[n] = b.getInt(p + 8);
+                code[n] = b.getLong(p + 12);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Sum of the record sizes of units [start, end) (pre-blank units count 0); chunked, no allocation per unit. */
+    public long bytesBetween(long start, long end) {
+        long total = 0;
+        int chunk = 8192;
+        long[] p = new long[chunk];
+        int[] s = new int[chunk];
+        long[] c = new long[chunk];
+        for (long off = start; off < end; ) {
+            int n = read(off, (int) Math.min(chunk, end - off), p, s, c);
+            if (n == 0) break;
+            for (int i = 0; i < n; i++) if (s[i] != ConsumeQueue.PRE_BLANK_SIZE) total += s[i];
+            off += n;
+        }
+        return total;
+    }
+}
