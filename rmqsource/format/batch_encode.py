@@ -252,6 +252,28 @@ def rows_with_separators(arr: pa.Array) -> np.ndarray:
     return np.unique(np.searchsorted(off, hit + lo, side="right") - 1)
 
 
+def invalid_utf8_rows(arr: pa.Array) -> np.ndarray:
+    """Rows of a string array that are not valid UTF-8 (Arrow built from raw buffers, pyarrow's JSON
+    reader); one vectorized validation, a row search only when it fails."""
+    arr = _chunk(arr)
+    if len(arr) == 0 or arr.null_count == len(arr):
+        return np.zeros(0, np.int64)
+    try:
+        arr.validate(full=True)
+        return np.zeros(0, np.int64)
+    except pa.ArrowInvalid:
+        pass
+    values = arr.view(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary()).to_pylist()
+    bad = []
+    for i, v in enumerate(values):
+        if v is not None:
+            try:
+                v.decode("utf-8")
+            except UnicodeDecodeError:
+                bad.append(i)
+    return np.array(bad, np.int64)
+
+
 def serialize_properties(tags: pa.Array, keys: pa.Array, map_part: pa.Array, trailing: bool) -> pa.Array:
     """``_serialize({TAGS, KEYS, **map})``: TAGS then KEYS (when not null), then the map entries
     (``map_part`` = their ``k\\x01v\\x02`` concatenation), last 0x02 dropped unless ``trailing``."""
@@ -504,6 +526,8 @@ def _build(cols: dict, n: int, *, null_is_default: bool, row_message) -> Message
         else:
             raise TypeError(f"properties must be a map/struct of strings or a string, got {props.type}")
     slow |= special
+    for col in (topic, hosts["born_host"], hosts["store_host"], tags, keys, map_part, uniq):
+        slow[invalid_utf8_rows(col)] = True            # the per-message path refuses them
     uniq = pc.if_else(pc.equal(pc.binary_length(uniq), 0), pa.scalar(None, pa.string()), uniq) \
         if uniq.null_count < len(uniq) else uniq
     return MessageColumns(
@@ -562,17 +586,59 @@ _JSON_INT_FIELDS = ("queue_id", "flag", "sys_flag", "born_timestamp_ms", "recons
                     "prepared_transaction_offset", "store_timestamp_ms")
 
 
+# Nesting allowed in one input line (an inputs.jsonl line nests 2 deep: the properties object).
+# Counting every '{' and '[' of a line over-estimates its depth (brackets in strings count too),
+# which only sends such a block to the per-line parser.
+JSON_MAX_BRACKETS_PER_LINE = 64
+
+
+def json_lines_problem(data: bytes) -> Optional[str]:
+    """Why pyarrow's JSON reader must not see this block of lines (None: it may).
+
+    pyarrow.json.read_json dies (SIGSEGV) on a top-level ``null`` and on deep
+    nesting, and passes invalid UTF-8 through into string columns; a block with
+    a line that does not start with ``{``, with invalid UTF-8 or with more than
+    JSON_MAX_BRACKETS_PER_LINE brackets on a line goes to the per-line parser,
+    which names the bad line.  Vectorized: a few passes over the bytes."""
+    if not data.isascii():
+        text = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)),
+                                                            pa.py_buffer(data)])
+        try:
+            text.validate(full=True)
+        except pa.ArrowInvalid:
+            return "not valid UTF-8"
+    b = np.frombuffer(data, np.uint8)
+    nl = np.flatnonzero(b == 10)
+    starts = np.concatenate(([0], nl + 1))
+    starts = starts[starts < len(b)]
+    odd = starts[b[starts] != 123]                          # lines not starting with '{'
+    for s in odd.tolist():                                  # blank or indented lines are fine
+        end = data.find(b"\n", s)
+        text = data[s:end if end >= 0 else len(data)].strip()
+        if text and not text.startswith(b"{"):
+            return "a line is not a JSON object"
+    brackets = np.flatnonzero((b == 123) | (b == 91))
+    if len(brackets) > JSON_MAX_BRACKETS_PER_LINE:
+        per_line = np.bincount(np.searchsorted(nl, brackets), minlength=1)
+        if int(per_line.max()) > JSON_MAX_BRACKETS_PER_LINE:
+            return "a line nests too deeply"
+    return None
+
+
 def columns_from_json_lines(data: bytes) -> Optional[MessageColumns]:
     """Columns of a block of JSON lines (``inputs.jsonl`` shape), parsed by pyarrow's C++ reader.
 
     Returns None when the block needs the per-line path (not plain JSON
-    objects, a type pyarrow infers differently from ``from_json_dict``, nulls
-    where a default does not apply to a whole column...); the caller then
+    objects or not safe for pyarrow -- :func:`json_lines_problem` --, a type
+    pyarrow infers differently from ``from_json_dict``, nulls where a default
+    does not apply to a whole column...); the caller then
     parses it with ``json.loads`` and reports errors by line.  Bodies are
     base64-decoded strictly (invalid base64 -> None as well).
     """
     import pyarrow.json as pj
     if not data or data.isspace():                      # (no copy, unlike strip())
+        return None
+    if json_lines_problem(data) is not None:
         return None
     try:
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=16 << 20))

@@ -1,5 +1,7 @@
 """Durable file replacement: the one module that fsyncs and renames.
 
+Writes go through :data:`rmqsource.io.files.ops` (the fault-injection seam).
+
 RocketMQ's config files (``{root}/config/*.json``, spec §8.1) are written by
 ``MixAll.string2File``: write ``NAME.tmp``; copy ``NAME`` to ``NAME.bak``;
 delete ``NAME``; rename ``NAME.tmp`` -> ``NAME`` (4.9.x; 5.x writes ``NAME.bak``
@@ -20,11 +22,13 @@ back to ``NAME.bak`` as ``ConfigManager.load``/``loadBak`` do.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from typing import Callable, Optional, TypeVar
 
 from ..errors import FormatError
+from . import files
 
 T = TypeVar("T")
 
@@ -44,26 +48,29 @@ __all__ = [
 
 def fsync_dir(path: str | os.PathLike) -> None:
     """fsync a directory so renames/creations/deletions inside it are durable."""
-    fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    fd = files.ops.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        os.fsync(fd)
+        files.ops.fsync(fd)
     finally:
-        os.close(fd)
+        files.ops.close(fd)
 
 
 def _write_all_fsync(path: str, data: bytes, mode: int = 0o644) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), mode)
+    fd = files.ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         written = 0
-        # os.write may write less than asked; each round makes progress or raises.
+        # write may write less than asked; each round makes progress or raises.
         for _ in range(len(data) + 1):
             if written >= len(data):
                 break
-            written += os.write(fd, view[written:])
-        os.fsync(fd)
+            n = files.ops.write(fd, view[written:])
+            if n <= 0:
+                raise OSError(errno.EIO, f"write wrote {n} bytes", path)
+            written += n
+        files.ops.fsync(fd)
     finally:
-        os.close(fd)
+        files.ops.close(fd)
 
 
 def _ensure_parent(path: str) -> str:
@@ -99,10 +106,10 @@ def write_file_atomically(path: str | os.PathLike, data: bytes, *,
         tmp = os.fspath(tmp_path)
     try:
         _write_all_fsync(tmp, bytes(data), mode)
-        os.replace(tmp, target)
+        files.ops.replace(tmp, target)
     except BaseException:
         try:
-            os.unlink(tmp)
+            files.ops.unlink(tmp)
         except OSError:
             pass
         raise
@@ -175,10 +182,10 @@ def string2file(path: str | os.PathLike, content: str | bytes, *,
         previous = read_file_bytes(target)
         if previous and (validate_previous is None or validate_previous(previous)):
             _write_all_fsync(bak, previous)
-        os.replace(tmp, target)
+        files.ops.replace(tmp, target)
     except BaseException:
         try:
-            os.unlink(tmp)
+            files.ops.unlink(tmp)
         except OSError:
             pass
         raise

@@ -137,7 +137,10 @@ class BatchPutResults(Sequence):
                 doc["tagsCode"], doc["propertiesString"] = self.input_view(i)
                 if r.reason:
                     doc["reason"] = r.reason
-                lines.append(dumps(doc) + "\n")
+                text = dumps(doc)
+                if not _is_utf8_text(text):      # a refused lone surrogate: keep the output UTF-8
+                    text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
+                lines.append(text + "\n")
             parts.append(pa.array(lines, pa.string()))
         allv = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         if len(parts) > 1:
@@ -226,3 +229,9 @@ class _ConcatResults(BatchPutResults):
         return b"".join(p.to_put_jsonl(first_i + int(b)) for p, b in zip(self._parts, self._bases.tolist()))
 
 
+def _is_utf8_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False

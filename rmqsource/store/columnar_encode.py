@@ -10,6 +10,7 @@ import numpy as np
 
 from ..format.javahash import java_string_hash
 from ..format.record import MAGIC_V1
+from .put_checks import MAX_PORT
 
 __all__ = ["encode_fast", "hosts_of", "index_entries"]
 
@@ -30,7 +31,7 @@ def hosts_of(col, n: int, default: str):
     if not len(d):
         return codes, np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(n, bool)
     addr, port, ok = parse_ipv4_hosts(d)
-    ok &= port < (1 << 31)
+    ok &= port <= MAX_PORT                 # others take the per-message path, which refuses them
     return codes, addr, port, (~ok)[codes]
 
 

@@ -22,7 +22,7 @@ from ..format.record import BLANK_MAGIC, BORNHOST_V6_FLAG, STOREHOST_V6_FLAG, TR
     TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from .batch_results import OBJ, STATUS_CODE, BatchPutResults
 from .columnar_encode import encode_fast, hosts_of, index_entries
-from .commitlog_append import BLANK, pwrite_all
+from .commitlog_append import BLANK
 from .dispatch import compute_tags_code
 from .json_lines import columns_of_messages, messages_from_json_block
 from .put_checks import CRC_PLACEHOLDER, PROPS_MAX, Prepared, input_view
@@ -165,7 +165,13 @@ class ColumnarPut:
         store_ts = np.where(c.store_ts_valid, c.store_ts, now)
         res.input_objects = {}
         for i in np.flatnonzero(slow).tolist():
-            m = c.message(i)
+            try:
+                m = c.message(i)                 # (an Arrow row with invalid UTF-8 fails here)
+            except Exception as exc:
+                res.objects[i] = failed_result(None, PutMessageStatus.MESSAGE_ILLEGAL,
+                                               reason=f"{type(exc).__name__}: {exc}")
+                res.input_objects[i] = (0, "")
+                continue
             res.input_objects[i] = input_view(m, trailing) if isinstance(m, MessageExtBrokerInner) else (0, "")
             try:
                 p = self._checks.prepare(m)
@@ -269,17 +275,16 @@ class ColumnarPut:
             if blank:
                 chunk = bytes(chunk) + BLANK.pack(blank, BLANK_MAGIC)
             try:
-                pwrite_all(seg.fd, chunk, pos)
+                self._write_chunk(seg, chunk, pos)
             except OSError as exc:
-                self._error = exc
-                try:
-                    pwrite_all(seg.fd, bytes(len(chunk)), pos)
-                except OSError:
-                    self._writable = False
                 self._fail_rows(c, res, rows[a:], PutMessageStatus.UNKNOWN_ERROR, str(exc))
                 break
-            status = self._written(seg, pos + len(chunk))
+            # A chunk that is not the last one ends with the END_OF_FILE blank: its segment is full.
+            status = self._written(seg, z if s_idx < len(plan) - 1 else pos + len(chunk))
             if b == a:
+                if not self._writable:
+                    self._fail_rows(c, res, rows[b:], PutMessageStatus.SERVICE_NOT_AVAILABLE, repr(self._error))
+                    break
                 continue
             r = rows[a:b]
             res.status[r] = STATUS_CODE[status] if status is not PutMessageStatus.PUT_OK else status_ok
@@ -305,6 +310,9 @@ class ColumnarPut:
             except Exception as exc:  # the CommitLog holds the data; a reopen re-dispatches it
                 self._error = exc
                 self._writable = False
+            if not self._writable:      # (after a failed fsync nothing more may be acknowledged)
+                self._fail_rows(c, res, rows[b:], PutMessageStatus.SERVICE_NOT_AVAILABLE, repr(self._error))
+                break
         self._input_view_fast(res, c, fast, props, fast_tags)
 
     @staticmethod

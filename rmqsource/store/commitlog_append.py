@@ -18,6 +18,8 @@ import zlib
 from ..errors import StoreError
 from ..format.javahash import tags_code as tags_code_of
 from ..format.record import BLANK_MAGIC, crc_property_digits
+from ..io import files
+from ..io.files import pwrite_all
 from ..io.segments import list_segments, offset_to_file_name
 from .dispatch import DispatchRequest, compute_tags_code
 from .put_checks import Prepared
@@ -41,15 +43,6 @@ class Segment:
         self.dirty = False
 
 
-def pwrite_all(fd: int, data, position: int) -> None:
-    view = memoryview(data)
-    done = 0
-    for _ in range(len(view) + 1):               # each pwrite makes progress or raises
-        if done >= len(view):
-            return
-        done += os.pwrite(fd, view[done:], position + done)
-
-
 class CommitLogAppend:
     """Mixin of :class:`~rmqsource.store.writer.MessageStoreWriter`: its CommitLog segments and the
     per-message append path (state lives on the writer)."""
@@ -65,7 +58,7 @@ class CommitLogAppend:
             self._next_start = 0
             return
         for s in segs:
-            fd = os.open(s.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+            fd = files.ops.open(s.path, os.O_RDWR)
             wrote = min(max(end - s.start_offset, 0), z)
             self._segments.append(Segment(s.start_offset, s.path, fd, wrote))
         last = self._segments[-1]
@@ -80,15 +73,20 @@ class CommitLogAppend:
 
     def _create_segment(self, start: int) -> Segment:
         path = os.path.join(self._dir_for(start), offset_to_file_name(start))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = files.ops.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = -1
         try:
             size = os.fstat(fd).st_size
             if size == 0:
-                os.ftruncate(fd, self.segment_size)
+                # Full size, sparse: the CommitLog is written with pwrite, so a full disk is an
+                # ENOSPC from that write (never a SIGBUS), and an unused segment costs no space.
+                files.ops.ftruncate(fd, self.segment_size)
             elif size != self.segment_size:
                 raise StoreError(f"CommitLog segment {path} exists with {size} bytes")
         except BaseException:
-            os.close(fd)
+            files.ops.close(fd)
+            if size == 0:
+                _unlink_quietly(path)
             raise
         return Segment(start, path, fd, 0)
 
@@ -115,7 +113,7 @@ class CommitLogAppend:
             return
         for seg in self._segments[:-2]:
             if seg.fd >= 0 and not seg.dirty:
-                os.close(seg.fd)
+                files.ops.close(seg.fd)
                 seg.fd = -1
 
 
@@ -151,9 +149,11 @@ class CommitLogAppend:
             size = p.size
             if size + 8 > z - pos:
                 # END_OF_FILE: blank record, write this segment's chunk, continue in the next one.
-                buf += BLANK.pack(z - pos, BLANK_MAGIC)
-                if not self._commit_chunk(seg, buf, buf_pos, items, pending_qo, results):
-                    self._fail_rest(msgs, results, i, PutMessageStatus.UNKNOWN_ERROR, repr(self._error))
+                # (pos == z: the blank is there already -- an earlier roll failed after writing it.)
+                if pos < z:
+                    buf += BLANK.pack(z - pos, BLANK_MAGIC)
+                if buf and not self._commit_chunk(seg, buf, buf_pos, items, pending_qo, results, ends_segment=True):
+                    self._fail_rest(msgs, results, i, self._stop_status(), repr(self._error))
                     return
                 items, pending_qo, buf = [], {}, bytearray()
                 try:
@@ -190,7 +190,12 @@ class CommitLogAppend:
             items.append((i, p, qo, phy, store_ts))
         if items or buf:
             if not self._commit_chunk(seg, buf, buf_pos, items, pending_qo, results):
-                self._fail_rest(msgs, results, n, PutMessageStatus.UNKNOWN_ERROR, repr(self._error))
+                self._fail_rest(msgs, results, n, self._stop_status(), repr(self._error))
+
+    def _stop_status(self) -> PutMessageStatus:
+        """Status of the messages a batch did not reach: the write failed (UNKNOWN_ERROR) or the
+        writer stopped taking puts (SERVICE_NOT_AVAILABLE)."""
+        return PutMessageStatus.UNKNOWN_ERROR if self._writable else PutMessageStatus.SERVICE_NOT_AVAILABLE
 
     def _fail_rest(self, msgs, results, start: int, status: PutMessageStatus, reason: str) -> None:
         """Messages from ``start`` on that have no result yet were not written."""
@@ -198,22 +203,55 @@ class CommitLogAppend:
             if results[j] is None:
                 results[j] = failed_result(msgs[j], status, reason=reason)
 
-    def _commit_chunk(self, seg: Segment, buf: bytearray, buf_pos: int, items, pending_qo, results) -> bool:
-        """Write one segment's chunk; only then are its messages acknowledged and dispatched."""
+    def _write_chunk(self, seg: Segment, chunk, pos: int) -> None:
+        """Write one segment's chunk of records so that a failure leaves nothing recovery accepts.
+
+        The first 4 bytes (the first record's TOTALSIZE) go last: until they are
+        on disk the chunk starts with zeros, where recovery and readers see the
+        end of the CommitLog.  On an error the bytes that did reach the file are
+        zeroed again (their blocks exist, so that needs no new space) and the
+        OSError is raised; if even that fails the writer stops taking puts."""
+        view = memoryview(chunk)
+        k = min(4, len(view))
+        written = []                           # (position, bytes) that reached the file
         try:
-            pwrite_all(seg.fd, buf, buf_pos)
+            try:
+                pwrite_all(seg.fd, view[k:], pos + k)
+            except OSError as exc:
+                written.append((pos + k, getattr(exc, "bytes_written", len(view) - k)))
+                raise
+            written.append((pos + k, len(view) - k))
+            try:
+                pwrite_all(seg.fd, view[:k], pos)
+            except OSError as exc:
+                written.append((pos, getattr(exc, "bytes_written", k)))
+                raise
         except OSError as exc:
             self._error = exc
-            try:  # never leave half-acknowledged bytes that a recovery would accept
-                pwrite_all(seg.fd, bytes(len(buf)), buf_pos)
+            try:
+                for at, n in written:
+                    if n:
+                        pwrite_all(seg.fd, bytes(n), at)
             except OSError:
                 self._writable = False
+            raise
+
+    def _commit_chunk(self, seg: Segment, buf: bytearray, buf_pos: int, items, pending_qo, results,
+                      ends_segment: bool = False) -> bool:
+        """Write one segment's chunk; only then are its messages acknowledged and dispatched.
+
+        ``ends_segment``: the chunk ends with the END_OF_FILE blank, the segment is full (the
+        blank's padding is not written, but nothing may go there even if the next roll fails).
+        False when the batch must stop here (the write failed, or the writer stopped taking puts)."""
+        try:
+            self._write_chunk(seg, buf, buf_pos)
+        except OSError as exc:
             for (i, p, qo, phy, ts) in items:
                 results[i] = PutMessageResult(PutMessageStatus.UNKNOWN_ERROR,
                                               AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR),
                                               p.topic, p.queue_id, p.sys_flag, str(exc))
             return False
-        status = self._written(seg, buf_pos + len(buf))
+        status = self._written(seg, self.segment_size if ends_segment else buf_pos + len(buf))
         self._queue_offsets.update(pending_qo)
         if items:
             self._last_store_ts = items[-1][4]
@@ -239,7 +277,9 @@ class CommitLogAppend:
         except Exception as exc:  # the CommitLog holds the data; a reopen re-dispatches it
             self._error = exc
             self._writable = False
-        return True
+        # After a failed fsync nothing more may be acknowledged: a crash could lose this chunk,
+        # and recovery ends the CommitLog there, taking any later (fsynced) chunk with it.
+        return self._writable
 
 
     def _encode_one(self, p: Prepared, qo: int, phy: int, store_ts: int) -> bytes:
@@ -253,3 +293,9 @@ class CommitLogAppend:
             return b"".join((head, p.body, bytes(memoryview(tail)[:-11]), crc_property_digits(crc), b"\x02"))
         return b"".join((head, p.body, p.tail))
 
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        files.ops.unlink(path)
+    except OSError:
+        pass

@@ -28,6 +28,8 @@ from ..format.tagscode import consume_queue_tags_code
 from ..format.properties import KEYS, UNIQ_KEY
 from ..format.record import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind,
                              MessageRecord)
+from ..io import files
+from ..io.files import pwrite_all
 from ..io.segments import list_segments, offset_to_file_name
 from ..names import safe_join
 from .consumequeue import ConsumeQueue
@@ -154,9 +156,13 @@ class ConsumeQueueWriter:
         if fd is None:
             os.makedirs(self.directory, exist_ok=True)
             path = os.path.join(self.directory, offset_to_file_name(file_start_unit * CQ_UNIT_SIZE))
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-            if os.fstat(fd).st_size < self.file_size:
-                os.ftruncate(fd, self.file_size)
+            fd = files.ops.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                # Blocks for the whole file now: a full disk is an ENOSPC here, before any unit.
+                files.ops.reserve(fd, 0, self.file_size)
+            except BaseException:
+                files.ops.close(fd)
+                raise
             self._fds[file_start_unit] = fd
             self._has_files = True
         return fd
@@ -165,38 +171,45 @@ class ConsumeQueueWriter:
         """pwrite the buffered units into their files (creating full-size files as needed)."""
         if not self._pending:
             return
-        data = memoryview(self._pending)
         unit = self._pending_start
         pos = 0
-        n = len(data)
-        # One round per CQ file touched.
-        for _ in range(n // (self.units_per_file * CQ_UNIT_SIZE) + 2):
-            if pos >= n:
-                break
-            file_start = unit - unit % self.units_per_file
-            in_file = (file_start + self.units_per_file - unit) * CQ_UNIT_SIZE
-            chunk = data[pos:pos + in_file]
-            fd = self._fd_for_file(file_start)
-            _pwrite_all(fd, chunk, (unit - file_start) * CQ_UNIT_SIZE)
-            self._dirty.add(file_start)
-            pos += len(chunk)
-            unit += len(chunk) // CQ_UNIT_SIZE
-        data.release()
+        n = len(self._pending)
+        with memoryview(self._pending) as data:       # released even when a write fails
+            # One round per CQ file touched.
+            for _ in range(n // (self.units_per_file * CQ_UNIT_SIZE) + 2):
+                if pos >= n:
+                    break
+                file_start = unit - unit % self.units_per_file
+                in_file = (file_start + self.units_per_file - unit) * CQ_UNIT_SIZE
+                chunk = data[pos:pos + in_file]
+                self._sync_files_before(file_start)
+                fd = self._fd_for_file(file_start)
+                pwrite_all(fd, chunk, (unit - file_start) * CQ_UNIT_SIZE)
+                self._dirty.add(file_start)
+                pos += len(chunk)
+                unit += len(chunk) // CQ_UNIT_SIZE
         self._pending = bytearray()
         self._pending_start = self.write_offset
         # Keep at most the newest two files open.
         if len(self._fds) > 2:
             for start in sorted(self._fds)[:-2]:
                 if start in self._dirty:
-                    os.fsync(self._fds[start])
+                    files.ops.fsync(self._fds[start])
                     self._dirty.discard(start)
-                os.close(self._fds.pop(start))
+                files.ops.close(self._fds.pop(start))
+
+    def _sync_files_before(self, file_start: int) -> None:
+        """fsync this queue's earlier files before a later one is written: after a crash a queue's
+        units are then a prefix (no hole in an earlier file below units of a later one)."""
+        for start in [s for s in self._dirty if s < file_start]:
+            files.ops.fsync(self._fds[start])
+            self._dirty.discard(start)
 
     def sync(self) -> None:
         self.write_pending()
         for start in list(self._dirty):
-            os.fsync(self._fds[start])
-        self._dirty.clear()
+            files.ops.fsync(self._fds[start])
+            self._dirty.discard(start)
 
     def truncate_from_phy(self, commitlog_end: int) -> None:
         """Drop units whose record ends past the CommitLog's valid end (zeroed on disk)."""
@@ -224,7 +237,7 @@ class ConsumeQueueWriter:
             zeros = bytes(CQ_UNIT_SIZE)
             for off in range(new_end, end):
                 fs = off - off % self.units_per_file
-                _pwrite_all(self._fd_for_file(fs), zeros, (off - fs) * CQ_UNIT_SIZE)
+                pwrite_all(self._fd_for_file(fs), zeros, (off - fs) * CQ_UNIT_SIZE)
                 self._dirty.add(fs)
         self.write_offset = new_end
         self._pending_start = new_end
@@ -235,18 +248,19 @@ class ConsumeQueueWriter:
             self.sync()
         finally:
             for fd in self._fds.values():
-                os.close(fd)
+                files.ops.close(fd)
             self._fds.clear()
 
-
-def _pwrite_all(fd: int, data, position: int) -> None:
-    view = memoryview(data)
-    done = 0
-    # Each os.pwrite writes at least one byte or raises.
-    for _ in range(len(view) + 1):
-        if done >= len(view):
-            return
-        done += os.pwrite(fd, view[done:], position + done)
+    def release(self) -> None:
+        """Close the files without writing what is buffered (the writer's process died)."""
+        self._pending = bytearray()
+        for fd in self._fds.values():
+            try:
+                files.ops.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()
+        self._dirty.clear()
 
 
 class Dispatcher:
@@ -421,6 +435,17 @@ class Dispatcher:
             q.sync()
         if self.index_service is not None:
             self.index_service.sync()
+
+    def release(self) -> None:
+        """Close every ConsumeQueue and IndexFile without writing or flushing anything."""
+        for q in self._queues.values():
+            q.release()
+        self._queues.clear()
+        self._touched.clear()
+        if self.index_service is not None:
+            for f in self.index_service.files:
+                f.close()
+            self.index_service.files = []
 
     def close(self) -> None:
         errors = []

@@ -14,6 +14,7 @@ import os
 from typing import Optional
 
 from ..format.checkpoint import Checkpoint
+from ..io import files
 from ..io.durable import fsync_dir, write_file_atomically
 from .put_result import PutMessageStatus
 
@@ -30,11 +31,14 @@ class Durability:
         if not self._sync_flush:
             return PutMessageStatus.PUT_OK
         try:
-            os.fsync(seg.fd)
+            files.ops.fsync(seg.fd)
             seg.dirty = False
             return PutMessageStatus.PUT_OK
         except OSError as exc:
+            # The bytes are in the CommitLog but not known to be on disk.  After a failed fsync the
+            # kernel may have dropped those pages, and a later fsync would not say so: stop taking puts.
             self._error = exc
+            self._writable = False
             return PutMessageStatus.FLUSH_DISK_TIMEOUT
 
     # -- flush / checkpoint ----------------------------------------------------------------
@@ -68,17 +72,17 @@ class Durability:
             try:
                 for seg in self._segments:
                     if seg.dirty and seg.fd >= 0:
-                        todo.append((seg, os.dup(seg.fd)))
+                        todo.append((seg, files.ops.dup(seg.fd)))
                         seg.dirty = False
             except OSError:
                 for seg, fd in todo:
                     seg.dirty = True
-                    os.close(fd)
+                    files.ops.close(fd)
                 raise
             ts = self._last_store_ts
         try:
             for _, fd in todo:
-                os.fsync(fd)
+                files.ops.fsync(fd)
         except BaseException:
             with self._put_lock:
                 for seg, _ in todo:
@@ -86,7 +90,7 @@ class Durability:
             raise
         finally:
             for _, fd in todo:
-                os.close(fd)
+                files.ops.close(fd)
         with self._put_lock:
             if self._closed:
                 return
@@ -111,43 +115,84 @@ class Durability:
     # -- shutdown ----------------------------------------------------------------------------
     def close(self) -> None:
         """Clean shutdown: flush everything, drop the unused pre-allocated segment, write the
-        checkpoint, delete ``abort`` (only when all of that worked), release the lock."""
+        checkpoint, delete ``abort`` (only when all of that worked), release the lock.
+
+        When a step fails (a full or failing disk) the rest of the clean shutdown is skipped,
+        every file is still closed and the lock released, ``abort`` stays (the next open
+        recovers), and the first error is raised."""
         if self._closed:
             return
         self._stop.set()
         if self._flusher is not None:
             self._flusher.join()
         clean = False
+        error: Optional[BaseException] = None
         self._flush_lock.acquire()
         try:
             with self._put_lock:
                 failed_before = self._error is not None
                 self._writable = False
-                for seg in self._segments:
-                    if seg.fd >= 0:
-                        if seg.dirty:
-                            os.fsync(seg.fd)
+                try:
+                    for seg in self._segments:
+                        if seg.fd >= 0 and seg.dirty:
+                            files.ops.fsync(seg.fd)
                             seg.dirty = False
-                if self._last_store_ts:
-                    self._physic_ts = self._last_store_ts
-                if self._prealloc is not None:
-                    os.close(self._prealloc.fd)
-                    os.unlink(self._prealloc.path)
-                    self._prealloc = None
-                for seg in self._segments:
-                    if seg.fd >= 0:
-                        os.close(seg.fd)
-                        seg.fd = -1
-                for d in self.commitlog_dirs:
-                    fsync_dir(d)
-                self.dispatcher.close()
-                self._write_checkpoint()
-                if not failed_before:
-                    os.unlink(os.path.join(self.root, "abort"))
-                    fsync_dir(self.root)
-                    clean = True
+                    if self._last_store_ts:
+                        self._physic_ts = self._last_store_ts
+                    if self._prealloc is not None:
+                        prealloc, self._prealloc = self._prealloc, None
+                        files.ops.close(prealloc.fd)
+                        files.ops.unlink(prealloc.path)
+                    self._close_segment_fds()
+                    for d in self.commitlog_dirs:
+                        fsync_dir(d)
+                    self.dispatcher.close()
+                    self._write_checkpoint()
+                    if not failed_before:
+                        files.ops.unlink(os.path.join(self.root, "abort"))
+                        fsync_dir(self.root)
+                        clean = True
+                except OSError as exc:
+                    error = exc
+                    self._error = exc
+                    self._close_segment_fds()
+                    try:
+                        self.dispatcher.close()
+                    except OSError:
+                        pass
         finally:
             self._closed = True
             self._flush_lock.release()
             self._lock.release()
         self.clean_shutdown = clean
+        if error is not None:
+            raise error
+
+    def abandon(self) -> None:
+        """Let go of the store as if the process had died here: close every file without
+        flushing or writing anything (``abort`` stays), release the lock.  The next open recovers."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        with self._put_lock:
+            self._writable = False
+            self._closed = True
+            self._close_segment_fds()
+            dispatcher = getattr(self, "dispatcher", None)
+            if dispatcher is not None:
+                dispatcher.release()
+        self.clean_shutdown = False
+        self._lock.release()
+
+    def _close_segment_fds(self) -> None:
+        segments = getattr(self, "_segments", [])
+        prealloc = getattr(self, "_prealloc", None)
+        for seg in [*segments, *([prealloc] if prealloc is not None else [])]:
+            if seg.fd >= 0:
+                try:
+                    files.ops.close(seg.fd)
+                except OSError:
+                    pass
+                seg.fd = -1

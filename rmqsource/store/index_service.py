@@ -29,6 +29,7 @@ from ..errors import CorruptRecordError
 from ..format.indexfile import (INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexHeader, index_file_size,
                                 time_diff_seconds)
 from ..format.javahash import index_key_hash
+from ..io import files
 
 import numpy as np
 from ..format.properties import split_keys
@@ -40,6 +41,11 @@ _ENTRY = struct.Struct(">iqii")
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY_DTYPE = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
 _NAME_DIGITS = 17
+_RESERVE_STEP_BYTES = 1 << 20         # entry blocks reserved ahead of the writes
+
+
+def _mmap_read(fd: int, length: int, writable: bool) -> mmap.mmap:
+    return mmap.mmap(fd, length, access=mmap.ACCESS_READ)
 
 
 def time_millis_to_human_string(ms: int) -> str:
@@ -90,18 +96,29 @@ class IndexFile:
         flags = os.O_RDWR if writable else os.O_RDONLY
         if create:
             flags |= os.O_CREAT | os.O_EXCL
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = (files.ops.open if writable else os.open)(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._fd = -1
         try:
             if create:
-                os.ftruncate(fd, self.file_size)
+                files.ops.ftruncate(fd, self.file_size)
             size = os.fstat(fd).st_size
             if size != self.file_size:
                 raise CorruptRecordError(
                     f"IndexFile is {size} bytes, expected {self.file_size} for maxHashSlotNum={hash_slot_num}"
                     f" maxIndexNum={index_num}", file=path, offset=0)
-            self._mm = mmap.mmap(fd, self.file_size,
-                                 access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
-        finally:
+            if writable:   # disk blocks before any page is written through the mapping (no SIGBUS)
+                count = IndexHeader.decode(os.pread(fd, INDEX_HEADER_SIZE, 0), 0).index_count if not create else 0
+                self._reserved = min(self.file_size, self._entries_base + max(count, 0) * INDEX_ENTRY_SIZE)
+                files.ops.reserve(fd, 0, self._reserved)
+            self._mm = (files.ops.mmap if writable else _mmap_read)(fd, self.file_size, writable)
+        except BaseException:
+            (files.ops.close if writable else os.close)(fd)
+            if create:
+                os.unlink(path)
+            raise
+        if writable:
+            self._fd = fd                          # kept to reserve entry blocks as the file fills
+        else:
             os.close(fd)
         self.writable = writable
         self.header = IndexHeader.decode(self._mm, 0) if not create else IndexHeader()
@@ -130,6 +147,7 @@ class IndexFile:
         count = h.index_count
         if count >= self.index_num:
             return False
+        self._reserve_entries(count + 1)
         mm = self._mm
         if key_hash is None:
             key_hash = index_key_hash(key)
@@ -174,6 +192,7 @@ class IndexFile:
         c0 = h.index_count
         if c0 + k > self.index_num:
             raise ValueError("put_hashed: keys do not fit")
+        self._reserve_entries(c0 + k)
         mm = self._mm
         slots = hashes.astype(np.int64) % self.hash_slot_num
         slot_view = np.frombuffer(mm, dtype=">i4", count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
@@ -244,6 +263,14 @@ class IndexFile:
         _I64.pack_into(mm, 24, h.end_phy_offset)
         _I64.pack_into(mm, 8, h.end_timestamp_ms)
 
+    def _reserve_entries(self, count: int) -> None:
+        """Disk blocks for entries [0, count) before they are written (ahead in steps)."""
+        end = self._entries_base + count * INDEX_ENTRY_SIZE
+        if end > self._reserved:
+            upto = min(self.file_size, max(end, self._reserved + _RESERVE_STEP_BYTES))
+            files.ops.reserve(self._fd, self._reserved, upto - self._reserved)
+            self._reserved = upto
+
     def is_time_matched(self, begin_ms: int, end_ms: int) -> bool:
         b, e = self.header.begin_timestamp_ms, self.header.end_timestamp_ms
         return (begin_ms < b and end_ms > e) or (b <= begin_ms <= e) or (b <= end_ms <= e)
@@ -291,6 +318,9 @@ class IndexFile:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            files.ops.close(fd)
 
 
 class IndexService:

@@ -23,9 +23,16 @@ def messages_from_json_block(data: bytes, what: str, first_line: int) -> list:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as e:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise OptionError(f"{what} line {n}: not valid UTF-8 (byte {line[e.start]:#04x} at column "
+                              f"{e.start + 1}: {e.reason})") from None
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
             raise OptionError(f"{what} line {n}: not valid JSON: {e}") from None
+        except RecursionError:
+            raise OptionError(f"{what} line {n}: JSON nested too deeply") from None
         try:
             if not isinstance(obj, dict):
                 raise TypeError(f"expected a JSON object, got {type(obj).__name__}")

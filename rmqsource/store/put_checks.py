@@ -45,6 +45,8 @@ def host_of(host: Any) -> tuple[bytes, int, bool]:
         addr, port = bytes(host[0]), int(host[1])
         if len(addr) not in (4, 16):
             raise OptionError(f"host address must be 4 or 16 bytes, got {len(addr)}")
+    if not 0 <= port <= MAX_PORT:
+        raise OptionError(f"port {port} of host {host!r} is outside [0, {MAX_PORT}]")
     return addr, port, len(addr) == 16
 
 
@@ -101,6 +103,52 @@ class Prepared:
                  "enters_cq")
 
 
+MAX_PORT = 65535
+_I32 = (-(1 << 31), (1 << 31) - 1)
+_I64 = (-(1 << 63), (1 << 63) - 1)
+# (attribute, RocketMQ field name, range): the record's fixed-width fields.
+_INT_FIELDS = (("flag", "flag", _I32), ("sys_flag", "sysFlag", _I32), ("reconsume_times", "reconsumeTimes", _I32),
+               ("born_timestamp_ms", "bornTimestamp", _I64),
+               ("prepared_transaction_offset", "preparedTransactionOffset", _I64))
+
+
+def _field_problem(m) -> Optional[str]:
+    """Why a fixed-width field of ``m`` cannot be stored (type or range), or None."""
+    for attr, name, (lo, hi) in _INT_FIELDS:
+        v = getattr(m, attr)
+        if not isinstance(v, int):
+            return f"{name} {v!r} is not an integer"
+        if not lo <= v <= hi:
+            return f"{name} {v} is outside [{lo}, {hi}]"
+    st = m.store_timestamp_ms
+    if st is not None and (not isinstance(st, int) or not _I64[0] <= st <= _I64[1]):
+        return f"storeTimestamp {st!r} is not a 64-bit integer"
+    return None
+
+
+_SEPARATORS = re.compile("[\x01\x02]")
+
+
+def _strings_problem(pmap: Mapping) -> Optional[str]:
+    """Why TAGS/KEYS/property names and values cannot be stored, or None: each must be a string
+    without RocketMQ's separators \x01/\x02 (a value holding them would read back as other
+    properties, e.g. keys "k\x02TAGS\x01B" as TAGS=B).  Lone surrogates are caught at encoding."""
+    for k, v in pmap.items():
+        if not isinstance(k, str):
+            return f"property name {k!r} is not a string"
+        if v is not None and not isinstance(v, str):
+            return f"{_what(k)} {v!r} is not a string"
+        if _SEPARATORS.search(k):
+            return f"property name {k!r} holds a property separator (\\x01 or \\x02)"
+        if v is not None and _SEPARATORS.search(v):
+            return f"{_what(k)} {v!r} holds a property separator (\\x01 or \\x02)"
+    return None
+
+
+def _what(name: str) -> str:
+    return {TAGS: "tags", KEYS: "keys"}.get(name, f"property {name!r}")
+
+
 class PutChecks:
     """The checks of one store configuration (engine generation, sizes, topic rules)."""
 
@@ -151,6 +199,9 @@ class PutChecks:
             store_addr, store_port, store_v6 = host_of(m.store_host)
         except (OptionError, TypeError, ValueError, IndexError) as exc:
             return failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=str(exc))
+        problem = _field_problem(m)
+        if problem:
+            return failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=problem)
         sys_flag = (m.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)) \
             | (BORNHOST_V6_FLAG if born_v6 else 0) | (STOREHOST_V6_FLAG if store_v6 else 0)
         tran = sys_flag & TRANSACTION_MASK
@@ -170,6 +221,9 @@ class PutChecks:
             if props:
                 pmap.update(props)
             pstr = None
+            problem = _strings_problem(pmap)
+            if problem:
+                return failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=problem)
         # 4.9 store: delay level rewrite into SCHEDULE_TOPIC_XXXX (CommitLog.asyncPutMessage).
         if not self.v5 and (tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE):
             source = pmap if pmap is not None else parse_properties(pstr)
@@ -198,7 +252,12 @@ class PutChecks:
         if len(pstr) > PROPS_MAX:
             return failed_result(m, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                               reason=f"properties are {len(pstr)} chars, more than {PROPS_MAX}")
-        pbytes = pstr.encode("utf-8", "surrogatepass")
+        try:
+            pbytes = pstr.encode("utf-8")
+        except UnicodeEncodeError as exc:        # a lone surrogate: not text any encoder would store
+            return failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL,
+                                 reason=f"properties are not valid Unicode: {exc.object[exc.start]!r} "
+                                        f"(a lone surrogate) at char {exc.start}")
         if self.append_crc:
             if pbytes and not pbytes.endswith(b"\x02"):
                 pbytes += b"\x02"

@@ -30,6 +30,7 @@ from .. import limits
 from ..errors import StoreError
 from ..format.checkpoint import Checkpoint
 from ..format.message import Message, MessageExtBrokerInner
+from ..io import files
 from ..io.durable import fsync_dir, write_file_atomically
 from ..io.lock import StoreLock
 from ..io.segments import list_segments
@@ -84,13 +85,13 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         self._error: Optional[BaseException] = None
         os.makedirs(self.root, exist_ok=True)
         self._lock = StoreLock(self.root, timeout_s=lock_timeout_s).acquire()
+        self._flusher: Optional[threading.Thread] = None
+        self._stop = threading.Event()
         try:
             self._open()
         except BaseException:
-            self._lock.release()
+            self.abandon()                  # close what the open opened; release the lock
             raise
-        self._flusher: Optional[threading.Thread] = None
-        self._stop = threading.Event()
         if not self._sync_flush:
             self._flusher = threading.Thread(target=self._flush_loop, name="rmq-flush-commitlog", daemon=True)
             self._flusher.start()
@@ -127,8 +128,8 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         self._recover()
         self._queue_offsets: dict[tuple[str, int], int] = self.dispatcher.max_offsets()
         # The store runs: abort marks it not cleanly shut down until close().
-        fd = os.open(abort_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        os.close(fd)
+        fd = files.ops.open(abort_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        files.ops.close(fd)
         fsync_dir(self.root)
         self._writable = True
 
