@@ -48,8 +48,10 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("RMQ_SPARK_TESTS_ONLY") != "1":
         return
-    keep = [i for i in items if any(i.get_closest_marker(m) for m in SPARK_MARKERS)]
-    dropped = [i for i in items if not any(i.get_closest_marker(m) for m in SPARK_MARKERS)]
+    def starts_spark(item) -> bool:
+        return "spark" in getattr(item, "fixturenames", ()) or any(item.get_closest_marker(m) for m in SPARK_MARKERS)
+    keep = [i for i in items if starts_spark(i)]
+    dropped = [i for i in items if not starts_spark(i)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
