@@ -36,11 +36,12 @@ from .pushdown import Pushed
 LOOKUP_MAX_HITS = 1 << 20
 log = logging.getLogger(__name__)
 
-# Parallelism (the JVM planner, RmqPlanner.java, applies the same rules): whole queues share a
-# task only beyond MAX_UNPACKED_QUEUES queues per store (a topic of 8 queues is 8 partitions), and
-# ranges are split until there are as many partitions as the default parallelism when each piece
-# keeps at least MIN_SPLIT_RECORDS records (queue ranges) / MIN_SPLIT_BYTES (CommitLog ranges).
-MAX_UNPACKED_QUEUES = 64
+# Parallelism (the JVM planner, RmqPlanner.java, applies the same rules): whole queues of a store
+# get a task each up to max(MIN_QUEUE_TASKS, 2 x the default parallelism, minPartitions) tasks
+# (a topic of 8 queues is 8 partitions) and are packed beyond that, and ranges are split until
+# there are as many partitions as the default parallelism when each piece keeps at least
+# MIN_SPLIT_RECORDS records (queue ranges) / MIN_SPLIT_BYTES (CommitLog ranges).
+MIN_QUEUE_TASKS = 8
 MIN_SPLIT_RECORDS = 4096
 MIN_SPLIT_BYTES = 1 << 20
 
@@ -385,8 +386,8 @@ def _plan_queues(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
 
 def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
     """Whole (unsplit) queue ranges of one store are packed into tasks of up to
-    maxRecordsPerPartition units when there are more than MAX_UNPACKED_QUEUES of them:
-    one task per queue then costs more than it reads.  Split queues keep one
+    maxRecordsPerPartition units when there are more of them than tasks to fill (see
+    MIN_QUEUE_TASKS): one task per queue then costs more than it reads.  Split queues keep one
     partition per piece."""
     counts: dict = {}
     for ref, t, q, a, b in ranges:
@@ -403,7 +404,7 @@ def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
     for ref, rs in whole.values():
         total = sum(b - a for _, _, _, a, b in rs)
         bins_n = max(1, -(-total // cap),
-                     min(len(rs), max(opts.min_partitions, default_parallelism(), MAX_UNPACKED_QUEUES)))
+                     min(len(rs), max(opts.min_partitions, 2 * default_parallelism(), MIN_QUEUE_TASKS)))
         if bins_n >= len(rs):
             out.extend(QueueRange(*r) for r in rs)
             continue

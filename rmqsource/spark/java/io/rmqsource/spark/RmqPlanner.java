@@ -31,14 +31,15 @@ import java.util.regex.Pattern;
  * Planning: options and pushed filters to input partitions (twin of rmqsource/spark/planning.py,
  * the same split points, bounds, messages).
  *
- * Parallelism, in both paths: whole queues are packed into one task only beyond
- * {@link #MAX_UNPACKED_QUEUES} queues (a topic of 8 queues is 8 partitions), and ranges are split
+ * Parallelism, in both paths: whole queues of a store get a task each up to
+ * max({@link #MIN_QUEUE_TASKS}, 2 x default parallelism, minPartitions) tasks and are packed beyond
+ * that (a topic of 8 queues is 8 partitions), and ranges are split
  * until there are as many partitions as the session's default parallelism when every piece keeps
  * at least {@link #MIN_SPLIT_RECORDS} records / {@link #MIN_SPLIT_BYTES} bytes.
  */
 final class RmqPlanner {
     static final int LOOKUP_MAX_HITS = 1 << 20;
-    static final int MAX_UNPACKED_QUEUES = 64;
+    static final int MIN_QUEUE_TASKS = 8;
     static final long MIN_SPLIT_RECORDS = 4096;
     static final long MIN_SPLIT_BYTES = 1 << 20;
 
@@ -350,9 +351,9 @@ final class RmqPlanner {
     }
 
     /**
-     * Whole (unsplit) queue ranges of one store are packed into tasks when there are more than
-     * MAX_UNPACKED_QUEUES of them (one task per queue then costs more than it reads); split queues
-     * keep one partition per piece.
+     * Whole (unsplit) queue ranges of one store are packed into tasks when there are more of them
+     * than tasks to fill (one task per queue then costs more than it reads); split queues keep one
+     * partition per piece.
      */
     private List<RmqInputPartition> packQueueRanges(List<Piece> ranges) {
         Map<String, Integer> counts = new HashMap<>();
@@ -371,7 +372,7 @@ final class RmqPlanner {
             long total = 0;
             for (Piece p : rs) total += p.range.size();
             long binsN = Math.max(Math.max(1, (total + cap - 1) / cap),
-                    Math.min(rs.size(), Math.max(Math.max(opts.minPartitions, defaultParallelism), MAX_UNPACKED_QUEUES)));
+                    Math.min(rs.size(), Math.max(Math.max(opts.minPartitions, 2 * defaultParallelism), MIN_QUEUE_TASKS)));
             if (binsN >= rs.size()) {
                 for (Piece p : rs) out.add(new QueueRanges(p.ref, List.of(p.range)));
                 continue;
