@@ -171,6 +171,8 @@ BAD_STREAM_OPTIONS = [
     {"topics": "T", "startingTimestamp": "-1"}, {"topics": "T", "startingOffsetsFallback": "middle"},
     {"topics": "T", "reportLatestOffset": "maybe"}, {"topics": "T", "startingOffsets": '{"T": {"9": 0}}'},
     {"topics": "T", "startingOffsets": '{"T": {"0": 99}}'}, {"topics": "T", "tpoics": "T"},
+    {"topics": "T", "kafka.bootstrap.servers": "h:9092"}, {"subscribe": "T", "failOnDataLoss": "maybe"},
+    {"topics": "T", "startingOffsets": "group", "consumerGroup": "nobody"},
 ]
 
 
