@@ -169,6 +169,17 @@ def test_json_line_that_is_not_an_object_is_an_error_naming_the_line(golden_copy
     assert stored_keys(store, config) == []
 
 
+def test_deeply_nested_line_is_an_error_naming_the_line(golden_copy):
+    """pyarrow's JSON reader crashes (SIGSEGV) on ~30,000 levels of nesting; json.loads recurses."""
+    store, config, _ = golden_copy
+    deep = b'{"topic":"HostileInput","x":' + b"[" * 30000 + b"]" * 30000 + b"}\n"
+    with MessageStoreWriter(store, config) as w:
+        with pytest.raises(OptionError, match="line 2: JSON nested too deeply"):
+            w.put_json_lines(line(good(0)) + deep)
+        assert w.put_json_lines(line(good(1)) + b'{"topic":"HostileInput","x":[[1]]}\n').ok_count == 2
+    assert stored_keys(store, config) == ["key-1", None]
+
+
 def test_rmq_put_null_line_is_a_one_line_error(golden_copy):
     """``echo null | rmq put --json`` crashed (SIGSEGV) inside pyarrow.json.read_json."""
     store, _, corpus = golden_copy

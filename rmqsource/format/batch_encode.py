@@ -586,20 +586,19 @@ _JSON_INT_FIELDS = ("queue_id", "flag", "sys_flag", "born_timestamp_ms", "recons
                     "prepared_transaction_offset", "store_timestamp_ms")
 
 
-# Nesting allowed in one input line (an inputs.jsonl line nests 2 deep: the properties object).
-# Counting every '{' and '[' of a line over-estimates its depth (brackets in strings count too),
-# which only sends such a block to the per-line parser.
-JSON_MAX_BRACKETS_PER_LINE = 64
+# Brackets allowed on one input line before it goes to the per-line parser (pyarrow's reader
+# crashes past ~10,000 levels of nesting; a line's bracket count bounds its depth).
+JSON_MAX_BRACKETS_PER_LINE = 1000
 
 
 def json_lines_problem(data: bytes) -> Optional[str]:
     """Why pyarrow's JSON reader must not see this block of lines (None: it may).
 
-    pyarrow.json.read_json dies (SIGSEGV) on a top-level ``null`` and on deep
-    nesting, and passes invalid UTF-8 through into string columns; a block with
-    a line that does not start with ``{``, with invalid UTF-8 or with more than
-    JSON_MAX_BRACKETS_PER_LINE brackets on a line goes to the per-line parser,
-    which names the bad line.  Vectorized: a few passes over the bytes."""
+    pyarrow.json.read_json dies (SIGSEGV) on a top-level ``null`` and on very
+    deep nesting, and passes invalid UTF-8 through into string columns; a block
+    with a line that does not start with ``{``, with invalid UTF-8 or with more
+    than JSON_MAX_BRACKETS_PER_LINE brackets on a line goes to the per-line
+    parser, which names the bad line.  Vectorized: about two passes over the bytes."""
     if not data.isascii():
         text = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)),
                                                             pa.py_buffer(data)])
@@ -610,17 +609,17 @@ def json_lines_problem(data: bytes) -> Optional[str]:
     b = np.frombuffer(data, np.uint8)
     nl = np.flatnonzero(b == 10)
     starts = np.concatenate(([0], nl + 1))
-    starts = starts[starts < len(b)]
-    odd = starts[b[starts] != 123]                          # lines not starting with '{'
-    for s in odd.tolist():                                  # blank or indented lines are fine
+    ends = np.concatenate((nl, [len(b)]))
+    keep = starts < len(b)
+    starts, ends = starts[keep], ends[keep]
+    for s in starts[b[starts] != 123].tolist():             # blank or indented lines are fine
         end = data.find(b"\n", s)
         text = data[s:end if end >= 0 else len(data)].strip()
         if text and not text.startswith(b"{"):
             return "a line is not a JSON object"
-    brackets = np.flatnonzero((b == 123) | (b == 91))
-    if len(brackets) > JSON_MAX_BRACKETS_PER_LINE:
-        per_line = np.bincount(np.searchsorted(nl, brackets), minlength=1)
-        if int(per_line.max()) > JSON_MAX_BRACKETS_PER_LINE:
+    long = np.flatnonzero(ends - starts > JSON_MAX_BRACKETS_PER_LINE)
+    for s, e in zip(starts[long].tolist(), ends[long].tolist()):   # only long lines can nest deeply
+        if data.count(b"{", s, e) + data.count(b"[", s, e) > JSON_MAX_BRACKETS_PER_LINE:
             return "a line nests too deeply"
     return None
 
