@@ -95,8 +95,10 @@ def _stop(server: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def remote(connect_server):
-    from pyspark.sql import SparkSession
-    session = SparkSession.builder.remote(connect_server[0]).getOrCreate()
+    # The Connect client's own builder: pyspark's generic builder refuses a remote session in a
+    # process that already runs a classic one (the suite's shared `spark` session).
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+    session = RemoteSparkSession.builder.remote(connect_server[0]).create()
     assert type(session).__module__.startswith("pyspark.sql.connect"), type(session)
     yield session
     session.stop()
