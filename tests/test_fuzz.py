@@ -18,7 +18,7 @@ from golden import corpora
 
 pytestmark = pytest.mark.skipif(not corpora(), reason="no golden corpus")
 
-SHORT_CASES = 300
+SHORT_CASES = 200
 LONG_CASES = 20_000
 
 
