@@ -319,3 +319,28 @@ def test_consume_queue_with_a_missing_middle_file(tmp_path):
         assert served and all(not 60 <= o < 120 for o in served)          # nothing from the missing file
     assert read_whole_store(root, tmp_path / "conf") == 250
     assert 0 < read_whole_store(root, tmp_path / "conf", topics="T") <= 250 - 60
+
+
+def test_consume_queue_file_size_comes_from_the_names_when_the_first_file_is_cut(tmp_path):
+    """With no size configured, a cut-short first file does not set the size: the file names do."""
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.consumequeue import ConsumeQueue
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    config = StoreConfig.from_mapping({"mappedFileSizeConsumeQueue": "1200"})
+    root = tmp_path / "store"
+    with MessageStoreWriter(root, config) as w:
+        w.put_messages([Message(topic="T", queue_id=0, body=b"x" * 50) for _ in range(150)])
+    queue_dir = root / "consumequeue" / "T" / "0"
+    first = sorted(queue_dir.iterdir())[0]
+    with open(first, "r+b") as f:
+        f.truncate(1020)
+    q = ConsumeQueue(queue_dir, "T", 0)
+    try:
+        assert q.file_size == 1200
+        for i in (50, 51, 59, 60, 118, 119, 120, 149):        # around both file ends
+            units = q.read_units(i, 1)
+            assert len(units) == (0 if 51 <= i < 60 else 1), i
+        assert len(q.read_units(0, 150)) == 51                  # stops at the cut
+        assert len(q.read_units(60, 90)) == 90
+    finally:
+        q.close()

@@ -271,3 +271,22 @@ def test_kafka_names_file_uris_and_stream_options_as_in_python(jvm):
         rmq(jvm, corpus, maxMessagesPerTrigger="10").count()
     with pytest.raises(Exception, match="the rmq source calls this consumerGroup"):
         rmq(jvm, corpus, **{"kafka.group.id": "g"}).count()
+
+
+def test_first_consume_queue_file_cut_short_in_both_modes(spark, tmp_path):
+    """A cut-short first ConsumeQueue file does not shrink the file size the others are read with:
+    the whole-store scan reads every record; the queue scan fails naming the file and the cut."""
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    store = tmp_path / "store"
+    config = _small_config()
+    per_file = config.mapped_file_size_consume_queue_bytes // 20
+    with MessageStoreWriter(store, config) as w:
+        w.put_messages([Message(topic="Cut", queue_id=0, body=b"x" * 50) for _ in range(3 * per_file)])
+    first = sorted((store / "consumequeue" / "Cut" / "0").iterdir())[0]
+    with open(first, "r+b") as f:
+        f.truncate((per_file - 9) * 20)
+    read = spark.read.format("rmq")        # no sizes given: they come from the files
+    split = read.option("maxBytesPerPartition", "65536")             # cuts are placed by ConsumeQueue units
+    assert split.load(str(store)).count() == 3 * per_file               # the CommitLog is whole
+    with pytest.raises(Exception, match=rf"{first.parent}, offset {(per_file - 9) * 20}: ConsumeQueue Cut:0 ends"):
+        read.option("topics", "Cut").load(str(store)).select("queueOffset").collect()

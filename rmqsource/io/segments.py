@@ -60,10 +60,19 @@ def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] 
 
 
 def common_segment_size(segments: list[Segment], configured: Optional[int] = None) -> Optional[int]:
-    """Segment size: the configured one, else the length of the first file."""
+    """Segment size: the configured one, else what the files say.
+
+    File names are start offsets, so with two or more files the gap between the
+    first two names is the size even when the first file was cut short; a lone
+    file's length is all there is.
+    """
     if configured:
         return configured
-    return segments[0].size_bytes if segments else None
+    if not segments:
+        return None
+    if len(segments) > 1 and segments[1].start_offset > segments[0].start_offset:
+        return segments[1].start_offset - segments[0].start_offset
+    return segments[0].size_bytes
 
 
 class SegmentReader:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CorruptRecordError
 from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, units_from_bytes
-from ..io.segments import Segment, SegmentReader, list_segments
+from ..io.segments import Segment, SegmentReader, common_segment_size, list_segments
 
 DEFAULT_CQ_FILE_SIZE = 300_000 * CQ_UNIT_SIZE
 
@@ -114,7 +114,7 @@ class ConsumeQueue(ConsumeQueueBase):
         self.topic = topic
         self.queue_id = queue_id
         segments = list_segments(self.directory)
-        size = file_size or (segments[0].size_bytes if segments else DEFAULT_CQ_FILE_SIZE)
+        size = common_segment_size(segments, file_size) or DEFAULT_CQ_FILE_SIZE
         if size % CQ_UNIT_SIZE:
             raise CorruptRecordError(f"ConsumeQueue file size {size} is not a multiple of {CQ_UNIT_SIZE}",
                                      file=segments[0].path if segments else self.directory, offset=0)
@@ -192,6 +192,8 @@ class ConsumeQueue(ConsumeQueueBase):
                 break
             pos = byte_offset - seg.start_offset
             n = min(remaining, (self.file_size - pos) // CQ_UNIT_SIZE)
+            if n <= 0:
+                break
             data = self.reader.pread(seg, pos, n * CQ_UNIT_SIZE)
             units = units_from_bytes(data)
             if len(units) == 0:

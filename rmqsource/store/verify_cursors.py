@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE
-from ..io.segments import Segment, list_segments
+from ..io.segments import Segment, common_segment_size, list_segments
 from .verify_report import WARNING, Problem, VerifyReport
 
 CQ_BLOCK_UNITS = 16384
@@ -42,7 +42,7 @@ class QueueCursor:
         self.report = report
         self.cl_min = cl_min
         self.segments: list[Segment] = list_segments(directory)
-        self.file_size = self.segments[0].size_bytes if self.segments else 0
+        self.file_size = common_segment_size(self.segments) or 0
         self.units_per_file = self.file_size // CQ_UNIT_SIZE
         self.units = 0                 # valid units seen (pre-blank and expired included)
         self.expired = 0

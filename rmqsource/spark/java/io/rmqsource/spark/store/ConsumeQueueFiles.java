@@ -19,7 +19,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
         super(topic, queueId);
         this.directory = directory;
         List<Segment> segs = Segments.listDirectory(directory);
-        long size = segs.isEmpty() ? DEFAULT_FILE_SIZE : segs.get(0).sizeBytes;
+        long size = segs.isEmpty() ? DEFAULT_FILE_SIZE : Segments.commonSize(segs, 0);
         if (size % ConsumeQueue.UNIT_SIZE != 0) {
             throw new CorruptRecordError("ConsumeQueue file size " + size + " is not a multiple of "
                     + ConsumeQueue.UNIT_SIZE, segs.isEmpty() ? directory : segs.get(0).path, 0);
@@ -112,6 +112,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
             ByteBuffer b = files.map(seg);
             long pos = byteOffset - seg.startOffset;
             long inFile = Math.min(e - offset, (fileSize - pos) / ConsumeQueue.UNIT_SIZE);
+            if (inFile <= 0) break;
             long avail = Math.max(0, (b.capacity() - pos) / ConsumeQueue.UNIT_SIZE);
             long take = Math.min(inFile, avail);
             for (long k = 0; k < take; k++) {

@@ -42,8 +42,9 @@ public final class QueueTail extends QueueUnits {
         maps.clear();
         maps.putAll(keep);
         files = segs;
-        if (!segs.isEmpty() && segs.get(0).sizeBytes % ConsumeQueue.UNIT_SIZE == 0) {
-            fileSize = segs.get(0).sizeBytes;
+        long common = Segments.commonSize(segs, 0);
+        if (common > 0 && common % ConsumeQueue.UNIT_SIZE == 0) {
+            fileSize = common;
             unitsPerFile = (int) Math.max(1, Math.min(Integer.MAX_VALUE, fileSize / ConsumeQueue.UNIT_SIZE));
         } else {
             fileSize = 0;           // no files, or a size that is no ConsumeQueue: nothing is followed

@@ -25,9 +25,22 @@ public final class Segments {
 
     public Segments(List<Segment> segments, long configuredSize) {
         this.list = segments;
-        this.segmentSize = configuredSize > 0 ? configuredSize : (segments.isEmpty() ? 0 : segments.get(0).sizeBytes);
+        this.segmentSize = commonSize(segments, configuredSize);
         this.starts = new long[segments.size()];
         for (int i = 0; i < starts.length; i++) starts[i] = segments.get(i).startOffset;
+    }
+
+    /**
+     * The configured size, else what the files say: names are start offsets, so with two or
+     * more files the gap between the first two names holds even when the first was cut short.
+     */
+    public static long commonSize(List<Segment> segments, long configuredSize) {
+        if (configuredSize > 0) return configuredSize;
+        if (segments.isEmpty()) return 0;
+        if (segments.size() > 1 && segments.get(1).startOffset > segments.get(0).startOffset) {
+            return segments.get(1).startOffset - segments.get(0).startOffset;
+        }
+        return segments.get(0).sizeBytes;
     }
 
     /** Sorted segments of one directory; zero-length files and other names are skipped. */
