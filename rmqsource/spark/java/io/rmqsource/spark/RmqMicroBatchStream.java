@@ -315,7 +315,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         TreeMap<QueueKey, Long> take = new TreeMap<>(avail);
         if (maxRows != null) take = StreamAdmission.splitBudget(take, maxRows);
         if (maxBytes != null) {
-            take = StreamAdmission.applyBytes(take, maxBytes, (key, count) -> w.unitSizes(key, eff.get(key), count));
+            take = StreamAdmission.applyBytes(take, maxBytes,
+                    (key, cap, share) -> w.unitsFitting(key, eff.get(key), cap, share));
         }
         TreeMap<QueueKey, Long> end = new TreeMap<>(begin);
         for (Map.Entry<QueueKey, Long> e : eff.entrySet()) {

@@ -163,16 +163,28 @@ final class StoreWatcher implements QueueTail.Verifier {
         return Math.min(maxOffset, q.minOffset(commitLogMin, opts.read.storeConfig.isV5(), maxOffset));
     }
 
-    /** Record sizes of units [start, start + count) (pre-blank units: 0). */
-    int[] unitSizes(QueueKey key, long start, int count) {
+    /**
+     * Units from {@code start} (at most {@code cap}) whose record sizes (pre-blank units: 0) add up
+     * to at most {@code budget}: read in chunks, so a large budget needs no large buffer.
+     */
+    long unitsFitting(QueueKey key, long start, long cap, long budget) {
         QueueTail q = tail(key);
-        long[] p = new long[count];
-        int[] s = new int[count];
-        long[] c = new long[count];
-        int n = q.read(start, count, p, s, c);
-        int[] out = new int[n];
-        for (int i = 0; i < n; i++) out[i] = s[i] == ConsumeQueue.PRE_BLANK_SIZE ? 0 : s[i];
-        return out;
+        int chunk = (int) Math.min(cap, 8192);
+        long[] p = new long[chunk];
+        int[] s = new int[chunk];
+        long[] c = new long[chunk];
+        long sum = 0;
+        long fits = 0;
+        while (fits < cap) {
+            int n = q.read(start + fits, (int) Math.min(chunk, cap - fits), p, s, c);
+            if (n == 0) break;
+            for (int i = 0; i < n; i++) {
+                sum += s[i] == ConsumeQueue.PRE_BLANK_SIZE ? 0 : s[i];
+                if (sum > budget) return fits;
+                fits++;
+            }
+        }
+        return fits;
     }
 
     /** First offset in [lo, hi) whose record's storeTimestamp >= ts (hi if none); getOffsetInQueueByTime. */

@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.function.BiFunction;
 
 /**
  * Admission control of a micro-batch (split_budget and _apply_bytes in rmqsource/spark/stream.py,
@@ -66,14 +65,17 @@ final class StreamAdmission {
         return alloc;
     }
 
+    /** How many of a queue's next units (at most {@code cap}) have record sizes adding up to at most {@code share}. */
+    interface Fitting {
+        long units(QueueKey key, long cap, long share);
+    }
+
     /**
      * maxBytesPerTrigger: each queue gets a share of the byte budget in proportion to its admitted
      * messages and takes the prefix of its units whose record sizes fit; never stalls (one message
-     * from the largest backlog when nothing fits).  {@code sizes.apply(key, count)} gives the
-     * record sizes of the next {@code count} units of a queue from its batch start.
+     * from the largest backlog when nothing fits).
      */
-    static TreeMap<QueueKey, Long> applyBytes(Map<QueueKey, Long> take, long maxBytes,
-                                              BiFunction<QueueKey, Integer, int[]> sizes) {
+    static TreeMap<QueueKey, Long> applyBytes(Map<QueueKey, Long> take, long maxBytes, Fitting fitting) {
         long totalUnits = 0;
         for (long n : take.values()) totalUnits += n;
         TreeMap<QueueKey, Long> out = new TreeMap<>();
@@ -84,16 +86,8 @@ final class StreamAdmission {
                 continue;
             }
             long share = mulDiv(maxBytes, n, totalUnits);
-            int cap = (int) Math.min(Math.min(n, share / MIN_RECORD_BYTES + 1), Integer.MAX_VALUE - 8);
-            int[] s = sizes.apply(e.getKey(), cap);
-            long sum = 0;
-            int fits = 0;
-            for (int v : s) {
-                sum += v;
-                if (sum > share) break;
-                fits++;
-            }
-            out.put(e.getKey(), (long) fits);
+            long cap = Math.min(n, share / MIN_RECORD_BYTES + 1);
+            out.put(e.getKey(), fitting.units(e.getKey(), cap, share));
         }
         long admitted = 0;
         for (long v : out.values()) admitted += v;
