@@ -103,9 +103,8 @@ def walk_chain(buf, start: int, limit: int, *, segment_remaining: Optional[int] 
 # Fixed-width big-endian fields are read through 8-byte windows: the buffer is
 # viewed as native little-endian uint64 words (padded by >= 8 zero bytes), the
 # window at byte p is (w[p>>3] >> 8r) | (w[(p>>3)+1] << (64-8r)) with r = p & 7,
-# and a byteswap turns it into the big-endian value of bytes p..p+7.  Fields at
-# fixed offsets of a record share one alignment, so a record's first 88 bytes
-# cost 12 word gathers instead of 88 byte gathers.
+# and a byteswap turns it into the big-endian value of bytes p..p+7.  A record's
+# fixed first 88 bytes are gathered whole instead (:func:`header_block`).
 
 _AR = {w: np.arange(w, dtype=np.int64) for w in (1, 2, 4, 8)}
 _M32 = np.uint64(0xFFFFFFFF)
@@ -161,21 +160,6 @@ def read_padded(fd: int, size: int, position: int) -> PaddedBuffer:
     return pb
 
 
-def _windows_aligned(w: np.ndarray, pos: np.ndarray, k: int) -> list:
-    """Big-endian uint64 windows at pos, pos+8, ..., pos+8(k-1)."""
-    wi = pos >> 3
-    r = ((pos & 7) << 3).astype(np.uint64)
-    rl = np.uint64(64) - r
-    nxt = w[wi]
-    out = []
-    for j in range(k):
-        cur = nxt
-        nxt = w[wi + (j + 1)]
-        x = (cur >> r) | (nxt << rl)       # r == 0: nxt << 64 == 0 in numpy
-        out.append(x.byteswap())
-    return out
-
-
 def window_at(w: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Big-endian uint64 of the 8 bytes at each position ``p`` (bytes past the data read as the padding)."""
     wi = p >> 3
@@ -227,12 +211,15 @@ class Headers:
     props_len: np.ndarray
     born_key: np.ndarray          # uint64 big-endian window at born_host_pos (IPv4: address << 32 | port)
     store_key: np.ndarray         # same at store_host_pos
+    topic_index: np.ndarray       # row -> index into ``topics``
+    topics: list                  # the distinct topic bytes
 
     def __len__(self) -> int:
         return len(self.pos)
 
     def take(self, rows: np.ndarray) -> "Headers":
-        return Headers(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
+        return Headers(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__ if k != "topics"},
+                       topics=self.topics)
 
 
 def _fail(locate: Optional[Locator], pos: int, reason: str):
@@ -244,68 +231,69 @@ def _first(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-HEADER_WINDOWS = 11     # 8-byte windows covering a record's first 88 bytes
+# A record's first 88 bytes (IPv4 hosts: totalSize .. bodyLength) as one big-endian struct.  One
+# gather through a stride-1 view of the buffer copies them for all records at once; the fields
+# are then plain (strided) array reads.
+HEADER_V4 = np.dtype([("total", ">i4"), ("magic", ">i4"), ("body_crc", ">i4"), ("queue_id", ">i4"),
+                      ("flag", ">i4"), ("queue_offset", ">i8"), ("phy_offset", ">i8"), ("sys_flag", ">i4"),
+                      ("born_ts", ">i8"), ("born_key", ">u8"), ("store_ts", ">i8"), ("store_key", ">u8"),
+                      ("reconsume", ">i4"), ("prepared", ">i8"), ("body_len", ">i4")])
+assert HEADER_V4.itemsize == 88
+_HEADER_BYTES = np.dtype((np.void, HEADER_V4.itemsize))
+
+
+def header_block(w: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """HEADER_V4 rows of the records at ``pos`` (``w``: padded words; bytes past the data read as padding)."""
+    b = w.view(np.uint8)
+    view = np.ndarray(shape=(len(b) - HEADER_V4.itemsize + 1,), dtype=_HEADER_BYTES, buffer=b, strides=(1,))
+    return view[pos].view(HEADER_V4)
 
 
 def cq_positions_match(buf, positions: np.ndarray, phys: np.ndarray, sizes: np.ndarray, *,
-                       words: Optional[np.ndarray] = None) -> tuple[np.ndarray, list]:
+                       words: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Per position: a message record whose totalSize and PHYSICALOFFSET equal the ConsumeQueue unit's.
 
     Never raises (positions must lie inside the buffer): used to trust ConsumeQueue
-    units as record starts before decoding.  Also returns the header windows for
+    units as record starts before decoding.  Also returns the header rows for
     :func:`decode_headers` (``windows=``).
     """
     n = len(positions)
     if n == 0:
-        return np.zeros(0, dtype=bool), []
+        return np.zeros(0, dtype=bool), None
     w = padded_words(buf) if words is None else words
-    pos = np.asarray(positions, dtype=np.int64)
-    win = _windows_aligned(w, pos, HEADER_WINDOWS)
-    w0, w3, w4 = win[0], win[3], win[4]
-    total = _hi32(w0).astype(np.int64)
-    magic = _i32(w0)
-    phy = (((w3 & _M32) << _U32) | (w4 >> _U32)).view(np.int64)
-    ok = (((magic == MAGIC_V1) | (magic == MAGIC_V2)) & (total == sizes) & (phy == phys)
+    hb = header_block(w, np.asarray(positions, dtype=np.int64))
+    total = hb["total"].astype(np.int64)
+    magic = hb["magic"]
+    ok = (((magic == MAGIC_V1) | (magic == MAGIC_V2)) & (total == sizes) & (hb["phy_offset"] == phys)
           & (total <= limits.MAX_RECORD_BYTES_READ))
-    return ok, win
+    return ok, hb
 
 
-_BAD_TOPIC_BYTES = np.zeros(256, dtype=bool)
-_BAD_TOPIC_BYTES[:0x20] = True
-_BAD_TOPIC_BYTES[[0x7F, ord("/"), ord("\\")]] = True
+def _topic_dictionary(b: np.ndarray, topic_pos: np.ndarray, topic_len: np.ndarray) -> tuple[np.ndarray, list]:
+    """(index of each row's topic in the list, distinct topic bytes): records share a few topics."""
+    if len(topic_pos) == 0:
+        return np.zeros(0, dtype=np.int32), []
+    enc = spans_binary(b, topic_pos, topic_len).dictionary_encode()
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
 
 
-def _first_bad_topic(b: np.ndarray, topic_pos: np.ndarray, topic_len: np.ndarray) -> Optional[int]:
-    """First row whose topic bytes :func:`~rmqsource.format.record.topic_bytes_problem` refuses (vectorized)."""
-    n = len(topic_pos)
-    if n == 0:
-        return None
-    bad = topic_len == 0
-    dot = b[topic_pos] == ord(".")
-    bad |= dot & ((topic_len == 1) | ((topic_len == 2) & (b[topic_pos + 1] == ord("."))))
-    total = int(topic_len.sum())
-    if total:
-        row = np.repeat(np.arange(n), topic_len)
-        idx = np.arange(total, dtype=np.int64) + np.repeat(topic_pos - (np.cumsum(topic_len) - topic_len), topic_len)
-        tb = b[idx]
-        bad[row[_BAD_TOPIC_BYTES[tb]]] = True
-        high = np.unique(row[tb >= 0x80])              # non-ASCII topics (rare): check UTF-8 one by one
-        for r in high[~bad[high]].tolist():
-            if topic_bytes_problem(b[int(topic_pos[r]):int(topic_pos[r] + topic_len[r])].tobytes()):
-                bad[r] = True
-    return _first(bad) if bad.any() else None
+def _first_bad_topic(topic_index: np.ndarray, topics: list) -> Optional[int]:
+    """First row whose topic bytes :func:`~rmqsource.format.record.topic_bytes_problem` refuses."""
+    bad = [k for k, t in enumerate(topics) if topic_bytes_problem(t)]
+    return _first(np.isin(topic_index, bad)) if bad else None
 
 
 def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = None,
                    expected_sizes: Optional[np.ndarray] = None, words: Optional[np.ndarray] = None,
-                   windows: Optional[list] = None) -> Headers:
+                   windows: Optional[np.ndarray] = None) -> Headers:
     """Decode and validate the fixed part of the records at ``positions``.
 
     Raises CorruptRecordError (file and offset via ``locate``) for the first
     record whose lengths do not add up to its totalSize, exactly the checks of
     :func:`rmqsource.format.record.decode_record` (CRC excluded).
     ``expected_sizes`` (ConsumeQueue sizes) must equal the totalSize fields.
-    ``words`` is :func:`padded_words` of ``buf`` when the caller has it.
+    ``words`` is :func:`padded_words` of ``buf`` when the caller has it;
+    ``windows`` the rows :func:`cq_positions_match` returned for these positions.
     """
     b = np.frombuffer(buf, dtype=np.uint8)
     pos = np.asarray(positions, dtype=np.int64)
@@ -314,14 +302,9 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
     if n and (pos[0] < 0 or pos[-1] + 8 > nb):
         _fail(locate, int(pos[-1] if pos[-1] + 8 > nb else pos[0]), "record header outside the buffer")
     w = padded_words(buf) if words is None else words
-    if n:
-        # (padding of >= 128 bytes: windows of a garbage record near the end stay inside the words)
-        win = windows if windows is not None else _windows_aligned(w, pos, HEADER_WINDOWS)
-        w0 = win[0]
-    else:
-        w0 = np.zeros(0, dtype=np.uint64)
-    total = _hi32(w0).astype(np.int64)
-    magic = _i32(w0)
+    hb = windows if windows is not None else header_block(w, pos)
+    total = hb["total"].astype(np.int64)
+    magic = hb["magic"].astype(np.int32)
     bad = (magic != MAGIC_V1) & (magic != MAGIC_V2)
     if bad.any():
         i = _first(bad)
@@ -339,28 +322,24 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
             _fail(locate, int(pos[i]), f"ConsumeQueue says {int(expected_sizes[i])} bytes but the record's "
                                        f"totalSize is {int(total[i])}")
     # Every record is >= 91 bytes: the first 88 bytes (IPv4 layout up to bodyLength) lie inside it.
-    if n:
-        _, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10 = win
-    else:
-        w1 = w2 = w3 = w4 = w5 = w6 = w7 = w8 = w9 = w10 = np.zeros(0, dtype=np.uint64)
-    body_crc = _hi32(w1)
-    queue_id = _i32(w1)
-    flag = _hi32(w2)
-    queue_offset = (((w2 & _M32) << _U32) | (w3 >> _U32)).view(np.int64)
-    phy_offset = (((w3 & _M32) << _U32) | (w4 >> _U32)).view(np.int64)
-    sys_flag = _i32(w4)
-    born_ts = w5.view(np.int64)
+    body_crc = hb["body_crc"].astype(np.int32)
+    queue_id = hb["queue_id"].astype(np.int32)
+    flag = hb["flag"].astype(np.int32)
+    queue_offset = hb["queue_offset"].astype(np.int64)
+    phy_offset = hb["phy_offset"].astype(np.int64)
+    sys_flag = hb["sys_flag"].astype(np.int32)
+    born_ts = hb["born_ts"].astype(np.int64)
     born_host_pos = pos + 48
-    born_key = w6
+    born_key = hb["born_key"].astype(np.uint64)
     v6 = (sys_flag & (BORNHOST_V6_FLAG | STOREHOST_V6_FLAG)) != 0
     if not v6.any():
         # IPv4 layout: storeTimestamp @56, storeHost @64, reconsumeTimes @72, prepared @76, bodyLength @84
-        store_ts = w7.view(np.int64)
+        store_ts = hb["store_ts"].astype(np.int64)
         store_host_pos = pos + 64
-        store_key = w8
-        reconsume = _hi32(w9)
-        prepared = (((w9 & _M32) << _U32) | (w10 >> _U32)).view(np.int64)
-        body_len = _i32(w10).astype(np.int64)
+        store_key = hb["store_key"].astype(np.uint64)
+        reconsume = hb["reconsume"].astype(np.int32)
+        prepared = hb["prepared"].astype(np.int64)
+        body_len = hb["body_len"].astype(np.int64)
         tail = pos + 72
     else:
         born_len = np.where(sys_flag & BORNHOST_V6_FLAG, 20, 8).astype(np.int64)
@@ -402,7 +381,8 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
     if bad.any():
         i = _first(bad)
         _fail(locate, int(pos[i]), f"topic length {int(topic_len[i])} runs past the record end")
-    i = _first_bad_topic(b, topic_pos, topic_len)
+    topic_index, topics = _topic_dictionary(b, topic_pos, topic_len)
+    i = _first_bad_topic(topic_index, topics)
     if i is not None:
         raw = b[int(topic_pos[i]):int(topic_pos[i] + topic_len[i])].tobytes()
         _fail(locate, int(pos[i]), f"not a topic: {topic_bytes_problem(raw)}")
@@ -422,7 +402,7 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
                    born_host_pos=born_host_pos, store_ts=store_ts, store_host_pos=store_host_pos,
                    reconsume_times=reconsume, prepared_tx_offset=prepared, body_pos=body_pos, body_len=body_len,
                    topic_pos=topic_pos, topic_len=topic_len, props_pos=props_pos, props_len=props_len,
-                   born_key=born_key, store_key=store_key)
+                   born_key=born_key, store_key=store_key, topic_index=topic_index, topics=topics)
 
 
 # --------------------------------------------------------------------------- variable fields

@@ -318,10 +318,9 @@ class _Verifier:
                             "PHYSICALOFFSET field is not where the record is", str(int(phy[i])),
                             str(int(h.phy_offset[i]))))
         self._check_crcs(pb, h, rel, chunk_pos)
-        topics = col.binary_to_string(col.spans_binary(pb.view, h.topic_pos, h.topic_len)).dictionary_encode()
-        names = topics.dictionary.to_pylist()
+        names = [t.decode("utf-8", "replace") for t in h.topics]
         ids = np.array([self._topic_id(t) for t in names], dtype=np.int64)
-        topic_id = ids[np.asarray(topics.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
+        topic_id = ids[h.topic_index]
         tx = h.sys_flag & TRANSACTION_MASK
         eligible = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
         codes = self._tags_codes(pb, h, names, topic_id, ids)
