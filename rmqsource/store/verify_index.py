@@ -59,8 +59,9 @@ def check_index_file(path: str, hash_slot_num: int, index_num: int,
         return None
     base = INDEX_HEADER_SIZE + hash_slot_num * 4
     slots = np.frombuffer(_pread_all(path, hash_slot_num * 4, INDEX_HEADER_SIZE), dtype=">i4").astype(np.int64)
-    entry_slot = np.full(count, -1, dtype=np.int64)       # slot of each entry (entry 0 unused)
-    entry_prev = np.zeros(count, dtype=np.int64)
+    # int32 (count <= maxIndexNum, slots < maxHashSlotNum): the random accesses below touch half the memory.
+    entry_slot = np.full(count, -1, dtype=np.int32)       # slot of each entry (entry 0 unused)
+    entry_prev = np.zeros(count, dtype=np.int32)
     chain_starts = 0
     chain_problems = 0
     last_phy = None
@@ -70,12 +71,15 @@ def check_index_file(path: str, hash_slot_num: int, index_num: int,
         raw = _pread_all(path, n * INDEX_ENTRY_SIZE, base + start * INDEX_ENTRY_SIZE)
         e = np.frombuffer(raw, dtype=INDEX_ENTRY_DTYPE, count=len(raw) // INDEX_ENTRY_SIZE)
         stop = start + len(e)
-        key_hash = e["hash"].astype(np.int64)
-        prev = entry_prev[start:stop] = e["prev"]
+        key_hash = e["hash"].astype(np.int32)
+        prev = entry_prev[start:stop]
+        prev[:] = e["prev"]
         phy = e["phy"].astype(np.int64)
-        entry_slot[start:stop] = np.where(key_hash >= 0, key_hash % hash_slot_num, -1)
+        slot = entry_slot[start:stop]
+        np.remainder(key_hash, hash_slot_num, out=slot)
+        slot[key_hash < 0] = -1
         chain_starts += int(np.count_nonzero(prev == 0))
-        numbers = np.arange(start, stop, dtype=np.int64)
+        numbers = np.arange(start, stop, dtype=np.int32)
 
         def entry_problem(i: int, check: str, message: str, expected: str, found: str) -> None:
             report.add(Problem("index", check, rel, base + int(numbers[i]) * INDEX_ENTRY_SIZE,
@@ -98,12 +102,13 @@ def check_index_file(path: str, hash_slot_num: int, index_num: int,
                 entry_problem(i, "index-order", "phyOffset is smaller than the previous entry's",
                               "non-decreasing", str(int(phy[i])))
             last_phy = int(phy[-1])
-        for i in np.flatnonzero(e["diff"] < 0)[:CHAIN_PROBLEMS_PER_FILE].tolist():
-            entry_problem(i, "index-timediff", "timeDiff is negative", ">= 0", str(int(e["diff"][i])))
+        diff = e["diff"]
+        for i in np.flatnonzero(diff < 0)[:CHAIN_PROBLEMS_PER_FILE].tolist():
+            entry_problem(i, "index-timediff", "timeDiff is negative", ">= 0", str(int(diff[i])))
     # Each linked entry is in the same slot as the entry pointing at it.
-    numbers = np.arange(count, dtype=np.int64)
-    linked = (entry_prev > 0) & (entry_prev < numbers)
-    wrong = np.flatnonzero(linked & (entry_slot[np.where(linked, entry_prev, 0)] != entry_slot))
+    numbers = np.arange(count, dtype=np.int32)
+    linked = np.flatnonzero((entry_prev > 0) & (entry_prev < numbers))
+    wrong = linked[np.take(entry_slot, entry_prev[linked], mode="clip") != entry_slot[linked]]
     for e_no in wrong.tolist():
         if chain_problems < CHAIN_PROBLEMS_PER_FILE:
             p = int(entry_prev[e_no])
@@ -114,10 +119,10 @@ def check_index_file(path: str, hash_slot_num: int, index_num: int,
     if chain_problems > CHAIN_PROBLEMS_PER_FILE:
         report.counts[(ERROR, "index-chain")] += chain_problems - CHAIN_PROBLEMS_PER_FILE
     # Slot heads: the newest entry of each slot (entries of a slot are only reachable from it).
-    newest = np.zeros(hash_slot_num, dtype=np.int64)
+    newest = np.zeros(hash_slot_num, dtype=np.int32)
     if count > 1:
         ok = entry_slot[1:] >= 0
-        np.maximum.at(newest, entry_slot[1:][ok], np.arange(1, count, dtype=np.int64)[ok])
+        np.maximum.at(newest, entry_slot[1:][ok], numbers[1:][ok])
     head_bad = np.flatnonzero(slots != newest)
     for s in head_bad[:CHAIN_PROBLEMS_PER_FILE].tolist():
         report.add(Problem("index", "index-slot", rel, INDEX_HEADER_SIZE + s * 4,
