@@ -410,12 +410,28 @@ def decode_headers(buf, positions: np.ndarray, *, locate: Optional[Locator] = No
 def spans_binary(data, starts: np.ndarray, lengths: np.ndarray, arrow_type=pa.binary()) -> pa.Array:
     """Arrow array of ``data[starts[i]:starts[i]+lengths[i]]`` (spans ascending, disjoint).
 
-    Builds one array over ``data`` whose offsets alternate span/gap and lets
-    Arrow's C++ ``take`` copy the spans into a fresh contiguous array.
+    Builds one array over ``data`` whose offsets alternate span/gap
+    (:func:`span_gap_array`) and lets Arrow's C++ ``take`` copy the spans into a
+    fresh contiguous array.
     """
     n = len(starts)
     if n == 0:
         return pa.array([], type=arrow_type)
+    interleaved = span_gap_array(data, starts, lengths)
+    out = interleaved.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
+    if arrow_type != pa.binary():
+        out = out.cast(arrow_type)
+    return out
+
+
+def span_gap_array(data, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """Binary array over ``data`` (no copy): element 2i is span i, element 2i+1 the gap after it.
+
+    Spans must be ascending and disjoint (at least one).  Arrow kernels that run
+    per element (``find_substring`` ...) then read the spans in place; take the
+    even elements of their result.
+    """
+    n = len(starts)
     starts = np.asarray(starts, dtype=np.int64)
     ends = starts + np.asarray(lengths, dtype=np.int64)
     offsets = np.empty(2 * n, dtype=np.int64)
@@ -429,11 +445,7 @@ def spans_binary(data, starts: np.ndarray, lengths: np.ndarray, arrow_type=pa.bi
     if base:
         buf = buf.slice(base, top - base)
     rel = (offsets - base).astype(np.int32)
-    interleaved = pa.Array.from_buffers(pa.binary(), 2 * n - 1, [None, pa.py_buffer(rel), buf])
-    out = interleaved.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
-    if arrow_type != pa.binary():
-        out = out.cast(arrow_type)
-    return out
+    return pa.Array.from_buffers(pa.binary(), 2 * n - 1, [None, pa.py_buffer(rel), buf])
 
 
 def binary_to_string(arr: pa.Array) -> pa.Array:
