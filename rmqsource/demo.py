@@ -33,16 +33,15 @@ def local_session(app_name: str = "rmq-demo"):
     The preset plus ``session_conf()``: the JVM scan's jar when it is built,
     and Python filter pushdown while batches are read in Python (every
     filtered query here starts from its own ``load()``, see the README).
+    Started quietly (:mod:`rmqsource.spark.quiet`): warnings that show are real.
     """
     import os
     import sys
 
-    from pyspark.sql import SparkSession
-
     from .spark.jar import session_conf
+    from .spark.quiet import start_local_session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = {**spark_defaults(), **session_conf()}
-    return SparkSession.builder.master("local[*]").appName(app_name).config(map=conf).getOrCreate()
+    return start_local_session("local[*]", app_name, {**spark_defaults(), **session_conf()})
 
 
 def run_demo(directory: Optional[str] = None, messages: int = 200_000, keep: bool = False, out=print) -> int:
@@ -62,7 +61,6 @@ def run_demo(directory: Optional[str] = None, messages: int = 200_000, keep: boo
         out(f"starting Spark (local[*]; {how}) ...")
         t0 = time.perf_counter()
         spark = local_session()
-        spark.sparkContext.setLogLevel("ERROR")
         out(f"Spark {spark.version} up in {time.perf_counter() - t0:.1f} s")
         from pyspark.sql import functions as F
 
