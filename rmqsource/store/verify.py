@@ -353,11 +353,12 @@ class _Verifier:
         end = h.pos + h.total_size
         b = np.frombuffer(pb.view, dtype=np.uint8)
         cand = np.flatnonzero(h.props_len >= 20)
+        cand = cand[b[end[cand] - 12] == 1]          # the key's 0x01 first: one byte rules most records out
         if len(cand) == 0:
             return
         tail = end[cand] - 20
         word = col.window_at(pb.words, tail)
-        has = (word == np.uint64(_CRC_PROP_WORD)) & (b[tail + 8] == 1) & (b[end[cand] - 1] == 2)
+        has = (word == np.uint64(_CRC_PROP_WORD)) & (b[end[cand] - 1] == 2)
         rows = cand[has]
         if len(rows) == 0:
             return
