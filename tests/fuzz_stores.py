@@ -12,6 +12,11 @@ JSON) and one read path:
   decode of the whole-store path, the ConsumeQueue path and the point-read
   path, by :func:`rmqsource.spark.batch.read_partition` over the planned
   partitions (no Spark session: the task side runs in this process);
+* ``jvm_commitlog`` / ``jvm_queues`` / ``jvm_lookup``: the same three reads by the JVM scan in a
+  local Spark session the worker starts once (``format("rmq")`` with the jar; the rows go to
+  Spark's ``noop`` sink, so every chosen column is decoded); a task or planning error is typed when
+  its Java class is in ``io.rmqsource.spark.errors``. Without the jar these cases run the Python
+  twin of the path;
 * ``recovery``: ``recover_store`` on a full copy, then getMessage over the result;
 * ``config``: consumerOffset.json, ``rmq lag`` rows, the sink log.
 
@@ -473,8 +478,16 @@ def mutate(rng: random.Random, facts: CorpusFacts, store: Path) -> tuple[list[st
 
 # --------------------------------------------------------------------------- paths
 
-PATHS = [("reader", 25), ("spark_commitlog", 22), ("spark_queues", 15), ("spark_lookup", 10), ("recovery", 12),
-         ("config", 16)]
+PATHS = [("reader", 25), ("spark_commitlog", 16), ("spark_queues", 11), ("spark_lookup", 7), ("recovery", 12),
+         ("config", 16), ("jvm_commitlog", 6), ("jvm_queues", 4), ("jvm_lookup", 3)]
+JVM_TWINS = {"jvm_commitlog": "spark_commitlog", "jvm_queues": "spark_queues", "jvm_lookup": "spark_lookup"}
+JVM_ERRORS = "io.rmqsource.spark.errors."
+
+
+def _paths() -> list:
+    """PATHS, or those RMQ_FUZZ_PATHS names (comma-separated) to aim a run at some paths."""
+    only = {p for p in os.environ.get("RMQ_FUZZ_PATHS", "").split(",") if p}
+    return [(p, w) for p, w in PATHS if p in only] if only else PATHS
 
 
 def _columns(rng: random.Random) -> Optional[tuple]:
@@ -548,6 +561,8 @@ def run_path(path: str, rng: random.Random, facts: CorpusFacts, store: Path,
         else:
             pushed = Pushed(tags=frozenset({"TagA"}))
         read_whole_store(store, corpus, pushed=pushed)
+    elif path in JVM_TWINS:
+        read_with_jvm_scan(path, rng, facts, store)
     elif path == "recovery":
         from rmqsource.store.reader import MessageStoreReader
         from rmqsource.store.recovery import recover_store
@@ -567,6 +582,72 @@ def run_path(path: str, rng: random.Random, facts: CorpusFacts, store: Path,
         raise ValueError(path)
 
 
+# --------------------------------------------------------------------------- the JVM scan
+
+_jvm_session = None        # the worker's local Spark session with the jar (started before its rlimit)
+
+
+def start_jvm_session():
+    """A small local session with the JVM scan's jar, or None when the jar is not built."""
+    global _jvm_session
+    from rmqsource.spark.jar import has_native_scan, session_jar
+    jar = session_jar()
+    if not has_native_scan(jar):
+        return None
+    import sys
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    _jvm_session = (SparkSession.builder.master("local[1]").appName("rmqsource-fuzz")
+                    .config("spark.jars", jar).config("spark.ui.enabled", "false")
+                    .config("spark.driver.memory", "1g").config("spark.sql.shuffle.partitions", "1")
+                    .config("spark.ui.showConsoleProgress", "false")
+                    .getOrCreate())
+    _jvm_session.sparkContext.setLogLevel("OFF")
+    return _jvm_session
+
+
+def read_with_jvm_scan(path: str, rng: random.Random, facts: CorpusFacts, store: Path) -> None:
+    """One JVM-scan read of ``store`` into Spark's noop sink (every selected column is decoded)."""
+    from pyspark.sql import functions as F
+    corpus = Path(facts.corpus)
+    r = _jvm_session.read.format("rmq").option("config", str(corpus / "store.properties"))
+    if rng.random() < 0.3:
+        r = r.option("decompress", "true")
+    if path == "jvm_queues":
+        r = r.option("topicPattern", ".*").option("maxRecordsPerPartition", str(rng.choice([500, 5000])))
+    else:
+        r = r.option("maxBytesPerPartition", str(rng.choice([1 << 18, 1 << 26])))
+    df = r.load(str(store))
+    if path == "jvm_lookup":
+        if rng.random() < 0.5 or not facts.uniq_keys:
+            df = df.where(F.col("msgId").isin(rng.sample(facts.msg_ids, min(20, len(facts.msg_ids)))))
+        else:
+            df = df.where(F.col("uniqKey").isin(rng.sample(facts.uniq_keys, min(5, len(facts.uniq_keys)))))
+    columns = _columns(rng)
+    if columns is not None:
+        df = df.select(*columns)
+    df.write.format("noop").mode("overwrite").save()
+
+
+def classify_jvm_error(exc: Exception) -> tuple[str, str]:
+    """(outcome, detail) of an exception out of a JVM-scan query: typed when its Java cause is ours."""
+    import re
+    text = str(exc)
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        text = f"{java.toString()}\n{text}"
+    wrappers = ("org.apache.spark.SparkException", "py4j.protocol.Py4JJavaError")
+    for m in re.finditer(r"\b((?:[a-z_]\w*\.)+[A-Z]\w*(?:Exception|Error))(?::|\n|$)", text):
+        name = m.group(1)
+        if name in wrappers or name.startswith(("org.apache.spark.SparkException", "pyspark.")):
+            continue
+        message = text[m.end():].split("\n\tat ")[0].split("\n")[0].strip()
+        if name.startswith(JVM_ERRORS) and len(message) <= MAX_ERROR_MESSAGE_CHARS:
+            return "typed", f"{name.rsplit('.', 1)[1]}: {message[:400]}"
+        return "untyped", f"{name}: {message[:300]}"
+    return "untyped", f"{type(exc).__name__}: {text[:300]}"
+
+
 # --------------------------------------------------------------------------- one case
 
 @dataclass
@@ -583,7 +664,10 @@ def run_case(seed: int, index: int, facts_list: list, stores: CaseStores) -> Cas
     from rmqsource.errors import RmqError
     rng = random.Random(f"{seed}:{index}")
     facts = rng.choice(facts_list)
-    path = rng.choices([p for p, _ in PATHS], weights=[w for _, w in PATHS])[0]
+    paths = _paths()
+    path = rng.choices([p for p, _ in paths], weights=[w for _, w in paths])[0]
+    if path in JVM_TWINS and _jvm_session is None:
+        path = JVM_TWINS[path]
     t0 = time.monotonic()
     store = stores.fresh(facts, full=(path == "recovery"))
     descs, touched = mutate(rng, facts, store)
@@ -599,18 +683,24 @@ def run_case(seed: int, index: int, facts_list: list, stores: CaseStores) -> Cas
         else:
             outcome, detail = "typed", f"{type(exc).__name__}: {msg.replace(str(store), '<store>')[:400]}"
     except Exception as exc:  # noqa: BLE001 - the point is to classify it
-        tb = traceback.extract_tb(exc.__traceback__)[-4:]
-        where = " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb))
-        outcome, detail = "untyped", f"{type(exc).__name__}: {str(exc)[:300]} at {where}"
+        if path in JVM_TWINS:
+            outcome, detail = classify_jvm_error(exc)
+            detail = detail.replace(str(store), "<store>")
+        else:
+            tb = traceback.extract_tb(exc.__traceback__)[-4:]
+            where = " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb))
+            outcome, detail = "untyped", f"{type(exc).__name__}: {str(exc)[:300]} at {where}"
     changed = stores.restore(facts, store, touched)
     if changed and outcome != "untyped":
         outcome, detail = "untyped", f"a read path changed the store: {changed}"
     return CaseResult(index, outcome, f"{facts.name}/{path}", detail, tuple(descs), time.monotonic() - t0)
 
 
-def _worker_main(conn, seed: int, facts_list: list, work: str, project_tests: str) -> None:
+def _worker_main(conn, seed: int, facts_list: list, work: str, project_tests: str, jvm: bool) -> None:
     import sys
     sys.path.insert(0, project_tests)
+    if jvm:
+        start_jvm_session()        # before the rlimit: it would bound the JVM's address space too
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = WORKER_ADDRESS_SPACE_BYTES if hard == resource.RLIM_INFINITY else min(hard, WORKER_ADDRESS_SPACE_BYTES)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
@@ -653,14 +743,14 @@ class FuzzSummary:
 
 
 class _Worker:
-    def __init__(self, ctx, seed, facts_list, work: Path, k: int):
+    def __init__(self, ctx, seed, facts_list, work: Path, k: int, jvm: bool):
         self.parent, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main,
-                                args=(child, seed, facts_list, str(work / f"w{k}"), str(Path(__file__).parent)),
+                                args=(child, seed, facts_list, str(work / f"w{k}"), str(Path(__file__).parent), jvm),
                                 daemon=True)
         self.proc.start()
         child.close()
-        ready = wait_conns([self.parent, self.proc.sentinel], timeout=120)
+        ready = wait_conns([self.parent, self.proc.sentinel], timeout=300 if jvm else 120)
         if self.parent not in ready or self.parent.recv() != "ready":
             self.proc.kill()
             raise RuntimeError(f"fuzz worker did not start (exit code {self.proc.exitcode})")
@@ -698,10 +788,12 @@ def run_fuzz(seed: int, cases: int, work: Path, *, workers: int = 1, timeout_s: 
     if not facts_list:
         raise RuntimeError("no golden corpus to fuzz")
     ctx = mp.get_context("spawn")
+    from rmqsource.spark.jar import has_native_scan, session_jar
+    jvm = has_native_scan(session_jar())
     todo = [only] if only is not None else list(range(cases))
     summary = FuzzSummary(seed, len(todo), 0.0)
     t0 = time.monotonic()
-    pool = [_Worker(ctx, seed, facts_list, work, k) for k in range(max(1, min(workers, len(todo))))]
+    pool = [_Worker(ctx, seed, facts_list, work, k, jvm) for k in range(max(1, min(workers, len(todo))))]
     respawns = 0
     try:
         nxt = 0
@@ -734,7 +826,7 @@ def run_fuzz(seed: int, cases: int, work: Path, *, workers: int = 1, timeout_s: 
                     respawns += 1
                     k = pool.index(w)
                     busy.remove(w)
-                    w = pool[k] = _Worker(ctx, seed, facts_list, work, k)
+                    w = pool[k] = _Worker(ctx, seed, facts_list, work, k, jvm)
                     busy.append(w)
                 if nxt < len(todo):
                     w.give(todo[nxt], timeout_s)

@@ -2,8 +2,8 @@
 
 Every case must end ``ok`` or with a typed RmqError; an untyped exception, a
 hang (per-case deadline) or a crashed worker fails the run.  The seed is
-fixed per tier and printed; ``RMQ_FUZZ_SEED`` (a number, or ``random``), ``RMQ_FUZZ_CASES`` and ``RMQ_FUZZ_ONLY`` (one case
-index) reproduce a run or a single case.
+fixed per tier and printed; ``RMQ_FUZZ_SEED`` (a number, or ``random``), ``RMQ_FUZZ_CASES``, ``RMQ_FUZZ_ONLY`` (one case
+index) and ``RMQ_FUZZ_PATHS`` (read paths, comma-separated) reproduce or aim a run.
 """
 
 from __future__ import annotations
