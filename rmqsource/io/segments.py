@@ -60,19 +60,14 @@ def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] 
 
 
 def common_segment_size(segments: list[Segment], configured: Optional[int] = None) -> Optional[int]:
-    """Segment size: the configured one, else what the files say.
+    """Segment size: the configured one, else the longest file's length.
 
-    File names are start offsets, so with two or more files the gap between the
-    first two names is the size even when the first file was cut short; a lone
-    file's length is all there is.
+    Segment files are created at their full size, so the longest one tells it even
+    when the first was cut short (and a missing file leaves no gap to misread).
     """
     if configured:
         return configured
-    if not segments:
-        return None
-    if len(segments) > 1 and segments[1].start_offset > segments[0].start_offset:
-        return segments[1].start_offset - segments[0].start_offset
-    return segments[0].size_bytes
+    return max(s.size_bytes for s in segments) if segments else None
 
 
 class SegmentReader:

@@ -31,16 +31,14 @@ public final class Segments {
     }
 
     /**
-     * The configured size, else what the files say: names are start offsets, so with two or
-     * more files the gap between the first two names holds even when the first was cut short.
+     * The configured size, else the longest file's length (twin of common_segment_size): files are
+     * created at their full size, so this holds even when the first was cut short or one is missing.
      */
     public static long commonSize(List<Segment> segments, long configuredSize) {
         if (configuredSize > 0) return configuredSize;
-        if (segments.isEmpty()) return 0;
-        if (segments.size() > 1 && segments.get(1).startOffset > segments.get(0).startOffset) {
-            return segments.get(1).startOffset - segments.get(0).startOffset;
-        }
-        return segments.get(0).sizeBytes;
+        long longest = 0;
+        for (Segment s : segments) longest = Math.max(longest, s.sizeBytes);
+        return longest;
     }
 
     /** Sorted segments of one directory; zero-length files and other names are skipped. */
