@@ -168,8 +168,8 @@ def test_stream_rows_equal_the_batch_scan_column_for_column(jvm_spark, tmp_path,
     for n, columns in enumerate([None, few]):
         rows = []
         df = (spark.readStream.format("rmq").options(**config).option("topicPattern", ".*")
-              .option("startingOffsets", "earliest").option("maxMessagesPerTrigger", 40)
-              .option("batchSize", 7).load(str(root)))            # several columnar batches per task
+              .option("startingOffsets", "earliest").option("maxMessagesPerTrigger", 400)
+              .option("batchSize", 3).load(str(root)))            # many columnar batches per task
         if columns:
             df = df.select(*columns)
         q = (df.writeStream.foreachBatch(lambda d, i: rows.extend(d.collect()))

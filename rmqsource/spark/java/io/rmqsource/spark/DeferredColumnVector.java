@@ -50,6 +50,11 @@ final class DeferredColumnVector extends ColumnVector {
         inner.close();
     }
 
+    /** Reused batch after batch, like a writable vector: Spark's "done with this batch" frees nothing. */
+    @Override
+    public void closeIfFreeable() {
+    }
+
     @Override
     public boolean hasNull() {
         return values().hasNull();
