@@ -241,6 +241,7 @@ def run_one(args) -> dict:
     consumed_in_window = max((s[1] - s[2] for s in samples if s[0] <= producing_until), default=0)
     return {
         "mode": spark_mode(), "source": description, "messages": total, "bodySize": args.body_size,
+        "shufflePartitions": args.shuffle_partitions,
         "producer": {"targetRate": args.rate, "achievedRate": round(producer["rate"]),
                      "seconds": round(producer["seconds"], 2), "putBatch": put_batch(args),
                      "cpuMicrosPerMessage": round(producer["cpuSeconds"] / producer["produced"] * 1e6, 2)},
