@@ -8,13 +8,18 @@ same sink, one after the other in fresh Spark processes):
 
 Reported per mode (and written as JSON with ``--json``):
 
-* producer: achieved append rate (msgs/s; the writer's columnar path, 256-byte bodies by default);
+* producer alone (before the modes, nothing else running): its own max rate and CPU per message, the
+  bound of what a run on the same cores can show;
+* producer: achieved append rate (msgs/s; the writer's columnar path, 256-byte bodies, a put every
+  50 ms by default) and its CPU time per message;
 * stream: input rate while the producer runs (rows/s), batch durations, rows per batch, the source's
-  planning time (``latestOffset`` in the progress);
+  planning time (``latestOffset`` in the progress), the median of each phase of ``durationMs``
+  (addBatch, walCommit, commitOffsets, queryPlanning, ...) and the foreachBatch function's own time;
 * lag (produced - consumed, sampled every 0.5 s): median in the first and last 10 s of the
   producing window and its growth (least-squares slope, msgs/s): ~0 means the query keeps up;
 * latency append -> foreachBatch (bornTimestamp is set by the producer right before its put; the
-  sink aggregates per bornTimestamp, so latency costs no per-row Python): median, p90, p99;
+  query selects bornTimestamp alone and the sink counts rows per bornTimestamp in the JVM, one
+  collect of a few rows per batch, so latency costs no per-row Python): median, p90, p99;
 * with ``--sink``: batch sink ``df.write.format("rmq")`` rows/s vs the writer's own batch put.
 
 The figures of both modes are printed side by side with their ratio (jvm / python).  The machine's
@@ -41,12 +46,17 @@ PRODUCER = textwrap.dedent("""
     import numpy as np
     import pyarrow as pa
     from rmqsource.store.writer import MessageStoreWriter
-    root, total, rate, body_size, stats = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    import resource
+    root, total, rate, body_size, stats, chunk = (sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]),
+                                                  sys.argv[5], int(sys.argv[6]))
     config = StoreConfig().with_overrides({"messageIndexEnable": "false"})
     body = b"x" * body_size
-    chunk = max(100, int(rate / 50))
     bodies = pa.array([body] * chunk, type=pa.binary())
     topics = pa.array(["Bench"] * chunk)
+    def cpu():
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        return use.ru_utime + use.ru_stime
+    cpu0 = cpu()                    # after the imports: the appends' own CPU time
     t0 = time.monotonic()
     done = 0
     with MessageStoreWriter(root, config, lock_timeout_s=30) as w, open(stats, "w") as out:
@@ -66,7 +76,8 @@ PRODUCER = textwrap.dedent("""
             if delay > 0:
                 time.sleep(delay)
         elapsed = time.monotonic() - t0
-    print(json.dumps({"produced": done, "seconds": elapsed, "rate": done / elapsed}), flush=True)
+    print(json.dumps({"produced": done, "seconds": elapsed, "rate": done / elapsed, "cpuSeconds": cpu() - cpu0}),
+          flush=True)
 """)
 
 WARM = 4      # messages in the store before the query starts (one per queue)
@@ -104,6 +115,26 @@ def slope(points):
     return sum((t - mt) * (y - my) for t, y in points) / den if den else None
 
 
+def put_batch(args) -> int:
+    """Messages per put: --put-batch, else a put every 50 ms at the target rate."""
+    return args.put_batch or max(100, int(args.rate / 20))
+
+
+def producer_alone(args) -> dict:
+    """The producer's own maximum rate, nothing else running: a bound on what the runs can show."""
+    work = tempfile.mkdtemp(prefix="rmq-bench-producer-", dir=args.dir)
+    n = int(args.producer_alone)
+    try:
+        out = subprocess.run([sys.executable, "-c", PRODUCER, os.path.join(work, "store"), str(n), "1e12",
+                              str(args.body_size), os.path.join(work, "producer.txt"), str(put_batch(args))],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    r = json.loads(out.strip().splitlines()[-1])
+    return {"messages": n, "putBatch": put_batch(args), "rate": round(r["rate"]),
+            "cpuMicrosPerMessage": round(r["cpuSeconds"] / n * 1e6, 2)}
+
+
 def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -125,25 +156,33 @@ def run_one(args) -> dict:
     from pyspark.sql import SparkSession
     from rmqsource.spark.jar import session_conf, spark_mode
     spark = (SparkSession.builder.master("local[2]").appName("rmq-bench-stream").config(map=session_conf())
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
+             .config("spark.sql.streaming.numRecentProgressUpdates", "100000")     # every batch's progress
              .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
 
     latencies: list[tuple[float, int]] = []          # (seconds, rows)
+    sink_seconds: list[float] = []                    # the foreachBatch function's own time per batch
     consumed = [0]
     lock = threading.Lock()
 
     def each(df, batch_id):
+        # One small aggregation in the JVM and one collect of its few rows (a put's messages share
+        # their bornTimestamp): the latency costs no per-row Python.
+        t_in = time.monotonic()
         groups = df.groupBy("bornTimestamp").count().collect()
         now = time.time()
+        sink_seconds.append(time.monotonic() - t_in)
         with lock:
             for ts, n in groups:
                 if ts is not None and ts.timestamp() > 1:
                     latencies.append((now - ts.timestamp(), n))
             consumed[0] += sum(n for _, n in groups)
 
+    # foreachBatch receives the batch as rows already made of every column the query outputs (Spark
+    # materialises them before calling the function), so the query selects the one column the sink uses.
     df = (spark.readStream.format("rmq").option("topics", "Bench").option("startingOffsets", "earliest")
-          .option("messageIndexEnable", "false").load(root))
+          .option("messageIndexEnable", "false").load(root).select("bornTimestamp"))
     q = (df.writeStream.foreachBatch(each).option("checkpointLocation", os.path.join(work, "ckpt"))
          .trigger(processingTime="0 seconds").start())
     t_wait = time.monotonic()
@@ -153,10 +192,11 @@ def run_one(args) -> dict:
         time.sleep(0.2)
     with lock:
         latencies.clear()
+        sink_seconds.clear()
 
     stats_path = os.path.join(work, "producer.txt")
     prod = subprocess.Popen([sys.executable, "-c", PRODUCER, root, str(total), str(args.rate), str(args.body_size),
-                             stats_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stats_path, str(put_batch(args))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     samples = []                                      # (t, produced, lag)
     t0 = time.time()
     producing_until = None
@@ -196,17 +236,24 @@ def run_one(args) -> dict:
     in_window = [p for p in progress[2:]]
     durations = [p["durationMs"]["triggerExecution"] for p in in_window]
     planning = [p["durationMs"].get("latestOffset", 0) for p in in_window]
+    phases = sorted({k for p in in_window for k in p["durationMs"]})
+    breakdown = {k: pct([p["durationMs"].get(k, 0) for p in in_window], 50) for k in phases}
     consumed_in_window = max((s[1] - s[2] for s in samples if s[0] <= producing_until), default=0)
     return {
         "mode": spark_mode(), "source": description, "messages": total, "bodySize": args.body_size,
+        "shufflePartitions": args.shuffle_partitions,
         "producer": {"targetRate": args.rate, "achievedRate": round(producer["rate"]),
-                     "seconds": round(producer["seconds"], 2)},
+                     "seconds": round(producer["seconds"], 2), "putBatch": put_batch(args),
+                     "cpuMicrosPerMessage": round(producer["cpuSeconds"] / producer["produced"] * 1e6, 2)},
         "stream": {
             "inputRateWhileProducing": round(consumed_in_window / producing_until) if producing_until else None,
             "batches": len(progress),
             "batchDurationMs": {"median": pct(durations, 50), "p90": pct(durations, 90),
                                 "max": max(durations) if durations else None},
             "latestOffsetMs": {"median": pct(planning, 50), "max": max(planning) if planning else None},
+            "durationMsMedians": breakdown,
+            "foreachBatchMs": {"median": round(pct(sink_seconds, 50) * 1000) if sink_seconds else None,
+                               "p90": round(pct(sink_seconds, 90) * 1000) if sink_seconds else None},
             "rowsPerBatch": {"median": pct([p["numInputRows"] for p in in_window], 50),
                              "max": max((p["numInputRows"] for p in in_window), default=None)},
             "drainedSecondsAfterProducer": round(drained_s, 2),
@@ -270,6 +317,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=100_000, help="producer rate, msgs/s (default 100k)")
     ap.add_argument("--seconds", type=float, default=60, help="producing time per mode (default 60)")
     ap.add_argument("--body-size", type=int, default=256)
+    ap.add_argument("--put-batch", type=int, help="messages per put (default: a put every 50 ms at --rate)")
+    ap.add_argument("--producer-alone", type=float, default=2e6,
+                    help="messages for the producer-alone run, its own max rate (0: skip; default 2M)")
+    ap.add_argument("--shuffle-partitions", type=int, default=2,
+                    help="spark.sql.shuffle.partitions, used by the sink's aggregation (default 2)")
     ap.add_argument("--short", action="store_true", help="quick check: 15 s per mode")
     ap.add_argument("--sink", action="store_true", help="also compare the batch sink with the writer")
     ap.add_argument("--sink-rows", type=int, default=200_000)
@@ -283,10 +335,14 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
         return 0
     results = {"loadAverageStart": load_average(), "cores": os.cpu_count(), "modes": {}}
+    if args.producer_alone:
+        results["producerAlone"] = producer_alone(args)
+        print(f"== producer alone: {results['producerAlone']}", file=sys.stderr, flush=True)
     for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
         env = dict(os.environ, RMQ_SPARK_MODE=mode)
         cmd = [sys.executable, os.path.abspath(__file__), "--one", mode, "--rate", str(args.rate),
-               "--seconds", str(args.seconds), "--body-size", str(args.body_size)]
+               "--seconds", str(args.seconds), "--body-size", str(args.body_size), "--put-batch", str(put_batch(args)),
+               "--shuffle-partitions", str(args.shuffle_partitions)]
         if args.dir:
             cmd += ["--dir", args.dir]
         print(f"== {mode}: {args.rate:.0f} msgs/s for {args.seconds:.0f} s (load average {load_average()})",

@@ -4,6 +4,7 @@ import io.rmqsource.spark.RmqInputPartition.QueueRange;
 import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import io.rmqsource.spark.store.QueueUnits;
 import io.rmqsource.spark.store.Segment;
@@ -19,7 +20,8 @@ import org.apache.spark.sql.types.StructType;
  * at its offset through the mapped segment and must say that offset in its PHYSICALOFFSET.
  *
  * Reusable by a stream: {@link #of} takes a planned store, one queue range, the columns and a tag
- * filter.
+ * filter, and defers decoding the costly columns to their first access (Spark prunes no columns
+ * of a stream).
  */
 final class ConsumeQueueRangeReader extends RecordBatchReader {
     private final List<QueueRange> ranges;
@@ -46,7 +48,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         List<Segment> list = segments.list;
         lastSegmentEnd = list.isEmpty() ? 0 : list.get(list.size() - 1).startOffset
                 + segments.lengthOf(list.get(list.size() - 1));
-        int n = Math.max(1, spec.options.batchSize);
+        int n = spec.batchRows;
         phy = new long[n];
         size = new int[n];
         code = new long[n];
@@ -61,7 +63,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
                                       StructType columns, java.util.Set<String> tags, RmqOptions options) {
         PushedFilters pushed = new PushedFilters();
         pushed.tags = tags;
-        return new ConsumeQueueRangeReader(new ReadSpec(options, pushed, columns), store,
+        return new ConsumeQueueRangeReader(new ReadSpec(options, pushed, columns, true, end - start), store,
                 List.of(new QueueRange(topic, queueId, start, end)), columns);
     }
 
@@ -74,6 +76,8 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
             throw new DataLossError("queue " + range.topic + ":" + range.queueId + " of " + store.root + " disappeared");
         }
         topic = new Topic(range.topic);
+        record.trustedTopic = Record.topicProblem(ByteBuffer.wrap(topic.utf8), 0, topic.utf8.length) == null
+                ? topic.utf8 : null;
         boolean codesMeaningful = !TagsCode.SCHEDULE_TOPIC.equals(range.topic) && !store.config.enableConsumeQueueExt();
         tagHashes = codesMeaningful ? spec.tagHashes : null;   // else a deliver time / ext address: exact check only
         off = range.start;
@@ -162,7 +166,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
                     + "offset " + p + " but the record there says " + record.phyOffset, seg.path, pos);
         }
         if (!rowMask(false)) return;
-        emit(b, topic.utf8.length == record.topicLen && record.topicEquals(b, topic.utf8) ? topic : null,
+        emit(b, record.trustedTopicMatched || record.topicEquals(b, topic.utf8) ? topic : null,
                 unitCode, true, seg.path);
     }
 }

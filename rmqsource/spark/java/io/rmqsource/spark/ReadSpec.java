@@ -12,8 +12,19 @@ final class ReadSpec implements Serializable {
     final StructType schema;
     /** Java String.hashCode of the pushed tags, sorted (null: no tag filter). */
     final int[] tagHashes;
+    /** Decode columns on first access (a stream, whose columns Spark does not prune). */
+    final boolean deferColumns;
+    /** Rows per columnar batch: batchSize, or fewer when the task reads fewer (no larger vectors). */
+    final int batchRows;
 
     ReadSpec(RmqOptions options, PushedFilters pushed, StructType schema) {
+        this(options, pushed, schema, false, Long.MAX_VALUE);
+    }
+
+    /** {@code rowsAtMost}: the task reads no more rows than this. */
+    ReadSpec(RmqOptions options, PushedFilters pushed, StructType schema, boolean deferColumns, long rowsAtMost) {
+        this.deferColumns = deferColumns;
+        this.batchRows = (int) Math.max(1, Math.min(Math.max(1, options.batchSize), rowsAtMost));
         this.options = options;
         this.pushed = pushed;
         this.schema = schema;

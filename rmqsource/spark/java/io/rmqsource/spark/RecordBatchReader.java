@@ -44,7 +44,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         this.spec = spec;
         this.store = store;
         this.reader = new StoreReader(store.root, store.config, store.commitLogMax);
-        this.columns = new RecordColumns(schema, spec.options);
+        this.columns = new RecordColumns(schema, spec.options, spec.deferColumns, spec.batchRows);
         columns.setStore(store.broker, store.root);
         PushedFilters p = spec.pushed;
         tagValues = p.tags != null ? PushedFilters.utf8(p.tags) : null;

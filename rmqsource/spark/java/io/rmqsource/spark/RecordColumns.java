@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.DecompressionError;
 import io.rmqsource.spark.format.Compression;
 import io.rmqsource.spark.format.MsgId;
@@ -37,6 +38,10 @@ final class RecordColumns {
     private final int[] ids;
     private final OnHeapColumnVector[] vectors;
     final ColumnarBatch batch;
+    /** Deferred mode: the column indexes decoded at append (the others on first access), else null. */
+    private final int[] eager;
+    private final DeferredColumnVector[] deferred;
+    private final Rows kept;
     final boolean needsProperties;
     private final int capacity;
     private final boolean decompress;
@@ -51,8 +56,14 @@ final class RecordColumns {
     private byte[] broker = new byte[0];
     private byte[] storePath = new byte[0];
 
-    RecordColumns(StructType schema, RmqOptions options) {
-        this.capacity = options.batchSize;
+    /**
+     * {@code defer}: the columns are decoded on first access instead of at append (the batch keeps
+     * where its records are), for a scan that cannot prune columns (a stream).  Only the
+     * ConsumeQueue's tagsCode and inflated bodies (their size cuts batches) are decoded at once.
+     * {@code capacity}: rows per batch.
+     */
+    RecordColumns(StructType schema, RmqOptions options, boolean defer, int capacity) {
+        this.capacity = capacity;
         this.decompress = options.decompress;
         this.maxInflated = options.maxInflatedBodyBytes;
         this.maxInflatedTask = options.maxInflatedTaskBytes;
@@ -64,9 +75,58 @@ final class RecordColumns {
             ids[i] = Contract.columnIndex(schema.fields()[i].name());
             props |= ids[i] == UNIQ_KEY || ids[i] == TAGS || ids[i] == KEYS || ids[i] == PROPERTIES;
         }
-        needsProperties = props;
         vectors = OnHeapColumnVector.allocateColumns(capacity, schema);
-        batch = new ColumnarBatch(vectors);
+        if (!defer) {
+            needsProperties = props;
+            eager = null;
+            deferred = null;
+            kept = null;
+            batch = new ColumnarBatch(vectors);
+            return;
+        }
+        ColumnVector[] out = new ColumnVector[ids.length];
+        deferred = new DeferredColumnVector[ids.length];
+        int[] now = new int[ids.length];
+        int n = 0;
+        boolean eagerProps = false;
+        for (int c = 0; c < ids.length; c++) {
+            if (isDeferrable(ids[c])) {
+                deferred[c] = new DeferredColumnVector(vectors[c], this::fillDeferred, c);
+                out[c] = deferred[c];
+            } else {
+                now[n++] = c;
+                out[c] = vectors[c];
+                eagerProps |= needsProps(ids[c]);
+            }
+        }
+        needsProperties = eagerProps;
+        eager = java.util.Arrays.copyOf(now, n);
+        kept = new Rows(capacity);
+        batch = new ColumnarBatch(out);
+    }
+
+    private static boolean needsProps(int id) {
+        return id == UNIQ_KEY || id == TAGS || id == KEYS || id == PROPERTIES;
+    }
+
+    /** Everything but the ConsumeQueue's tagsCode (not in the record) and inflated bodies. */
+    private boolean isDeferrable(int id) {
+        return id != TAGS_CODE && !(id == BODY && decompress);
+    }
+
+    /** Position in the record of the columns at a fixed place (no decoding needed), else -1. */
+    private static int fixedPosition(int id) {
+        switch (id) {
+            case STORE_SIZE: return 0;
+            case BODY_CRC: return 8;
+            case QUEUE_ID: return 12;
+            case FLAG: return 16;
+            case QUEUE_OFFSET: return 20;
+            case COMMIT_LOG_OFFSET: return 28;
+            case SYS_FLAG: return 36;
+            case BORN_TIMESTAMP: return 40;
+            default: return -1;
+        }
     }
 
     boolean has(int id) {
@@ -80,7 +140,14 @@ final class RecordColumns {
     }
 
     void reset() {
-        for (OnHeapColumnVector v : vectors) v.reset();
+        if (deferred != null) {
+            for (int c = 0; c < vectors.length; c++) {
+                if (deferred[c] != null) deferred[c].reset();
+                else vectors[c].reset();
+            }
+        } else {
+            for (OnHeapColumnVector v : vectors) v.reset();
+        }
         rows = 0;
         bytes = 0;
     }
@@ -106,109 +173,173 @@ final class RecordColumns {
     void append(ByteBuffer b, Record r, byte[] topicBytes, Properties props, long tagsCode, boolean tagsValid,
                 String file, long fileOffset) {
         int row = rows;
-        for (int c = 0; c < ids.length; c++) {
-            WritableColumnVector v = vectors[c];
-            switch (ids[c]) {
-                case TOPIC:
-                    v.putByteArray(row, topicBytes, 0, topicBytes.length);
-                    break;
-                case QUEUE_ID:
-                    v.putInt(row, r.queueId);
-                    break;
-                case QUEUE_OFFSET:
-                    v.putLong(row, r.queueOffset);
-                    break;
-                case COMMIT_LOG_OFFSET:
-                    v.putLong(row, r.phyOffset);
-                    break;
-                case MSG_ID: {
-                    int n = MsgId.write(b, r.storeHostPos, r.storeHostV6(), r.phyOffset, msgId);
-                    v.putByteArray(row, msgId, 0, n);
-                    break;
-                }
-                case UNIQ_KEY:
-                    putValue(v, row, b, props, props.find(Properties.UNIQ_KEY));
-                    break;
-                case TAGS:
-                    putValue(v, row, b, props, props.find(Properties.TAGS));
-                    break;
-                case KEYS:
-                    putKeys(v, row, b, props);
-                    break;
-                case BODY:
-                    if (decompress && Compression.isCompressed(r.sysFlag)) {
-                        byte[] plain = Compression.inflate(b, r.bodyPos, r.bodyLen, r.sysFlag, maxInflated, file, fileOffset);
-                        inflatedTotal += plain.length;
-                        if (inflatedTotal > maxInflatedTask) {
-                            throw new DecompressionError("this task has inflated " + inflatedTotal + " bytes of bodies, "
-                                    + "more than maxInflatedTaskBytes=" + maxInflatedTask + " (raise the option, or read "
-                                    + "without decompress)", file, fileOffset);
-                        }
-                        v.putByteArray(row, plain, 0, plain.length);
-                        bytes += plain.length;
-                    } else {
-                        v.putByteArray(row, b, r.bodyPos, r.bodyLen);
-                        bytes += r.bodyLen;
-                    }
-                    break;
-                case PROPERTIES:
-                    putMap(v, row, b, props);
-                    bytes += r.propsLen;
-                    break;
-                case BORN_TIMESTAMP:
-                    v.putLong(row, r.bornTimestamp * 1000);
-                    break;
-                case STORE_TIMESTAMP:
-                    v.putLong(row, r.storeTimestamp * 1000);
-                    break;
-                case BORN_HOST: {
-                    byte[] h = hosts.get(b, r.bornHostPos, r.bornHostV6());
-                    v.putByteArray(row, h, 0, h.length);
-                    break;
-                }
-                case STORE_HOST: {
-                    byte[] h = hosts.get(b, r.storeHostPos, r.storeHostV6());
-                    v.putByteArray(row, h, 0, h.length);
-                    break;
-                }
-                case SYS_FLAG:
-                    v.putInt(row, r.sysFlag);
-                    break;
-                case FLAG:
-                    v.putInt(row, r.flag);
-                    break;
-                case RECONSUME_TIMES:
-                    v.putInt(row, r.reconsumeTimes);
-                    break;
-                case BODY_CRC:
-                    v.putInt(row, r.bodyCrc);
-                    break;
-                case PREPARED_TRANSACTION_OFFSET:
-                    v.putLong(row, r.preparedTransactionOffset);
-                    break;
-                case TRANSACTION_TYPE: {
-                    byte[] t = TX_NAMES[(r.sysFlag & Record.TRANSACTION_MASK) >> 2];
-                    v.putByteArray(row, t, 0, t.length);
-                    break;
-                }
-                case STORE_SIZE:
-                    v.putInt(row, r.totalSize);
-                    break;
-                case TAGS_CODE:
-                    if (tagsValid) v.putLong(row, tagsCode);
-                    else v.putNull(row);
-                    break;
-                case BROKER:
-                    v.putByteArray(row, broker, 0, broker.length);
-                    break;
-                case STORE_PATH:
-                    v.putByteArray(row, storePath, 0, storePath.length);
-                    break;
-                default:
-                    throw new IllegalStateException("unknown column " + ids[c]);
-            }
+        if (eager == null) {
+            for (int c = 0; c < ids.length; c++) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
+        } else {
+            for (int c : eager) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
+            kept.keep(row, b, r.pos, r.totalSize, topicBytes, file);
+            bytes += r.bodyLen + r.propsLen;        // what the deferred bodies and properties will take
         }
         rows++;
+    }
+
+    /** Column {@code c} of {@code row}: the value of record {@code r} (in {@code b}). */
+    private void put(int c, WritableColumnVector v, int row, ByteBuffer b, Record r, byte[] topicBytes, Properties props,
+                     long tagsCode, boolean tagsValid, String file, long fileOffset) {
+        switch (ids[c]) {
+            case TOPIC:
+                v.putByteArray(row, topicBytes, 0, topicBytes.length);
+                break;
+            case QUEUE_ID:
+                v.putInt(row, r.queueId);
+                break;
+            case QUEUE_OFFSET:
+                v.putLong(row, r.queueOffset);
+                break;
+            case COMMIT_LOG_OFFSET:
+                v.putLong(row, r.phyOffset);
+                break;
+            case MSG_ID: {
+                int n = MsgId.write(b, r.storeHostPos, r.storeHostV6(), r.phyOffset, msgId);
+                v.putByteArray(row, msgId, 0, n);
+                break;
+            }
+            case UNIQ_KEY:
+                putValue(v, row, b, props, props.find(Properties.UNIQ_KEY));
+                break;
+            case TAGS:
+                putValue(v, row, b, props, props.find(Properties.TAGS));
+                break;
+            case KEYS:
+                putKeys(v, row, b, props);
+                break;
+            case BODY:
+                if (decompress && Compression.isCompressed(r.sysFlag)) {
+                    byte[] plain = Compression.inflate(b, r.bodyPos, r.bodyLen, r.sysFlag, maxInflated, file, fileOffset);
+                    inflatedTotal += plain.length;
+                    if (inflatedTotal > maxInflatedTask) {
+                        throw new DecompressionError("this task has inflated " + inflatedTotal + " bytes of bodies, "
+                                + "more than maxInflatedTaskBytes=" + maxInflatedTask + " (raise the option, or read "
+                                + "without decompress)", file, fileOffset);
+                    }
+                    v.putByteArray(row, plain, 0, plain.length);
+                    bytes += plain.length;
+                } else {
+                    v.putByteArray(row, b, r.bodyPos, r.bodyLen);
+                    bytes += r.bodyLen;
+                }
+                break;
+            case PROPERTIES:
+                putMap(v, row, b, props);
+                bytes += r.propsLen;
+                break;
+            case BORN_TIMESTAMP:
+                v.putLong(row, r.bornTimestamp * 1000);
+                break;
+            case STORE_TIMESTAMP:
+                v.putLong(row, r.storeTimestamp * 1000);
+                break;
+            case BORN_HOST: {
+                byte[] h = hosts.get(b, r.bornHostPos, r.bornHostV6());
+                v.putByteArray(row, h, 0, h.length);
+                break;
+            }
+            case STORE_HOST: {
+                byte[] h = hosts.get(b, r.storeHostPos, r.storeHostV6());
+                v.putByteArray(row, h, 0, h.length);
+                break;
+            }
+            case SYS_FLAG:
+                v.putInt(row, r.sysFlag);
+                break;
+            case FLAG:
+                v.putInt(row, r.flag);
+                break;
+            case RECONSUME_TIMES:
+                v.putInt(row, r.reconsumeTimes);
+                break;
+            case BODY_CRC:
+                v.putInt(row, r.bodyCrc);
+                break;
+            case PREPARED_TRANSACTION_OFFSET:
+                v.putLong(row, r.preparedTransactionOffset);
+                break;
+            case TRANSACTION_TYPE: {
+                byte[] t = TX_NAMES[(r.sysFlag & Record.TRANSACTION_MASK) >> 2];
+                v.putByteArray(row, t, 0, t.length);
+                break;
+            }
+            case STORE_SIZE:
+                v.putInt(row, r.totalSize);
+                break;
+            case TAGS_CODE:
+                if (tagsValid) v.putLong(row, tagsCode);
+                else v.putNull(row);
+                break;
+            case BROKER:
+                v.putByteArray(row, broker, 0, broker.length);
+                break;
+            case STORE_PATH:
+                v.putByteArray(row, storePath, 0, storePath.length);
+                break;
+            default:
+                throw new IllegalStateException("unknown column " + ids[c]);
+        }
+    }
+
+    /** Decodes deferred column {@code c} of the current batch's rows into {@code v}. */
+    private void fillDeferred(int c, WritableColumnVector v) {
+        Rows k = kept;
+        int id = ids[c];
+        int at = fixedPosition(id);
+        if (at >= 0) {
+            for (int row = 0; row < rows; row++) {
+                ByteBuffer b = k.buffers[row];
+                int p = k.positions[row] + at;
+                if (id == QUEUE_OFFSET || id == COMMIT_LOG_OFFSET) v.putLong(row, b.getLong(p));
+                else if (id == BORN_TIMESTAMP) v.putLong(row, b.getLong(p) * 1000);
+                else v.putInt(row, b.getInt(p));
+            }
+            return;
+        }
+        boolean props = needsProps(id);
+        for (int row = 0; row < rows; row++) {
+            ByteBuffer b = k.buffers[row];
+            k.record.trustedTopic = k.topics[row];        // checked when the row was appended
+            String reason = k.record.decode(b, k.positions[row], k.sizes[row], k.sizes[row]);
+            if (reason != null) {
+                throw new CorruptRecordError("the record changed after it was read: " + reason, k.files[row], k.positions[row]);
+            }
+            if (props) k.props.parse(b, k.record.propsPos, k.record.propsLen);
+            put(c, v, row, b, k.record, k.topics[row], k.props, 0, false, k.files[row], k.positions[row]);
+        }
+    }
+
+    /** Where the rows of the current batch are, for the deferred columns. */
+    private static final class Rows {
+        final ByteBuffer[] buffers;
+        final int[] positions;
+        final int[] sizes;
+        final byte[][] topics;
+        final String[] files;
+        final Record record = new Record();
+        final Properties props = new Properties();
+
+        Rows(int capacity) {
+            buffers = new ByteBuffer[capacity];
+            positions = new int[capacity];
+            sizes = new int[capacity];
+            topics = new byte[capacity][];
+            files = new String[capacity];
+        }
+
+        void keep(int row, ByteBuffer b, int pos, int size, byte[] topic, String file) {
+            buffers[row] = b;
+            positions[row] = pos;
+            sizes[row] = size;
+            topics[row] = topic;
+            files[row] = file;
+        }
     }
 
     /** Copies a UTF-8 span; invalid UTF-8 is replaced with U+FFFD as Java and the Python path do. */

@@ -6,6 +6,7 @@ import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.Repr;
 import io.rmqsource.spark.store.ConsumerOffsetsFile;
 import io.rmqsource.spark.store.QueueKey;
+import io.rmqsource.spark.store.QueueTail;
 import io.rmqsource.spark.store.StoreLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -58,6 +59,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     /** Max offsets (uncapped by AvailableNow) and min offsets as of the last latestOffset call. */
     private final TreeMap<QueueKey, Long> latest = new TreeMap<>();
     private final Map<QueueKey, Long> lowest = new HashMap<>();
+    /** Per queue, the last exact bytesBehindLatest: {from, to, bytes}. */
+    private final Map<QueueKey, long[]> behindBytes = new HashMap<>();
 
     public RmqMicroBatchStream(CaseInsensitiveStringMap options, StructType schema) {
         this.opts = RmqStreamOptions.parse(options);
@@ -252,6 +255,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         lowest.clear();
         for (QueueKey key : keys) {
             long mx = w.maxOffset(key);
+            long[] counted = behindBytes.get(key);
+            if (counted != null && mx < counted[1]) behindBytes.remove(key);    // the queue shrank (rebuilt)
             latest.put(key, mx);
             if (target != null && target.containsKey(key)) {
                 mx = Math.min(mx, Math.max(target.get(key), begin.getOrDefault(key, 0L)));
@@ -413,10 +418,30 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         return out;
     }
 
+    /**
+     * Record bytes of units [from, to) of a queue.  The last exact answer per queue is kept, so a
+     * query that stays behind reads only the units that moved since (the batch's, the new ones),
+     * not its whole lag every batch.
+     */
     private long bytesBehind(QueueKey key, long from, long to) {
+        QueueTail tail = watcher.tail(key);
+        long[] last = behindBytes.get(key);                 // {from, to, bytes}
+        if (last != null && last[0] <= from && from <= last[1] && last[1] <= to) {
+            long gone = tail.bytesBetween(last[0], from);
+            long added = tail.bytesBetween(last[1], to);
+            if (gone >= 0 && added >= 0) {
+                last[0] = from;
+                last[1] = to;
+                last[2] += added - gone;
+                return last[2];
+            }
+        }
+        behindBytes.remove(key);
         long n = to - from;
         long read = Math.min(n, BYTES_BEHIND_EXACT_UNITS);
-        long b = watcher.tail(key).bytesBetween(to - read, to);
+        long b = tail.bytesBetween(to - read, to);
+        if (b < 0) return 0;                                // units removed meanwhile: nothing to count on
+        if (read == n) behindBytes.put(key, new long[] {from, to, b});
         return read == n || read == 0 ? b : StreamAdmission.mulDiv(b, n, read);
     }
 }

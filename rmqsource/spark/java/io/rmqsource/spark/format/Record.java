@@ -62,6 +62,12 @@ public final class Record {
     public int topicLen;
     public int propsPos;
     public int propsLen;
+    /**
+     * A topic known to be valid (a reader's queue topic, checked once): a record naming exactly
+     * it skips the per-record topic check, and {@link #trustedTopicMatched} says so.
+     */
+    public byte[] trustedTopic;
+    public boolean trustedTopicMatched;
 
     /**
      * Decode and validate the record at {@code pos}; {@code available} bytes of the buffer from
@@ -119,7 +125,8 @@ public final class Record {
         if (topicLen < 0 || (long) topicPos + topicLen + 2 > end) {
             return "topic length " + topicLen + " runs past the record end";
         }
-        String notTopic = topicProblem(b, topicPos, topicLen);
+        trustedTopicMatched = trustedTopic != null && topicEquals(b, trustedTopic);
+        String notTopic = trustedTopicMatched ? null : topicProblem(b, topicPos, topicLen);
         if (notTopic != null) {
             return "not a topic: " + notTopic;
         }

@@ -160,7 +160,10 @@ public final class QueueTail extends QueueUnits {
         return n;
     }
 
-    /** Sum of the record sizes of units [start, end) (pre-blank units count 0); chunked, no allocation per unit. */
+    /**
+     * Sum of the record sizes of units [start, end) (pre-blank units count 0), or -1 when some of
+     * them cannot be read (removed by retention, not written); chunked, no allocation per unit.
+     */
     public long bytesBetween(long start, long end) {
         long total = 0;
         int chunk = 8192;
@@ -169,7 +172,7 @@ public final class QueueTail extends QueueUnits {
         long[] c = new long[chunk];
         for (long off = start; off < end; ) {
             int n = read(off, (int) Math.min(chunk, end - off), p, s, c);
-            if (n == 0) break;
+            if (n == 0) return -1;
             for (int i = 0; i < n; i++) if (s[i] != ConsumeQueue.PRE_BLANK_SIZE) total += s[i];
             off += n;
         }
