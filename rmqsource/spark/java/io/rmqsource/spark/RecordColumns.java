@@ -48,6 +48,7 @@ final class RecordColumns {
     private long bytes;
     private final byte[] msgId = new byte[56];
     private final HostCache hosts = new HostCache();
+    private final BytesDictionary topics = new BytesDictionary();
     private byte[] broker = new byte[0];
     private byte[] storePath = new byte[0];
 
@@ -66,6 +67,12 @@ final class RecordColumns {
         }
         needsProperties = props;
         vectors = OnHeapColumnVector.allocateColumns(capacity, schema);
+        for (int i = 0; i < ids.length; i++) {
+            if (ids[i] == TOPIC) {          // a task sees few topics: ids into them, no bytes per row
+                vectors[i].reserveDictionaryIds(capacity);
+                vectors[i].setDictionary(topics);
+            }
+        }
         batch = new ColumnarBatch(vectors);
     }
 
@@ -99,18 +106,19 @@ final class RecordColumns {
     }
 
     /**
-     * One output row for the record {@code r} of buffer {@code b}.  {@code topicBytes} is the
-     * topic as valid UTF-8; {@code props} is parsed when {@link #needsProperties}; {@code file} and
+     * One output row for the record {@code r} of buffer {@code b}.  {@code topic} is the record's
+     * topic (null unless the topic column is asked for); {@code props} is parsed when {@link #needsProperties}; {@code file} and
      * {@code fileOffset} name the record in errors (decompression).
      */
-    void append(ByteBuffer b, Record r, byte[] topicBytes, Properties props, long tagsCode, boolean tagsValid,
+    void append(ByteBuffer b, Record r, RecordBatchReader.Topic topic, Properties props, long tagsCode, boolean tagsValid,
                 String file, long fileOffset) {
         int row = rows;
         for (int c = 0; c < ids.length; c++) {
             WritableColumnVector v = vectors[c];
             switch (ids[c]) {
                 case TOPIC:
-                    v.putByteArray(row, topicBytes, 0, topicBytes.length);
+                    if (topic.dictionaryId < 0) topic.dictionaryId = topics.idOf(topic.utf8);
+                    v.getDictionaryIds().putInt(row, topic.dictionaryId);
                     break;
                 case QUEUE_ID:
                     v.putInt(row, r.queueId);
