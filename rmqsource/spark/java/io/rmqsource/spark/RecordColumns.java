@@ -15,8 +15,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
  * The requested output columns of one task as reusable Spark column vectors, filled straight
- * from the mapped CommitLog (bodies and strings are copied from the buffer into the vectors, no
- * byte[] per value).  Only the requested columns are decoded; the properties section is parsed
+ * from the mapped CommitLog: strings are copied from the buffer into the vectors (no byte[] per
+ * value), topics are dictionary ids, bodies stay in the map until Spark asks for them
+ * ({@link BodyVector}).  Only the requested columns are decoded; the properties section is parsed
  * only when properties, keys, uniqKey or tags are requested (or filtered on).
  */
 final class RecordColumns {
@@ -49,6 +50,7 @@ final class RecordColumns {
     private final byte[] msgId = new byte[56];
     private final HostCache hosts = new HostCache();
     private final BytesDictionary topics = new BytesDictionary();
+    private final BodyVector body;                 // the body column (null when not asked for)
     private byte[] broker = new byte[0];
     private byte[] storePath = new byte[0];
 
@@ -73,7 +75,14 @@ final class RecordColumns {
                 vectors[i].setDictionary(topics);
             }
         }
-        batch = new ColumnarBatch(vectors);
+        ColumnVector[] out = new ColumnVector[ids.length];
+        BodyVector bodyVector = null;
+        for (int i = 0; i < ids.length; i++) {
+            out[i] = vectors[i];
+            if (ids[i] == BODY) out[i] = bodyVector = new BodyVector(capacity);
+        }
+        body = bodyVector;
+        batch = new ColumnarBatch(out);
     }
 
     boolean has(int id) {
@@ -88,6 +97,7 @@ final class RecordColumns {
 
     void reset() {
         for (OnHeapColumnVector v : vectors) v.reset();
+        if (body != null) body.reset(rows);
         rows = 0;
         bytes = 0;
     }
@@ -152,10 +162,10 @@ final class RecordColumns {
                                     + "more than maxInflatedTaskBytes=" + maxInflatedTask + " (raise the option, or read "
                                     + "without decompress)", file, fileOffset);
                         }
-                        v.putByteArray(row, plain, 0, plain.length);
+                        body.putInflated(row, plain);
                         bytes += plain.length;
                     } else {
-                        v.putByteArray(row, b, r.bodyPos, r.bodyLen);
+                        body.putMapped(row, b, r.bodyPos, r.bodyLen);
                         bytes += r.bodyLen;
                     }
                     break;
@@ -303,9 +313,5 @@ final class RecordColumns {
             }
             return v;
         }
-    }
-
-    ColumnVector[] vectors() {
-        return vectors;
     }
 }
