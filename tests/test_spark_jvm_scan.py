@@ -6,6 +6,7 @@ Answers are judged by the golden corpora and by full reads of the same DataFrame
 
 from __future__ import annotations
 
+import base64
 import struct
 import zlib
 from collections import Counter
@@ -155,13 +156,22 @@ def test_source_metrics(jvm):
     assert m["commitLogBytesRead"] == sum(x["storeSize"] for x in candidates)
 
 
-def test_point_lookup_reads_one_record(jvm):
+def test_point_lookup_is_answered_on_the_driver_without_a_job(jvm):
     corpus = CORPORA[0]
     view = [v for v in read_jsonl(corpus / "expected" / "view.jsonl") if v["result"]["found"]]
     target = view[-1]["result"]["message"]
-    df = rmq(jvm, corpus).where(f"msgId = '{target['msgId']}'").select("commitLogOffset")
-    assert _scan_metrics(jvm, df)["recordsRead"] == 1
-    assert [r.commitLogOffset for r in df.collect()] == [target["commitLogOffset"]]
+    df = rmq(jvm, corpus).where(f"msgId = '{target['msgId']}'").select("topic", "commitLogOffset", "body")
+    plan = plan_of(df)                         # columns in table order: no projection on top
+    assert "LocalTableScan" in plan and "BatchScan" not in plan, plan
+    tracker = jvm.sparkContext.statusTracker()
+    jvm.sparkContext.setJobGroup("lookup", "point lookup")
+    try:
+        rows = df.collect()
+        assert list(tracker.getJobIdsForGroup("lookup")) == []
+    finally:
+        jvm.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert [(r.commitLogOffset, r.topic, bytes(r.body)) for r in rows] == [
+        (target["commitLogOffset"], target["topic"], base64.b64decode(target["body"]))]
 
 
 def test_topic_read_has_a_partition_per_queue_in_both_planners(jvm):

@@ -150,7 +150,7 @@ def store_path(text: str) -> str:
     return os.path.abspath(urllib.parse.unquote(u.path))
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
-DEFAULT_MAX_BYTES_PER_PARTITION = 64 * 1024 * 1024
+DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024   # Spark's spark.sql.files.maxPartitionBytes: fewer tasks, fewer shuffle files
 DEFAULT_BATCH_SIZE = 32768
 
 

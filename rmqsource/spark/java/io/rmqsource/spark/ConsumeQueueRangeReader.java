@@ -24,6 +24,7 @@ import org.apache.spark.sql.types.StructType;
  * of a stream).
  */
 final class ConsumeQueueRangeReader extends RecordBatchReader {
+    private static final int LOOKAHEAD = 8;
     private final List<QueueRange> ranges;
     private final Segments segments;
     private final long lastSegmentEnd;
@@ -40,6 +41,10 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
     private int chunkLen;
     private int chunkPos;
     private long chunkStart;
+    // look-ahead: units [chunkPos, ahead) of the chunk were examined, `inFlight` of them touched
+    private int ahead;
+    private int inFlight;
+    private long touchSink;
 
     ConsumeQueueRangeReader(ReadSpec spec, StoreRef store, List<QueueRange> ranges, StructType schema) {
         super(spec, store, schema);
@@ -122,6 +127,8 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         chunkStart = off;
         chunkLen = n;
         chunkPos = 0;
+        ahead = 0;
+        inFlight = 0;
         off += n;
     }
 
@@ -136,16 +143,54 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
             while (chunkPos < chunkLen) {
                 if (columns.full()) return true;
                 int i = chunkPos++;
-                int s = size[i];
-                if (s == ConsumeQueue.PRE_BLANK_SIZE || s <= 0) continue;
-                if (tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) {
-                    unitsSkipped++;
+                if (!wanted(i)) {
+                    if (live(i) && tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) unitsSkipped++;
                     continue;
                 }
-                long p = phy[i];
-                if (p < spec.pushed.phyOffset[0] || p >= spec.pushed.phyOffset[1]) continue;
-                readRecord(p, s, code[i]);
+                if (i < ahead) inFlight--;
+                touchAhead(i);
+                readRecord(phy[i], size[i], code[i]);
             }
+        }
+    }
+
+    /** Not a pre-blank unit, nor one whose record was deleted (size cleared by readChunk). */
+    private boolean live(int i) {
+        return size[i] != ConsumeQueue.PRE_BLANK_SIZE && size[i] > 0;
+    }
+
+    /** Whether unit i of the chunk names a record to read (live, tagsCode matching, in the pushed range). */
+    private boolean wanted(int i) {
+        if (!live(i)) return false;
+        if (tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) return false;
+        long p = phy[i];
+        return p >= spec.pushed.phyOffset[0] && p < spec.pushed.phyOffset[1];
+    }
+
+    /**
+     * Touches the records of the next {@link #LOOKAHEAD} wanted units, one load per cache line.
+     * Records of a queue lie far apart in the CommitLog, so the hardware prefetcher cannot help and
+     * each decode would wait for its own misses one after the other (every field's position depends
+     * on the previous one); independent loads issued ahead overlap those misses.
+     */
+    private void touchAhead(int current) {
+        if (ahead <= current) {
+            ahead = current + 1;
+            inFlight = 0;
+        }
+        while (inFlight < LOOKAHEAD && ahead < chunkLen) {
+            int j = ahead++;
+            if (!wanted(j)) continue;
+            inFlight++;
+            Segment seg = segments.find(phy[j]);
+            if (seg == null) continue;
+            ByteBuffer b = segments.map(seg);
+            long pos = phy[j] - seg.startOffset;
+            int s = size[j];
+            if (pos < 0 || pos + s > b.capacity()) continue;       // readRecord reports it
+            long x = 0;
+            for (int k = 0; k < s; k += 64) x += b.get((int) pos + k);
+            touchSink += x + b.get((int) pos + s - 1);
         }
     }
 

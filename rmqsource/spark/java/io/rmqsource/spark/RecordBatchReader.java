@@ -28,7 +28,8 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     protected final RecordColumns columns;
     protected final Record record = new Record();
     private final Properties props = new Properties();
-    private final Map<Long, Topic> topics = new HashMap<>();
+    private static final int TOPIC_SLOT_BITS = 10;
+    private final Topic[] topicSlots = new Topic[1 << TOPIC_SLOT_BITS];
     private final List<byte[]> tagValues;
     private final List<byte[]> uniqKeyValues;
     private final List<byte[]> topicValues;
@@ -100,17 +101,27 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         }
     }
 
+    /** The topic of record r: a direct-mapped cache of the topics seen (a colliding topic replaces the other). */
     protected Topic topic(ByteBuffer b, Record r) {
-        long h = 0xcbf29ce484222325L;
-        for (int i = 0; i < r.topicLen; i++) h = (h ^ (b.get(r.topicPos + i) & 0xFF)) * 0x100000001b3L;
-        h ^= r.topicLen;
-        Topic t = topics.get(h);
+        int slot = topicSlot(b, r.topicPos, r.topicLen);
+        Topic t = topicSlots[slot];
         if (t != null && r.topicEquals(b, t.utf8)) return t;
         byte[] raw = new byte[r.topicLen];
         b.get(r.topicPos, raw, 0, raw.length);
         Topic fresh = new Topic(new String(raw, StandardCharsets.UTF_8));
-        if (t == null && topics.size() < 4096 && java.util.Arrays.equals(raw, fresh.utf8)) topics.put(h, fresh);
+        if (java.util.Arrays.equals(raw, fresh.utf8)) topicSlots[slot] = fresh;
         return fresh;
+    }
+
+    private static int topicSlot(ByteBuffer b, int pos, int len) {
+        long h = len;
+        if (len >= 8) {
+            h = h * 31 + b.getLong(pos);
+            h = h * 31 + b.getLong(pos + len - 8);
+        } else {
+            for (int i = 0; i < len; i++) h = h * 31 + b.get(pos + i);
+        }
+        return (int) ((h * 0x9E3779B97F4A7C15L) >>> (64 - TOPIC_SLOT_BITS));
     }
 
     /**

@@ -28,7 +28,7 @@ public final class RmqOptions implements Serializable {
     public static final String EARLIEST = "earliest";
     public static final String LATEST = "latest";
     public static final long DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000;
-    public static final long DEFAULT_MAX_BYTES_PER_PARTITION = 64L * 1024 * 1024;
+    public static final long DEFAULT_MAX_BYTES_PER_PARTITION = 128L * 1024 * 1024;   // as Spark's maxPartitionBytes
     public static final int DEFAULT_BATCH_SIZE = 32768;
     public static final long DEFAULT_MAX_INFLATED_BODY_BYTES = 64L * 1024 * 1024;
     private static final Pattern TOPIC_CHARS = Pattern.compile("[%|a-zA-Z0-9_-]+");

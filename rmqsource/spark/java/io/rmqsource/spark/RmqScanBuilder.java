@@ -121,6 +121,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public Scan build() {
+        if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
+            RmqOptions opts = RmqOptions.parse(options);
+            if (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable())) {
+                Scan local = RmqLocalScan.plan(opts, pushed, required, pushedFilters);
+                if (local != null) return local;
+            }
+        }
         return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, pythonScanBuilder);
     }
 }
