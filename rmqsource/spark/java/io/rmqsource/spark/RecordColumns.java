@@ -73,7 +73,7 @@ final class RecordColumns {
         boolean props = false;
         for (int i = 0; i < ids.length; i++) {
             ids[i] = Contract.columnIndex(schema.fields()[i].name());
-            props |= ids[i] == UNIQ_KEY || ids[i] == TAGS || ids[i] == KEYS || ids[i] == PROPERTIES;
+            props |= needsProps(ids[i]);
         }
         vectors = OnHeapColumnVector.allocateColumns(capacity, schema);
         if (!defer) {
