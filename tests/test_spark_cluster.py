@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,12 +23,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 TESTS_DIR = Path(__file__).resolve().parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class StandaloneCluster:
     """A master and workers started from the installed pyspark's jars, on 127.0.0.1."""
 
@@ -39,35 +33,53 @@ class StandaloneCluster:
         self.env = dict(os.environ, SPARK_HOME=self.spark_home, SPARK_SCALA_VERSION="2.13",
                         SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_HOSTNAME="127.0.0.1",
                         PYSPARK_PYTHON=sys.executable)
-        self.port, self.ui_port = free_port(), free_port()
-        self.url = f"spark://127.0.0.1:{self.port}"
+        self.url = ""
         self.procs: list[subprocess.Popen] = []
         self.workers = workers
 
-    def _java(self, *args: str, log: str) -> subprocess.Popen:
-        cmd = ["java", "-Xmx512m", "-cp", os.path.join(self.spark_home, "jars", "*"), *args]
+    def _java(self, *args: str, log: str, jvm_opts: tuple[str, ...] = ()) -> subprocess.Popen:
+        cmd = ["java", "-Xmx512m", *jvm_opts, "-cp", os.path.join(self.spark_home, "jars", "*"), *args]
         out = open(self.state / log, "wb")
         proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
 
+    def _logged(self, log: str, pattern: str, deadline: float) -> str:
+        """The first match of pattern in a process's log, waiting for it to appear."""
+        path = self.state / log
+        while time.monotonic() < deadline:
+            found = re.search(pattern, path.read_text(errors="replace"))
+            if found:
+                return found.group(1)
+            if any(proc.poll() is not None for proc in self.procs):
+                break
+            time.sleep(0.2)
+        self.stop()
+        raise AssertionError(f"standalone cluster did not come up ({pattern!r} not in {log}): "
+                             + path.read_text(errors="replace")[-2000:])
+
     def start(self, timeout_s: float = 180) -> "StandaloneCluster":
+        # Port 0 everywhere: the master and its UI bind ports the kernel picks, and the real ones are
+        # read from its log, so nothing else on the machine can take a port between choice and bind.
         self.state.mkdir(parents=True, exist_ok=True)
-        self._java("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--webui-port", str(self.ui_port), log="master.log")
+        deadline = time.monotonic() + timeout_s
+        self._java("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
+                   "--webui-port", "0", log="master.log", jvm_opts=("-Dspark.master.rest.enabled=false",))
+        self.url = self._logged("master.log", r"Starting Spark master at (spark://\S+)", deadline)
+        ui_port = self._logged("master.log", r"Successfully started service 'MasterUI' on port (\d+)", deadline)
         for i in range(self.workers):
             work = self.state / f"work{i}"
             work.mkdir(exist_ok=True)
-            self._java("org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1", "--cores", "1",
-                       "--memory", "1g", "--webui-port", "0", "--work-dir", str(work), log=f"worker{i}.log")
-        deadline = time.monotonic() + timeout_s
+            self._java("org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1", "--port", "0",
+                       "--cores", "1", "--memory", "1g", "--webui-port", "0", "--work-dir", str(work),
+                       log=f"worker{i}.log")
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as r:
                     doc = json.load(r)
                 if sum(w.get("state") == "ALIVE" for w in doc.get("workers", [])) == self.workers:
                     return self
-            except OSError:
+            except (OSError, ValueError):
                 pass
             time.sleep(0.5)
         self.stop()
