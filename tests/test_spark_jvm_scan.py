@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from golden import copy_store, corpora, corpus_of, crash_cases, read_jsonl
 from test_spark_batch import expected_messages, plan_of, rmq
@@ -104,12 +105,60 @@ def test_count_pushdown_equals_engine_and_full_read(jvm, case):
 
 def test_count_is_not_pushed_where_it_would_need_records(jvm):
     corpus = CORPORA[0]
-    whole = rmq(jvm, corpus)
-    assert "PushedAggregation" not in plan_of(whole.groupBy("topic").count())
     tagged = rmq(jvm, corpus, topics="TopicTest").where("tags = 'TagA'")
     assert "PushedAggregation" not in plan_of(tagged.groupBy("queueId").count())
+    whole = rmq(jvm, corpus).where("storeTimestamp > timestamp'2000-01-01 00:00:00'")
+    assert "LocalTableScan" not in plan_of(whole.groupBy("topic").count())
     keys = expected_keys(corpus / "expected")
     assert whole.count() == len(keys)
+
+
+def _counted_on_driver(df) -> bool:
+    plan = plan_of(df)
+    return "LocalTableScan" in plan and "BatchScan" not in plan
+
+
+def _read_counts(df, *cols) -> dict:
+    """Counts Spark computes from rows read (sum(1) is never pushed down)."""
+    return {tuple(r)[:-1]: r[-1] for r in df.groupBy(*cols).agg(F.sum(F.lit(1)).cast("long")).collect()}
+
+
+@pytest.mark.parametrize("case", CORPORA + CRASH, ids=lambda p: str(p.name if p in CORPORA else f"{p.parent.parent.name}/{p.name}"))
+def test_whole_store_count_from_consume_queue_offsets(jvm, case):
+    """A whole-store count (grouped or not) is answered on the driver from ConsumeQueue offsets when
+    the units tile the CommitLog, and always equals the count of the rows a read gives."""
+    corpus = corpus_of(case) if case in CRASH else case
+    df = rmq(jvm, corpus, case / "store")
+    for cols in (("topic",), ("topic", "queueId"), ("broker", "storePath")):
+        counted = df.groupBy(*cols).count()
+        assert {tuple(r)[:-1]: r[-1] for r in counted.collect()} == _read_counts(df, *cols)
+    total = df.count()
+    assert total == sum(_read_counts(df, "queueId").values())
+    pushed = _counted_on_driver(df.groupBy("topic").count())
+    if case in CORPORA:
+        # Written by the real engine: every record has its unit, transaction halves and blanks between.
+        assert pushed
+        assert total == len(expected_keys(case / "expected"))
+    if case.name == "no_consumequeue":
+        assert not pushed                   # units re-derived from the CommitLog prove nothing
+
+
+def test_whole_store_count_is_read_when_a_record_has_no_unit(jvm, tmp_path):
+    """Dispatch behind the CommitLog (the last record's unit lost): the count is read, not taken from units."""
+    corpus = CORPORA[0]
+    store = copy_store(corpus / "store", tmp_path / "store")
+    df = rmq(jvm, corpus, store)
+    last = df.orderBy(F.desc("commitLogOffset")).select("topic", "queueId", "queueOffset").first()
+    before = df.count()
+    cq_dir = store / "consumequeue" / last.topic / str(last.queueId)
+    at = last.queueOffset * 20                   # ConsumeQueue files are named by their first byte offset
+    target = max((f for f in cq_dir.iterdir() if int(f.name) <= at), key=lambda f: int(f.name))
+    with open(target, "r+b") as f:               # the unit becomes unwritten space (zeros)
+        f.seek(at - int(target.name))
+        f.write(bytes(20))
+    df = rmq(jvm, corpus, store)
+    assert not _counted_on_driver(df.groupBy("topic").count())
+    assert df.count() == before == sum(_read_counts(df, "topic").values())
 
 
 def test_two_counts_on_one_dataframe(jvm):

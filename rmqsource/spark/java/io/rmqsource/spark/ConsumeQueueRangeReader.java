@@ -38,12 +38,10 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
     private final long[] phy;
     private final int[] size;
     private final long[] code;
-    private int chunkLen;
-    private int chunkPos;
-    private long chunkStart;
-    // look-ahead: units [chunkPos, ahead) of the chunk were examined, `inFlight` of them touched
-    private int ahead;
-    private int inFlight;
+    private final int[] wantedUnits;   // indexes into the chunk of the units whose records are read
+    private int wantedLen;
+    private int wantedPos;
+    private boolean chunkLoaded;
     private long touchSink;
 
     ConsumeQueueRangeReader(ReadSpec spec, StoreRef store, List<QueueRange> ranges, StructType schema) {
@@ -57,6 +55,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         phy = new long[n];
         size = new int[n];
         code = new long[n];
+        wantedUnits = new int[n];
     }
 
     /**
@@ -86,7 +85,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         boolean codesMeaningful = !TagsCode.SCHEDULE_TOPIC.equals(range.topic) && !store.config.enableConsumeQueueExt();
         tagHashes = codesMeaningful ? spec.tagHashes : null;   // else a deliver time / ext address: exact check only
         off = range.start;
-        chunkLen = chunkPos = 0;
+        wantedLen = wantedPos = 0;
         return true;
     }
 
@@ -101,10 +100,14 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         long clMin = store.commitLogMin;
         int firstLost = -1;
         int lastLost = -1;
+        int firstPastEnd = -1;
         for (int i = 0; i < n; i++) {
-            if (size[i] != ConsumeQueue.PRE_BLANK_SIZE && (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd)) {
+            if (size[i] == ConsumeQueue.PRE_BLANK_SIZE) continue;
+            if (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd) {
                 if (firstLost < 0) firstLost = i;
                 lastLost = i;
+            } else if (phy[i] + size[i] > store.commitLogMax && firstPastEnd < 0) {
+                firstPastEnd = i;
             }
         }
         if (firstLost >= 0 && spec.options.failOnDataLoss) {
@@ -113,42 +116,44 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
                     + phy[lastLost] + ", which were deleted (the CommitLog now starts at " + clMin
                     + "); set failOnDataLoss=false to skip them");
         }
-        for (int i = 0; i < n; i++) {
-            boolean live = size[i] != ConsumeQueue.PRE_BLANK_SIZE;
-            boolean lost = live && (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd);
-            if (lost) {
-                size[i] = 0;                          // skipped below
-            } else if (live && phy[i] + size[i] > store.commitLogMax) {
-                throw new CorruptRecordError("ConsumeQueue unit " + (off + i) + " of " + range.topic + ":" + range.queueId
-                        + " points past the valid CommitLog end " + store.commitLogMax, queue.where(),
-                        (off + i) * ConsumeQueue.UNIT_SIZE);
-            }
+        if (firstPastEnd >= 0) {
+            throw new CorruptRecordError("ConsumeQueue unit " + (off + firstPastEnd) + " of " + range.topic + ":"
+                    + range.queueId + " points past the valid CommitLog end " + store.commitLogMax, queue.where(),
+                    (off + firstPastEnd) * ConsumeQueue.UNIT_SIZE);
         }
-        chunkStart = off;
-        chunkLen = n;
-        chunkPos = 0;
-        ahead = 0;
-        inFlight = 0;
+        // The units whose records are read: live (not pre-blank, not deleted), tagsCode matching, in the pushed range.
+        wantedLen = 0;
+        long[] phyRange = spec.pushed.phyOffset;
+        for (int i = firstLost; i >= 0 && i <= lastLost; i++) {
+            if (size[i] != ConsumeQueue.PRE_BLANK_SIZE && (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd)) size[i] = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!live(i)) continue;
+            if (tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) {
+                unitsSkipped++;
+                continue;
+            }
+            if (phy[i] >= phyRange[0] && phy[i] < phyRange[1]) wantedUnits[wantedLen++] = i;
+        }
+        wantedPos = 0;
         off += n;
     }
 
     @Override
     protected boolean fill() {
         while (true) {
-            if (range == null || (chunkPos >= chunkLen && off >= range.end)) {
+            if (range == null || (wantedPos >= wantedLen && off >= range.end)) {
                 if (!nextRange()) return false;
                 continue;
             }
-            if (chunkPos >= chunkLen) readChunk();
-            while (chunkPos < chunkLen) {
+            if (wantedPos >= wantedLen) {
+                readChunk();
+                for (int k = 0; k < Math.min(LOOKAHEAD, wantedLen); k++) touch(wantedUnits[k]);
+            }
+            while (wantedPos < wantedLen) {
                 if (columns.full()) return true;
-                int i = chunkPos++;
-                if (!wanted(i)) {
-                    if (live(i) && tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) unitsSkipped++;
-                    continue;
-                }
-                if (i < ahead) inFlight--;
-                touchAhead(i);
+                int i = wantedUnits[wantedPos++];
+                if (wantedPos + LOOKAHEAD - 1 < wantedLen) touch(wantedUnits[wantedPos + LOOKAHEAD - 1]);
                 readRecord(phy[i], size[i], code[i]);
             }
         }
@@ -159,39 +164,23 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         return size[i] != ConsumeQueue.PRE_BLANK_SIZE && size[i] > 0;
     }
 
-    /** Whether unit i of the chunk names a record to read (live, tagsCode matching, in the pushed range). */
-    private boolean wanted(int i) {
-        if (!live(i)) return false;
-        if (tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) return false;
-        long p = phy[i];
-        return p >= spec.pushed.phyOffset[0] && p < spec.pushed.phyOffset[1];
-    }
-
     /**
-     * Touches the records of the next {@link #LOOKAHEAD} wanted units, one load per cache line.
-     * Records of a queue lie far apart in the CommitLog, so the hardware prefetcher cannot help and
-     * each decode would wait for its own misses one after the other (every field's position depends
-     * on the previous one); independent loads issued ahead overlap those misses.
+     * Touches the record of unit j, one load per cache line, {@link #LOOKAHEAD} wanted units ahead
+     * of the one decoded.  Records of a queue lie far apart in the CommitLog, so the hardware
+     * prefetcher cannot help and each decode would wait for its own misses one after the other
+     * (every field's position depends on the previous one); independent loads issued ahead overlap
+     * those misses.
      */
-    private void touchAhead(int current) {
-        if (ahead <= current) {
-            ahead = current + 1;
-            inFlight = 0;
-        }
-        while (inFlight < LOOKAHEAD && ahead < chunkLen) {
-            int j = ahead++;
-            if (!wanted(j)) continue;
-            inFlight++;
-            Segment seg = segments.find(phy[j]);
-            if (seg == null) continue;
-            ByteBuffer b = segments.map(seg);
-            long pos = phy[j] - seg.startOffset;
-            int s = size[j];
-            if (pos < 0 || pos + s > b.capacity()) continue;       // readRecord reports it
-            long x = 0;
-            for (int k = 0; k < s; k += 64) x += b.get((int) pos + k);
-            touchSink += x + b.get((int) pos + s - 1);
-        }
+    private void touch(int j) {
+        Segment seg = segments.find(phy[j]);
+        if (seg == null) return;
+        ByteBuffer b = segments.map(seg);
+        long pos = phy[j] - seg.startOffset;
+        int s = size[j];
+        if (pos < 0 || pos + s > b.capacity()) return;       // readRecord reports it
+        long x = 0;
+        for (int k = 0; k < s; k += 64) x += b.get((int) pos + k);
+        touchSink += x + b.get((int) pos + s - 1);
     }
 
     private void readRecord(long p, int s, long unitCode) {

@@ -54,6 +54,12 @@ public final class PushedFilters implements Serializable {
         return queueOffset[0] >= queueOffset[1] || phyOffset[0] >= phyOffset[1] || storeTs[0] >= storeTs[1];
     }
 
+    /** No filter was pushed: every record of the read is a row. */
+    public boolean none() {
+        return tags == null && topics == null && queueIds == null && msgIds == null && uniqKeys == null
+                && queueOffset[0] == MIN && queueOffset[1] == MAX && !needsRecords();
+    }
+
     /** Filters needing the record itself (a count from ConsumeQueue offsets cannot answer them). */
     public boolean needsRecords() {
         return tags != null || msgIds != null || uniqKeys != null || storeTs[0] != MIN || storeTs[1] != MAX

@@ -27,7 +27,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * Builds the JVM batch scan of {@code format("rmq")}: filter pushdown (the Python path's set),
  * column pruning, and count(*) pushdown (also grouped by topic / queueId / broker / storePath)
- * answered from ConsumeQueue offsets where that is exact: topic reads whose filters need no record.
+ * answered from ConsumeQueue offsets where that is exact: topic reads whose filters need no record
+ * (units and record headers walked by tasks), and whole-store reads with no filter whose
+ * ConsumeQueues tile the CommitLog (counted on the driver, {@link RmqCountScan}).
  *
  * A new builder per query: nothing is kept between queries of one DataFrame.  Options are parsed
  * only when a batch is planned, so a stream (whose options differ) builds through here untouched
@@ -46,6 +48,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     private StructType required = Contract.SCHEMA;
     private String[] groupBy;
     private String aggregationText;
+    private boolean countTried;
+    private RmqCountScan wholeStoreCount;
 
     public RmqScanBuilder(CaseInsensitiveStringMap options, Supplier<ScanBuilder> pythonScanBuilder) {
         this.options = options;
@@ -87,30 +91,64 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         required = out;
     }
 
-    @Override
-    public boolean pushAggregation(Aggregation aggregation) {
-        RmqOptions opts = RmqOptions.parse(options);
-        if (!RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) return false;
+    /** The group columns of a count-only aggregation we can answer, or null. */
+    private static String[] countGroups(Aggregation aggregation) {
         for (AggregateFunc f : aggregation.aggregateExpressions()) {
             boolean countAll = f instanceof CountStar || (f instanceof Count && !((Count) f).isDistinct()
                     && ((Count) f).column() instanceof NamedReference
                     && NEVER_NULL.contains(name(((Count) f).column())));
-            if (!countAll) return false;
+            if (!countAll) return null;
         }
         List<String> group = new ArrayList<>();
         for (Expression e : aggregation.groupByExpressions()) {
             String n = e instanceof NamedReference ? name(e) : null;
-            if (n == null || !GROUP_COLUMNS.contains(n)) return false;
+            if (n == null || !GROUP_COLUMNS.contains(n)) return null;
             group.add(n);
         }
-        groupBy = group.toArray(new String[0]);
-        aggregationText = aggregation.toString();
+        return group.toArray(new String[0]);
+    }
+
+    private static StructType countSchema(String[] groupBy, int aggregates) {
         StructType schema = new StructType();
         for (String g : groupBy) schema = schema.add(Contract.SCHEMA.apply(g));
-        for (int i = 0; i < aggregation.aggregateExpressions().length; i++) {
-            schema = schema.add("count" + i, DataTypes.LongType, false);
+        for (int i = 0; i < aggregates; i++) schema = schema.add("count" + i, DataTypes.LongType, false);
+        return schema;
+    }
+
+    /**
+     * A whole-store count with no filter, answered on the driver when the ConsumeQueues tile the
+     * CommitLog (then complete: one row per group, no aggregate left for Spark); computed once.
+     */
+    private RmqCountScan wholeStoreCount(Aggregation aggregation) {
+        if (!countTried) {
+            countTried = true;
+            RmqOptions opts = RmqOptions.parse(options);
+            String[] group = countGroups(aggregation);
+            if (group != null && !RmqPlanner.queueMode(opts, pushed) && pushed.none()) {
+                int n = aggregation.aggregateExpressions().length;
+                wholeStoreCount = RmqCountScan.plan(opts, group, n, countSchema(group, n), aggregation.toString());
+            }
         }
-        required = schema;
+        return wholeStoreCount;
+    }
+
+    @Override
+    public boolean supportCompletePushDown(Aggregation aggregation) {
+        return wholeStoreCount(aggregation) != null;
+    }
+
+    @Override
+    public boolean pushAggregation(Aggregation aggregation) {
+        if (wholeStoreCount(aggregation) != null) {
+            required = wholeStoreCount.readSchema();
+            return true;
+        }
+        RmqOptions opts = RmqOptions.parse(options);
+        String[] group = countGroups(aggregation);
+        if (group == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) return false;
+        groupBy = group;
+        aggregationText = aggregation.toString();
+        required = countSchema(groupBy, aggregation.aggregateExpressions().length);
         return true;
     }
 
@@ -121,6 +159,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public Scan build() {
+        if (wholeStoreCount != null) return wholeStoreCount;
         if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
             RmqOptions opts = RmqOptions.parse(options);
             if (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable())) {
