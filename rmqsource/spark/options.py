@@ -150,7 +150,8 @@ def store_path(text: str) -> str:
     return os.path.abspath(urllib.parse.unquote(u.path))
 
 DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
-DEFAULT_MAX_BYTES_PER_PARTITION = 128 * 1024 * 1024   # Spark's spark.sql.files.maxPartitionBytes: fewer tasks, fewer shuffle files
+MIN_AUTO_BYTES_PER_PARTITION = 128 * 1024 * 1024     # Spark's spark.sql.files.maxPartitionBytes, at least
+MAX_AUTO_BYTES_PER_PARTITION = 1024 * 1024 * 1024    # and at most, when one partition per core would be larger
 DEFAULT_BATCH_SIZE = 32768
 
 
@@ -174,10 +175,18 @@ class ReadOptions:
     include_transactional: bool = False
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
     min_partitions: int = 0
-    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
+    max_bytes_per_partition: Optional[int] = None      # None: commit_log_bytes_per_partition chooses
     batch_size: int = DEFAULT_BATCH_SIZE
     index_lookups: bool = True
     raw: tuple = field(default=(), compare=False)
+
+    def commit_log_bytes_per_partition(self, total_bytes: int, parallelism: int) -> int:
+        """The option when given, else one partition per core (each task costs Spark tens of
+        milliseconds), kept within 128 MiB..1 GiB."""
+        if self.max_bytes_per_partition is not None:
+            return self.max_bytes_per_partition
+        per_core = -(-total_bytes // max(1, parallelism))
+        return min(MAX_AUTO_BYTES_PER_PARTITION, max(MIN_AUTO_BYTES_PER_PARTITION, per_core))
 
     @property
     def topic_mode(self) -> bool:

@@ -423,12 +423,12 @@ def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
 
 
 def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
-    out = []
+    spans = []                                   # (ref, start, end, segment start, segment end, boundary finder)
     for reader, ref in zip(readers, refs):
         queues = [reader.consume_queue(*k) for k in reader.queue_keys()]
         bounds = [(q, q.first_file_start_offset, q.max_offset) for q in queues if q is not None]
 
-        def boundary_at_or_before(target: int, seg_start: int) -> int:
+        def boundary_at_or_before(target: int, seg_start: int, bounds=bounds) -> int:
             best = seg_start
             for q, lo, hi in bounds:
                 p = last_unit_at_or_before(q, lo, hi, target)
@@ -449,17 +449,20 @@ def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
                 if plo >= b:
                     continue
                 a = boundary_at_or_before(plo, seg.start_offset)
-            cuts = [a]
-            step = opts.max_bytes_per_partition
-            t = a + step
-            while t < b:
-                c = boundary_at_or_before(t, seg.start_offset)
-                if c > cuts[-1]:
-                    cuts.append(c)
-                t += step
-            cuts.append(b)
-            for x, y in zip(cuts, cuts[1:]):
-                out.append([ref, x, y, seg.start_offset, seg_end])
+            spans.append((ref, a, b, seg.start_offset, seg_end, boundary_at_or_before))
+    step = opts.commit_log_bytes_per_partition(sum(b - a for _, a, b, *_ in spans), default_parallelism())
+    out = []
+    for ref, a, b, seg_start, seg_end, boundary_at_or_before in spans:
+        cuts = [a]
+        t = a + step
+        while t < b:
+            c = boundary_at_or_before(t, seg_start)
+            if c > cuts[-1]:
+                cuts.append(c)
+            t += step
+        cuts.append(b)
+        for x, y in zip(cuts, cuts[1:]):
+            out.append([ref, x, y, seg_start, seg_end])
 
     def size_of(r):
         return r[2] - r[1]

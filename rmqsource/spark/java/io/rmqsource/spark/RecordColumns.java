@@ -42,6 +42,9 @@ final class RecordColumns {
     private final int[] eager;
     private final DeferredColumnVector[] deferred;
     private final Rows kept;
+    /** The body column read in place (stored bodies), or -1 / null. */
+    private final int bodyColumn;
+    private final MappedBinaryVector bodyView;
     final boolean needsProperties;
     private final int capacity;
     private final boolean decompress;
@@ -76,12 +79,18 @@ final class RecordColumns {
             props |= needsProps(ids[i]);
         }
         vectors = OnHeapColumnVector.allocateColumns(capacity, schema);
+        int body = -1;
+        for (int c = 0; c < ids.length; c++) if (ids[c] == BODY && !decompress) body = c;
+        bodyColumn = body;
+        bodyView = body >= 0 ? new MappedBinaryVector(capacity) : null;
         if (!defer) {
             needsProperties = props;
             eager = null;
             deferred = null;
             kept = null;
-            batch = new ColumnarBatch(vectors);
+            ColumnVector[] out = java.util.Arrays.copyOf(vectors, vectors.length, ColumnVector[].class);
+            if (body >= 0) out[body] = bodyView;
+            batch = new ColumnarBatch(out);
             return;
         }
         ColumnVector[] out = new ColumnVector[ids.length];
@@ -90,7 +99,9 @@ final class RecordColumns {
         int n = 0;
         boolean eagerProps = false;
         for (int c = 0; c < ids.length; c++) {
-            if (isDeferrable(ids[c])) {
+            if (c == body) {
+                out[c] = bodyView;                 // set at append: a view costs less than remembering to decode
+            } else if (isDeferrable(ids[c])) {
                 deferred[c] = new DeferredColumnVector(vectors[c], this::fillDeferred, c);
                 out[c] = deferred[c];
             } else {
@@ -173,8 +184,14 @@ final class RecordColumns {
     void append(ByteBuffer b, Record r, byte[] topicBytes, Properties props, long tagsCode, boolean tagsValid,
                 String file, long fileOffset) {
         int row = rows;
+        if (bodyView != null) {
+            bodyView.set(row, b, r.bodyPos, r.bodyLen);
+            if (eager == null) bytes += r.bodyLen;
+        }
         if (eager == null) {
-            for (int c = 0; c < ids.length; c++) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
+            for (int c = 0; c < ids.length; c++) {
+                if (c != bodyColumn) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
+            }
         } else {
             for (int c : eager) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
             kept.keep(row, b, r.pos, r.totalSize, topicBytes, file);

@@ -28,7 +28,10 @@ public final class RmqOptions implements Serializable {
     public static final String EARLIEST = "earliest";
     public static final String LATEST = "latest";
     public static final long DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000;
-    public static final long DEFAULT_MAX_BYTES_PER_PARTITION = 128L * 1024 * 1024;   // as Spark's maxPartitionBytes
+    /** CommitLog bytes per partition when not given: as Spark's maxPartitionBytes, at least. */
+    public static final long MIN_AUTO_BYTES_PER_PARTITION = 128L * 1024 * 1024;
+    /** ... and at most, when one partition per core would be larger. */
+    public static final long MAX_AUTO_BYTES_PER_PARTITION = 1024L * 1024 * 1024;
     public static final int DEFAULT_BATCH_SIZE = 32768;
     public static final long DEFAULT_MAX_INFLATED_BODY_BYTES = 64L * 1024 * 1024;
     private static final Pattern TOPIC_CHARS = Pattern.compile("[%|a-zA-Z0-9_-]+");
@@ -52,11 +55,22 @@ public final class RmqOptions implements Serializable {
     public boolean includeTransactional;
     public long maxRecordsPerPartition = DEFAULT_MAX_RECORDS_PER_PARTITION;
     public int minPartitions;
-    public long maxBytesPerPartition = DEFAULT_MAX_BYTES_PER_PARTITION;
+    /** 0: chosen by {@link #commitLogBytesPerPartition}. */
+    public long maxBytesPerPartition;
     public int batchSize = DEFAULT_BATCH_SIZE;
     public boolean indexLookups = true;
 
     /** Reads through the ConsumeQueues (a topic, pattern or queue list was given). */
+    /**
+     * CommitLog bytes per partition: the option when given, else one partition per core of the
+     * session (each task costs Spark tens of milliseconds), kept within 128 MiB..1 GiB.
+     */
+    public long commitLogBytesPerPartition(long totalBytes, int parallelism) {
+        if (maxBytesPerPartition > 0) return maxBytesPerPartition;
+        long perCore = (totalBytes + Math.max(1, parallelism) - 1) / Math.max(1, parallelism);
+        return Math.min(MAX_AUTO_BYTES_PER_PARTITION, Math.max(MIN_AUTO_BYTES_PER_PARTITION, perCore));
+    }
+
     public boolean topicMode() {
         return topics != null || topicPattern != null || queues != null;
     }

@@ -405,7 +405,9 @@ final class RmqPlanner {
     }
 
     private List<RmqInputPartition> planCommitLog() {
-        List<long[]> out = new ArrayList<>();            // {store, start, end, segmentStart}
+        List<long[]> spans = new ArrayList<>();          // {store, start, end, segmentStart}: what each segment gives
+        List<List<QueueUnits>> queuesOf = new ArrayList<>();
+        long total = 0;
         for (int si = 0; si < readers.size(); si++) {
             StoreReader reader = readers.get(si);
             StoreRef ref = refs.get(si);
@@ -414,6 +416,7 @@ final class RmqPlanner {
                 QueueUnits q = reader.consumeQueue(k.topic, k.queueId);
                 if (q != null) queues.add(q);
             }
+            queuesOf.add(queues);
             long plo = pushed.phyOffset[0];
             long phi = pushed.phyOffset[1];
             for (Segment seg : reader.commitLog.list()) {
@@ -426,18 +429,22 @@ final class RmqPlanner {
                     if (plo >= b) continue;
                     a = boundaryAtOrBefore(queues, plo, seg.startOffset);
                 }
-                List<Long> cuts = new ArrayList<>();
-                cuts.add(a);
-                long step = opts.maxBytesPerPartition;
-                for (long t = a + step; t < b; t += step) {
-                    long c = boundaryAtOrBefore(queues, t, seg.startOffset);
-                    if (c > cuts.get(cuts.size() - 1)) cuts.add(c);
-                }
-                cuts.add(b);
-                for (int i = 0; i + 1 < cuts.size(); i++) {
-                    out.add(new long[] {si, cuts.get(i), cuts.get(i + 1), seg.startOffset});
-                }
+                spans.add(new long[] {si, a, b, seg.startOffset});
+                total += b - a;
             }
+        }
+        long step = opts.commitLogBytesPerPartition(total, defaultParallelism);
+        List<long[]> out = new ArrayList<>();
+        for (long[] span : spans) {
+            List<QueueUnits> queues = queuesOf.get((int) span[0]);
+            List<Long> cuts = new ArrayList<>();
+            cuts.add(span[1]);
+            for (long t = span[1] + step; t < span[2]; t += step) {
+                long c = boundaryAtOrBefore(queues, t, span[3]);
+                if (c > cuts.get(cuts.size() - 1)) cuts.add(c);
+            }
+            cuts.add(span[2]);
+            for (int i = 0; i + 1 < cuts.size(); i++) out.add(new long[] {span[0], cuts.get(i), cuts.get(i + 1), span[3]});
         }
         Function<long[], Long> size = r -> r[2] - r[1];
         Function<long[], Object[]> split = r -> {
