@@ -111,6 +111,10 @@ def test_count_is_not_pushed_where_it_would_need_records(jvm):
     assert "LocalTableScan" not in plan_of(whole.groupBy("topic").count())
     keys = expected_keys(corpus / "expected")
     assert whole.count() == len(keys)
+    # A filter Spark keeps for itself (none is pushed) must not let the units answer either.
+    long_bodies = rmq(jvm, corpus).where("length(body) > 100")
+    assert "LocalTableScan" not in plan_of(long_bodies.groupBy("topic").count())
+    assert 0 < long_bodies.count() == sum(_read_counts(long_bodies, "topic").values()) < len(keys)
 
 
 def _counted_on_driver(df) -> bool:
