@@ -103,7 +103,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         int firstPastEnd = -1;
         for (int i = 0; i < n; i++) {
             if (size[i] == ConsumeQueue.PRE_BLANK_SIZE) continue;
-            if (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd) {
+            if (deleted(i, clMin)) {
                 if (firstLost < 0) firstLost = i;
                 lastLost = i;
             } else if (phy[i] + size[i] > store.commitLogMax && firstPastEnd < 0) {
@@ -124,11 +124,8 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         // The units whose records are read: live (not pre-blank, not deleted), tagsCode matching, in the pushed range.
         wantedLen = 0;
         long[] phyRange = spec.pushed.phyOffset;
-        for (int i = firstLost; i >= 0 && i <= lastLost; i++) {
-            if (size[i] != ConsumeQueue.PRE_BLANK_SIZE && (phy[i] < clMin || phy[i] + size[i] > lastSegmentEnd)) size[i] = 0;
-        }
         for (int i = 0; i < n; i++) {
-            if (!live(i)) continue;
+            if (size[i] <= 0 || size[i] == ConsumeQueue.PRE_BLANK_SIZE || deleted(i, clMin)) continue;
             if (tagHashes != null && !ConsumeQueue.tagMatches(code[i], tagHashes)) {
                 unitsSkipped++;
                 continue;
@@ -159,9 +156,9 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         }
     }
 
-    /** Not a pre-blank unit, nor one whose record was deleted (size cleared by readChunk). */
-    private boolean live(int i) {
-        return size[i] != ConsumeQueue.PRE_BLANK_SIZE && size[i] > 0;
+    /** Whether unit i of the chunk points at CommitLog bytes that are gone (retention) or not there. */
+    private boolean deleted(int i, long commitLogMin) {
+        return phy[i] < commitLogMin || phy[i] + size[i] > lastSegmentEnd;
     }
 
     /**

@@ -3,13 +3,13 @@ package io.rmqsource.spark;
 import io.rmqsource.spark.RmqInputPartition.QueueCounts;
 import io.rmqsource.spark.RmqInputPartition.QueueRange;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * count(*) pushdown: one row per queue range (the requested group columns, then the count).
@@ -53,16 +53,11 @@ final class QueueCountReader implements PartitionReader<ColumnarBatch> {
                 reader.close();
             }
             for (int c = 0; c < groupBy.length; c++) {
-                String value = switch (groupBy[c]) {
-                    case "topic" -> r.topic;
-                    case "broker" -> part.store.broker;
-                    case "storePath" -> part.store.root;
-                    default -> null;
-                };
-                if (value == null) {
-                    v[c].putInt(row, r.queueId);
+                Object value = RmqScanBuilder.groupValue(groupBy[c], r.topic, r.queueId, part.store.broker, part.store.root);
+                if (value instanceof Integer) {
+                    v[c].putInt(row, (Integer) value);
                 } else {
-                    byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+                    byte[] bytes = ((UTF8String) value).getBytes();
                     v[c].putByteArray(row, bytes, 0, bytes.length);
                 }
             }

@@ -16,8 +16,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
  * The requested output columns of one task as reusable Spark column vectors, filled straight
- * from the mapped CommitLog (bodies and strings are copied from the buffer into the vectors, no
- * byte[] per value).  Only the requested columns are decoded; the properties section is parsed
+ * from the mapped CommitLog (strings are copied from the buffer into the vectors, no byte[] per
+ * value; stored bodies stay in the buffer, {@link MappedBinaryVector}).  Only the requested columns are decoded; the properties section is parsed
  * only when properties, keys, uniqKey or tags are requested (or filtered on).
  */
 final class RecordColumns {
@@ -78,11 +78,14 @@ final class RecordColumns {
             ids[i] = Contract.columnIndex(schema.fields()[i].name());
             props |= needsProps(ids[i]);
         }
-        vectors = OnHeapColumnVector.allocateColumns(capacity, schema);
         int body = -1;
         for (int c = 0; c < ids.length; c++) if (ids[c] == BODY && !decompress) body = c;
         bodyColumn = body;
         bodyView = body >= 0 ? new MappedBinaryVector(capacity) : null;
+        vectors = new OnHeapColumnVector[ids.length];      // none for a body read in place
+        for (int c = 0; c < ids.length; c++) {
+            if (c != body) vectors[c] = new OnHeapColumnVector(capacity, schema.fields()[c].dataType());
+        }
         if (!defer) {
             needsProperties = props;
             eager = null;
@@ -154,10 +157,10 @@ final class RecordColumns {
         if (deferred != null) {
             for (int c = 0; c < vectors.length; c++) {
                 if (deferred[c] != null) deferred[c].reset();
-                else vectors[c].reset();
+                else if (vectors[c] != null) vectors[c].reset();
             }
         } else {
-            for (OnHeapColumnVector v : vectors) v.reset();
+            for (OnHeapColumnVector v : vectors) if (v != null) v.reset();
         }
         rows = 0;
         bytes = 0;
@@ -443,9 +446,5 @@ final class RecordColumns {
             }
             return v;
         }
-    }
-
-    ColumnVector[] vectors() {
-        return vectors;
     }
 }

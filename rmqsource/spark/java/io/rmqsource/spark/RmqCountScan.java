@@ -11,7 +11,6 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * count(*) of a whole-store read (also grouped by topic / queueId / broker / storePath) answered
@@ -51,12 +50,8 @@ final class RmqCountScan implements LocalScan {
                 if (e.getValue() == 0) continue;
                 List<Object> key = new ArrayList<>();
                 for (String g : groupBy) {
-                    key.add(switch (g) {
-                        case "topic" -> UTF8String.fromString(e.getKey().topic);
-                        case "queueId" -> e.getKey().queueId;
-                        case "broker" -> UTF8String.fromString(opts.brokers.get(i));
-                        default -> UTF8String.fromString(opts.paths.get(i));
-                    });
+                    key.add(RmqScanBuilder.groupValue(g, e.getKey().topic, e.getKey().queueId, opts.brokers.get(i),
+                            opts.paths.get(i)));
                 }
                 groups.merge(key, e.getValue(), Long::sum);
             }

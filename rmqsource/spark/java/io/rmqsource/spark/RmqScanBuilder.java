@@ -23,6 +23,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Builds the JVM batch scan of {@code format("rmq")}: filter pushdown (the Python path's set),
@@ -40,6 +41,17 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     private static final Set<String> GROUP_COLUMNS = Set.of("topic", "queueId", "broker", "storePath");
     private static final Set<String> NEVER_NULL = Set.of("topic", "queueId", "queueOffset", "commitLogOffset", "msgId",
             "body", "storeTimestamp", "bornTimestamp", "storeSize", "sysFlag", "broker", "storePath");
+
+
+    /** The value of group column {@code column} for a queue of a store: a string, or the queueId. */
+    static Object groupValue(String column, String topic, int queueId, String broker, String storePath) {
+        return switch (column) {
+            case "topic" -> UTF8String.fromString(topic);
+            case "queueId" -> queueId;
+            case "broker" -> UTF8String.fromString(broker);
+            default -> UTF8String.fromString(storePath);
+        };
+    }
 
     private final CaseInsensitiveStringMap options;
     private final Supplier<ScanBuilder> pythonScanBuilder;
