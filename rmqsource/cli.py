@@ -945,6 +945,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "ConsumeQueue units against their records, IndexFile chains, checkpoint and "
                                    "config JSON. Exit 0 when clean, 1 when problems were found.")
     p.add_argument("store", metavar="STORE")
+    p.add_argument("--engine", choices=("auto", "jvm", "python"), default="auto",
+                   help="where the record walk runs: jvm (the rmq jar and java; several times faster), python, "
+                        "or auto (jvm when the jar is built and java is found). Both report the same problems")
     p.set_defaults(func=cmd_verify)
 
     from .commands.export import add_parsers as add_export_parsers

@@ -18,6 +18,8 @@ JSON) and one read path:
   its Java class is in ``io.rmqsource.spark.errors``. Without the jar these cases run the Python
   twin of the path;
 * ``recovery``: ``recover_store`` on a full copy, then getMessage over the result;
+* ``verify``: ``rmq verify``'s Python walk, and with the jar its JVM walk, whose report must equal
+  the Python one problem for problem;
 * ``config``: consumerOffset.json, ``rmq lag`` rows, the sink log.
 
 Cases run in worker processes, one at a time each, under a per-case deadline.
@@ -479,7 +481,7 @@ def mutate(rng: random.Random, facts: CorpusFacts, store: Path) -> tuple[list[st
 # --------------------------------------------------------------------------- paths
 
 PATHS = [("reader", 25), ("spark_commitlog", 16), ("spark_queues", 11), ("spark_lookup", 7), ("recovery", 12),
-         ("config", 16), ("jvm_commitlog", 6), ("jvm_queues", 4), ("jvm_lookup", 3)]
+         ("config", 16), ("jvm_commitlog", 6), ("jvm_queues", 4), ("jvm_lookup", 3), ("verify", 8)]
 JVM_TWINS = {"jvm_commitlog": "spark_commitlog", "jvm_queues": "spark_queues", "jvm_lookup": "spark_lookup"}
 JVM_ERRORS = "io.rmqsource.spark.errors."
 
@@ -563,6 +565,8 @@ def run_path(path: str, rng: random.Random, facts: CorpusFacts, store: Path,
         read_whole_store(store, corpus, pushed=pushed)
     elif path in JVM_TWINS:
         read_with_jvm_scan(path, rng, facts, store)
+    elif path == "verify":
+        verify_both_walks(store, config)
     elif path == "recovery":
         from rmqsource.store.reader import MessageStoreReader
         from rmqsource.store.recovery import recover_store
@@ -580,6 +584,25 @@ def run_path(path: str, rng: random.Random, facts: CorpusFacts, store: Path,
         SinkLog(str(store)).load()
     else:
         raise ValueError(path)
+
+
+def verify_both_walks(store: Path, config) -> None:
+    """``rmq verify``'s Python walk, and its JVM walk when the jar is built: the same report, problem for problem."""
+    from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
+    from rmqsource.store.verify import verify_store
+    python = verify_store(store, config)
+    if jvm_command() is None:
+        return
+    jvm = verify_store_jvm(store, config)
+    want, got = verify_facts(python), verify_facts(jvm)
+    if want != got:
+        diff = [(a, b) for a, b in zip(want[0], got[0]) if a != b][:1] or [(want[1:], got[1:])]
+        raise AssertionError(f"the JVM verify differs from the Python verify: {diff[0][0]} != {diff[0][1]}")
+
+
+def verify_facts(report) -> tuple:
+    """What a verify report says: every problem kept (as JSON), the counts by check, the walk's figures."""
+    return [p.to_json() for p in report.problems], sorted(report.counts.items()), report.stats
 
 
 # --------------------------------------------------------------------------- the JVM scan

@@ -1,7 +1,9 @@
 """``rmq verify`` (fsck) and ``rmq recover --dry-run`` on copies of the golden stores.
 
 Damage is made by hand at a known file and offset, and verify must name
-exactly that file and offset; every clean golden store must pass.  The
+exactly that file and offset; every clean golden store must pass.  Each check
+runs with both walks (``--engine python`` and, with the jar, ``--engine jvm``),
+and the two must report the same problems, problem for problem.  The
 dry-run change list is checked against the bytes the real recovery changes.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from rmqsource.format.record import decode_record
 from rmqsource.io.lock import StoreLock
 from rmqsource.store.recovery import recover_store
 from rmqsource.store.recovery_plan import plan_recovery
+from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
 from rmqsource.store.verify import verify_store
 
 from golden import case_id, copy_store, corpora, corpus_of, crash_cases, load_config, read_jsonl, tree_bytes
@@ -32,6 +36,24 @@ CORPORA = corpora()
 CRASH = crash_cases()
 # Retention states, not damage: a deleted first segment, ConsumeQueues rebuilt with pre-blank units.
 CLEAN_CRASH_STATES = [c for c in CRASH if c.name in ("deleted_first_segment", "preblank_cq")]
+
+
+ENGINES = ["python", pytest.param("jvm", marks=pytest.mark.skipif(
+    jvm_command() is None, reason="the JVM walk needs the rmq jar and java"))]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request) -> str:
+    return request.param
+
+
+def walk(engine: str):
+    return verify_store_jvm if engine == "jvm" else verify_store
+
+
+def report_facts(report) -> tuple:
+    """Everything a report says: the problems kept (as JSON, in order), the counts by check, the figures."""
+    return [p.to_json() for p in report.problems], sorted(report.counts.items()), report.stats
 
 
 def run(argv) -> tuple[int, str]:
@@ -59,18 +81,18 @@ def segment_of(store: Path, phy: int) -> tuple[Path, int]:
 
 @pytest.mark.parametrize("store", [c / "store" for c in CORPORA] + [c / "store" for c in CLEAN_CRASH_STATES],
                          ids=lambda p: case_id(p.parent) if p.parent.parent.name != "crash" else case_id(p.parent))
-def test_clean_golden_stores_pass(store):
+def test_clean_golden_stores_pass(store, engine):
     corpus = store.parent if (store.parent / "inputs.jsonl").is_file() else corpus_of(store.parent)
-    report = verify_store(store, load_config(corpus))
+    report = walk(engine)(store, load_config(corpus))
     assert report.ok, [p.text() for p in report.problems]
     assert report.stats["records"] > 0
     assert report.stats["cqUnits"] > 0 and report.stats["indexEntries"] > 0
-    code, text = run(["verify", store, "--config", corpus / "store.properties"])
-    assert code == 0 and "OK: 0 error(s)" in text
+    code, text = run(["verify", store, "--config", corpus / "store.properties", "--engine", engine])
+    assert code == 0 and "OK: 0 error(s)" in text and f"{engine} walk" in text
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
-def test_flipped_body_byte_is_found_at_its_record(corpus, tmp_path):
+def test_flipped_body_byte_is_found_at_its_record(corpus, tmp_path, engine):
     store = copy_store(corpus / "store", tmp_path / "store")
     want = first_message_with_body(corpus)
     seg, pos = segment_of(store, want["commitLogOffset"])
@@ -79,20 +101,21 @@ def test_flipped_body_byte_is_found_at_its_record(corpus, tmp_path):
     body_at = pos + bytes(data[pos:pos + record.store_size]).find(record.body)
     data[body_at] ^= 0x20
     seg.write_bytes(bytes(data))
-    report = verify_store(store, load_config(corpus))
+    report = walk(engine)(store, load_config(corpus))
     assert not report.ok
     assert problems(report, "body-crc") == [(f"commitlog/{seg.name}", pos)]
     if record.properties.get("__CRC32#") is not None:          # 5.x: the whole-record CRC fails too
         assert problems(report, "record-crc") == [(f"commitlog/{seg.name}", pos)]
-    code, text = run(["verify", store, "--config", corpus / "store.properties", "--json"])
+    code, text = run(["verify", store, "--config", corpus / "store.properties", "--json", "--engine", engine])
     assert code == 1
     lines = [json.loads(x) for x in text.splitlines()]
+    assert lines[-1]["engine"] == engine
     assert {"check": "body-crc", "file": f"commitlog/{seg.name}", "offset": pos}.items() <= lines[0].items()
     assert lines[-1]["ok"] is False and lines[-1]["byCheck"]["body-crc"] == 1
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
-def test_bad_consumequeue_unit_is_found(corpus, tmp_path):
+def test_bad_consumequeue_unit_is_found(corpus, tmp_path, engine):
     store = copy_store(corpus / "store", tmp_path / "store")
     cq_file = sorted((store / "consumequeue" / "TopicTest" / "0").iterdir())[0]
     units = bytearray(cq_file.read_bytes())
@@ -101,7 +124,7 @@ def test_bad_consumequeue_unit_is_found(corpus, tmp_path):
     struct.pack_into(">q", units, k * CQ_UNIT_SIZE + 12, int(u["tags_code"]) + 1)      # tagsCode off by one
     struct.pack_into(">i", units, (k + 1) * CQ_UNIT_SIZE + 8, 17)                       # next unit: wrong size
     cq_file.write_bytes(bytes(units))
-    report = verify_store(store, load_config(corpus))
+    report = walk(engine)(store, load_config(corpus))
     rel = f"consumequeue/TopicTest/0/{cq_file.name}"
     assert problems(report, "cq-tagscode") == [(rel, k * CQ_UNIT_SIZE)]
     assert problems(report, "cq-size") == [(rel, (k + 1) * CQ_UNIT_SIZE)]
@@ -109,7 +132,7 @@ def test_bad_consumequeue_unit_is_found(corpus, tmp_path):
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
-def test_broken_index_chain_is_found(corpus, tmp_path):
+def test_broken_index_chain_is_found(corpus, tmp_path, engine):
     store = copy_store(corpus / "store", tmp_path / "store")
     config = load_config(corpus)
     index_file = sorted((store / "index").iterdir())[0]
@@ -120,12 +143,12 @@ def test_broken_index_chain_is_found(corpus, tmp_path):
     pos = base + entry * INDEX_ENTRY_SIZE + 16                  # the previous-entry pointer
     struct.pack_into(">i", data, pos, entry + 5)                 # points forward: a walk could loop
     index_file.write_bytes(bytes(data))
-    report = verify_store(store, config)
+    report = walk(engine)(store, config)
     assert (f"index/{index_file.name}", base + entry * INDEX_ENTRY_SIZE) in problems(report, "index-chain")
     assert not report.ok
 
 
-def test_chain_into_another_slot_is_found(tmp_path):
+def test_chain_into_another_slot_is_found(tmp_path, engine):
     corpus = CORPORA[0]
     store = copy_store(corpus / "store", tmp_path / "store")
     config = load_config(corpus)
@@ -140,13 +163,13 @@ def test_chain_into_another_slot_is_found(tmp_path):
     other = next(i for i in range(1, e) if slots[i] != slots[e])
     struct.pack_into(">i", data, base + e * INDEX_ENTRY_SIZE + 16, other)
     index_file.write_bytes(bytes(data))
-    report = verify_store(store, config)
+    report = walk(engine)(store, config)
     assert (f"index/{index_file.name}", base + e * INDEX_ENTRY_SIZE) in problems(report, "index-chain")
 
 
 @pytest.mark.parametrize("case", [c for c in CRASH if c not in CLEAN_CRASH_STATES], ids=case_id)
-def test_damaged_crash_cases_fail(case):
-    report = verify_store(case / "store", load_config(corpus_of(case)))
+def test_damaged_crash_cases_fail(case, engine):
+    report = walk(engine)(case / "store", load_config(corpus_of(case)))
     assert not report.ok
     checks = set(report.summary_json()["byCheck"])
     if case.name == "no_consumequeue":
@@ -156,13 +179,81 @@ def test_damaged_crash_cases_fail(case):
         assert checks & {"tail-garbage", "record-fields", "cq-past-end", "cq-target"}
 
 
-def test_verify_arguments_and_quiet_output(tmp_path, capsys):
+def test_verify_arguments_and_quiet_output(tmp_path, capsys, engine):
     assert run(["verify"])[0] == 2
-    assert run(["verify", tmp_path])[0] == 1                     # not a store
+    assert run(["verify", CORPORA[0] / "store", "--engine", "rust"])[0] == 2
+    assert run(["verify", tmp_path, "--engine", engine])[0] == 1                     # not a store
     capsys.readouterr()
-    code, text = run(["verify", CORPORA[0] / "store", "--config", CORPORA[0] / "store.properties"])
+    code, text = run(["verify", CORPORA[0] / "store", "--config", CORPORA[0] / "store.properties", "--engine", engine])
     assert code == 0
     assert capsys.readouterr().err == ""                         # no progress bar when not on a terminal
+
+
+def _damaged_copies(tmp_path) -> list:
+    """(name, store, corpus): golden stores with hand-made damage of every area verify checks."""
+    out = []
+    for corpus in CORPORA:
+        name = case_id(corpus)
+        store = copy_store(corpus / "store", tmp_path / f"{name}-body")
+        want = first_message_with_body(corpus)
+        seg, pos = segment_of(store, want["commitLogOffset"])
+        data = bytearray(seg.read_bytes())
+        data[pos + 120] ^= 0x20                                  # inside the first record with a body
+        struct.pack_into(">q", data, pos + 28, 12345)            # PHYSICALOFFSET field
+        seg.write_bytes(bytes(data))
+        out.append((f"{name}-commitlog", store, corpus))
+        store = copy_store(corpus / "store", tmp_path / f"{name}-cq")
+        cq_file = sorted((store / "consumequeue" / "TopicTest" / "0").iterdir())[0]
+        units = bytearray(cq_file.read_bytes())
+        struct.pack_into(">q", units, 2 * CQ_UNIT_SIZE, 7)                      # a unit pointing nowhere
+        struct.pack_into(">q", units, 5 * CQ_UNIT_SIZE, 1 << 40)                # a unit far ahead
+        struct.pack_into(">i", units, 6 * CQ_UNIT_SIZE + 8, 17)                 # a wrong size
+        cq_file.write_bytes(bytes(units))
+        out.append((f"{name}-consumequeue", store, corpus))
+        store = copy_store(corpus / "store", tmp_path / f"{name}-index")
+        index_file = sorted((store / "index").iterdir())[0]
+        data = bytearray(index_file.read_bytes())
+        config = load_config(corpus)
+        base = INDEX_HEADER_SIZE + config.max_hash_slot_num * 4
+        count = IndexHeader.decode(data).index_count
+        for e in range(1, count, 7):
+            struct.pack_into(">i", data, base + e * INDEX_ENTRY_SIZE + 16, e + 3)       # forward chains
+        struct.pack_into(">q", data, base + 2 * INDEX_ENTRY_SIZE + 4, 1 << 50)          # past the end
+        index_file.write_bytes(bytes(data))
+        out.append((f"{name}-index", store, corpus))
+        for cut in (0, 50):                                      # last segment cut at, or inside, the last record
+            store = copy_store(corpus / "store", tmp_path / f"{name}-cut{cut}")
+            end = verify_store(store, load_config(corpus)).stats["commitLogEnd"]
+            last = sorted((store / "commitlog").iterdir())[-1]
+            os.truncate(last, end - int(last.name) - cut)
+            out.append((f"{name}-cut{cut}", store, corpus))
+    return out
+
+
+@pytest.mark.skipif(jvm_command() is None, reason="the JVM walk needs the rmq jar and java")
+def test_jvm_walk_reports_exactly_what_the_python_walk_reports(tmp_path):
+    damaged = _damaged_copies(tmp_path)
+    stores = [(case_id(c), c / "store", c) for c in CORPORA]
+    stores += [(case_id(c), c / "store", corpus_of(c)) for c in CRASH]
+    for name, store, corpus in stores + damaged:
+        config = load_config(corpus)
+        python, jvm = verify_store(store, config), verify_store_jvm(store, config)
+        assert report_facts(jvm) == report_facts(python), name
+        assert python.ok == ((name, store, corpus) in stores[:len(CORPORA)] or store.parent in CLEAN_CRASH_STATES), name
+
+
+def test_last_segment_cut_at_a_record_end_ends_the_data(tmp_path, engine):
+    """A last CommitLog file shorter than the segment size, cut between records: the data ends there, at once."""
+    corpus = CORPORA[0]
+    config = load_config(corpus)
+    store = copy_store(corpus / "store", tmp_path / "store")
+    end = verify_store(store, config).stats["commitLogEnd"]
+    last = sorted((store / "commitlog").iterdir())[-1]
+    os.truncate(last, end - int(last.name))
+    report = walk(engine)(store, config)
+    assert report.stats["commitLogEnd"] == end
+    assert set(report.summary_json()["byCheck"]) == {"segment-size"}
+    assert problems(report, "segment-size") == [(f"commitlog/{last.name}", 0)]
 
 
 # --------------------------------------------------------------------------- recover --dry-run

@@ -10,13 +10,19 @@ from .progress import Progress
 
 def cmd_verify(args, out: Output) -> int:
     from ..store.verify import commit_log_bytes, verify_store
+    from .verify_jvm import jvm_command, verify_store_jvm
     config = load_config(args)
+    engine = getattr(args, "engine", "auto")
+    if engine == "auto":
+        engine = "jvm" if jvm_command() is not None else "python"
+    walk = verify_store_jvm if engine == "jvm" else verify_store
     started = time.perf_counter()
     with Progress(commit_log_bytes(args.store, config), "verify") as bar:
-        report = verify_store(args.store, config, progress=bar.update)
+        report = walk(args.store, config, progress=bar.update)
     elapsed = time.perf_counter() - started
     summary = report.summary_json()
     summary["seconds"] = round(elapsed, 3)
+    summary["engine"] = engine
     if out.json:
         for p in report.problems:
             out.json_line(p.to_json())
@@ -28,7 +34,7 @@ def cmd_verify(args, out: Output) -> int:
              f"(valid data [{s.get('commitLogMinOffset', 0)}, {s.get('commitLogEnd', 0)})), "
              f"{s.get('queues', 0)} ConsumeQueues ({s.get('cqUnits', 0):,} units, "
              f"{s.get('cqUnitsExpired', 0):,} expired), {s.get('indexFiles', 0)} IndexFiles "
-             f"({s.get('indexEntries', 0):,} entries)  [{elapsed:.2f} s{rate}]")
+             f"({s.get('indexEntries', 0):,} entries)  [{elapsed:.2f} s{rate}, {engine} walk]")
     if report.problems:
         out.line()
         rows = [[p.severity, p.check, p.file if p.offset is None else f"{p.file} @ {p.offset}",

@@ -17,6 +17,10 @@ ConsumeQueue units where they tile the CommitLog (a vectorized check of
 totalSize and contiguity), so the per-record Python walk runs only over gaps
 (records without units); the chain is proven either way.  Units expired by
 retention (below the CommitLog's first segment) are counted, not reported.
+
+The walk has a JVM twin (``io.rmqsource.spark.verify``, run by
+:mod:`rmqsource.commands.verify_jvm`) with the same windows, order and messages:
+a change here goes there too (tests compare the two reports problem for problem).
 """
 
 from __future__ import annotations
@@ -95,12 +99,7 @@ class _Verifier:
 
     # ------------------------------------------------------------------ driver
     def run(self) -> None:
-        rep = self.report
-        if self.layout.abort_exists():
-            live = is_store_locked(self.layout.root)
-            note(rep, "layout", "unclean-shutdown", "abort",
-                 "a process holds the store's lock: the tail is moving, problems at the end may be transient"
-                 if live else "abort file present: the last run did not shut down cleanly (rmq recover repairs)")
+        note_unclean_shutdown(self.layout, self.report)
         cl = CommitLog(self.layout)
         try:
             self.cl = cl
@@ -112,13 +111,14 @@ class _Verifier:
         finally:
             cl.close()
         self._report_unmatched_records()
-        self._check_checkpoint(end)
-        self._check_config()
-        rep.stats.update({"records": self.records, "commitLogMinOffset": self.cl_min, "commitLogEnd": end,
-                          "segments": len(cl.segments), "queues": len(self.queues),
-                          "cqUnits": sum(q.units for q in self.queues),
-                          "cqUnitsExpired": sum(q.expired for q in self.queues),
-                          "indexFiles": len(self.index_paths)})
+        check_checkpoint(self.layout, self.config, self.report, end, self.records, self.max_store_ts)
+        check_config(self.layout, self.config, self.report,
+                     {(q.topic, q.queue_id): q.max_offset for q in self.queues})
+        self.report.stats.update({"records": self.records, "commitLogMinOffset": self.cl_min, "commitLogEnd": end,
+                                  "segments": len(cl.segments), "queues": len(self.queues),
+                                  "cqUnits": sum(q.units for q in self.queues),
+                                  "cqUnitsExpired": sum(q.expired for q in self.queues),
+                                  "indexFiles": len(self.index_paths)})
 
     def _check_segment_files(self, cl: CommitLog) -> None:
         rep = self.report
@@ -200,6 +200,8 @@ class _Verifier:
             pb = col.read_padded(fd, want, pos)
             n = pb.n
             self._take_units(seg.start_offset + pos + n)
+            if n == 0:
+                return self._data_ends(fd, rel, seg, pos, seg_len, last, "the file ends here, before the segment size")
             hints = self._hints() - (seg.start_offset + pos)
             positions, stop = _chain_with_hints(pb, n, seg_len - pos, hints)
             if stop.reason == col.STOP_SHORT and len(positions) == 0:
@@ -234,17 +236,20 @@ class _Verifier:
                                 f"totalSize in [{limits.MIN_RECORD_BYTES}, {seg_len - p}]", str(stop.total_size)))
                 self.progress(seg_len - p)
                 return seg.start_offset + p
-            # STOP_END: zeros (or an unknown magic) - the valid data ends here.
-            self.progress(seg_len - p)
-            if not last:
-                rep.add(Problem("commitlog", "segment-end", rel, p,
-                                f"records end inside a segment that is not the last ({stop.detail}); recovery "
-                                f"would drop every later segment", "a blank end-of-segment record",
-                                stop.detail or "no record"))
-            else:
-                self._check_tail_zero(fd, rel, p, seg_len)
-            return seg.start_offset + p
+            return self._data_ends(fd, rel, seg, p, seg_len, last, stop.detail)
         return seg.start_offset + pos
+
+    def _data_ends(self, fd: int, rel: str, seg, p: int, seg_len: int, last: bool, detail: str) -> int:
+        """No record starts at ``p`` (zeros, an unknown magic, the file's end): the valid data ends there."""
+        self.progress(seg_len - p)
+        if not last:
+            self.report.add(Problem("commitlog", "segment-end", rel, p,
+                                    f"records end inside a segment that is not the last ({detail}); recovery "
+                                    f"would drop every later segment", "a blank end-of-segment record",
+                                    detail or "no record"))
+        else:
+            self._check_tail_zero(fd, rel, p, seg_len)
+        return seg.start_offset + p
 
     def _check_tail_zero(self, fd: int, rel: str, start: int, seg_len: int) -> None:
         pos = start
@@ -502,11 +507,12 @@ class _Verifier:
         uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
         for k, f, c in zip(uniq.tolist(), first.tolist(), counts.tolist()):
             entry = self.unmatched.setdefault((k >> 32, k & 0xFFFFFFFF), [0, int(phy[missing[f]])])
-            entry[0] += c
+            entry[0] += c          # keyed by the unsigned queueId: the JVM walk's order
 
     def _report_unmatched_records(self) -> None:
         rep = self.report
-        for (tid, qid), (count, first) in sorted(self.unmatched.items()):
+        for (tid, unsigned_qid), (count, first) in sorted(self.unmatched.items()):
+            qid = unsigned_qid - (1 << 32) if unsigned_qid >= 1 << 31 else unsigned_qid      # the record's int field
             topic = self._topic_name(tid)
             i = self.queue_key_index.get((tid, qid))
             where = rep.rel(self.layout.queue_dir(topic, qid))
@@ -540,68 +546,81 @@ class _Verifier:
                                 f"entry {int(numbers[j])} points at CommitLog offset {int(ephy[j])}, past the "
                                 f"CommitLog's valid end", f"< {end}", str(int(ephy[j])), severity=WARNING))
 
-    # ------------------------------------------------------------------ checkpoint and config
-    def _check_checkpoint(self, end: int) -> None:
-        rep = self.report
-        path = self.layout.checkpoint_path
-        if not path.exists():
-            note(rep, "checkpoint", "checkpoint-missing", "checkpoint", "no checkpoint file (a store never shut down)")
-            return
-        data = path.read_bytes()
-        if len(data) != CHECKPOINT_FILE_SIZE:
-            rep.add(Problem("checkpoint", "checkpoint-size", "checkpoint", 0, "checkpoint file has the wrong size",
-                            str(CHECKPOINT_FILE_SIZE), str(len(data))))
-            return
-        cp = Checkpoint.decode(data)
-        for name, off, value in (("physicMsgTimestamp", 0, cp.physic_msg_timestamp_ms),
-                                 ("logicsMsgTimestamp", 8, cp.logics_msg_timestamp_ms),
-                                 ("indexMsgTimestamp", 16, cp.index_msg_timestamp_ms)):
-            if value < 0:
-                rep.add(Problem("checkpoint", "checkpoint-value", "checkpoint", off, f"{name} is negative",
-                                ">= 0", str(value)))
-            elif self.records and value > self.max_store_ts:
-                rep.add(Problem("checkpoint", "checkpoint-ahead", "checkpoint", off,
-                                f"{name} is later than every record's store time (data the checkpoint "
-                                f"counted as flushed is missing)", f"<= {self.max_store_ts}", str(value),
-                                severity=WARNING))
-        if cp.confirm_phy_offset > end and self.config.is_v5:
-            rep.add(Problem("checkpoint", "checkpoint-ahead", "checkpoint", 32,
-                            "confirmPhyOffset is past the CommitLog's valid end", f"<= {end}",
-                            str(cp.confirm_phy_offset), severity=WARNING))
 
-    def _check_config(self) -> None:
-        rep = self.report
-        d = self.layout.config_dir
-        if not d.is_dir():
-            return
-        for name in sorted(os.listdir(d)):
-            if not (name.endswith(".json") or name.endswith(".json.bak")):
-                continue
-            path = d / name
-            try:
-                text = path.read_bytes().decode("utf-8")
-                if text.strip():
-                    loads_fastjson(text, file=str(path))
-            except (UnicodeDecodeError, FormatError) as e:
-                rep.add(Problem("config", "config-json", rep.rel(path), getattr(e, "offset", None),
-                                f"not readable as the broker's JSON: {' '.join(str(e).split())}",
-                                "fastjson text", "unparseable"))
-        self._check_consumer_offsets()
+# ---------------------------------------------------------------------- outside the walk (both engines)
 
-    def _check_consumer_offsets(self) -> None:
-        from .consumer_offsets import ConsumerOffsets
-        rep = self.report
+def note_unclean_shutdown(layout: StoreLayout, rep: VerifyReport) -> None:
+    if layout.abort_exists():
+        live = is_store_locked(layout.root)
+        note(rep, "layout", "unclean-shutdown", "abort",
+             "a process holds the store's lock: the tail is moving, problems at the end may be transient"
+             if live else "abort file present: the last run did not shut down cleanly (rmq recover repairs)")
+
+
+def check_checkpoint(layout: StoreLayout, config: StoreConfig, rep: VerifyReport, end: int, records: int,
+                     max_store_ts: int) -> None:
+    """The checkpoint against the walk's figures: the CommitLog's valid ``end``, the latest store time."""
+    path = layout.checkpoint_path
+    if not path.exists():
+        note(rep, "checkpoint", "checkpoint-missing", "checkpoint", "no checkpoint file (a store never shut down)")
+        return
+    data = path.read_bytes()
+    if len(data) != CHECKPOINT_FILE_SIZE:
+        rep.add(Problem("checkpoint", "checkpoint-size", "checkpoint", 0, "checkpoint file has the wrong size",
+                        str(CHECKPOINT_FILE_SIZE), str(len(data))))
+        return
+    cp = Checkpoint.decode(data)
+    for name, off, value in (("physicMsgTimestamp", 0, cp.physic_msg_timestamp_ms),
+                             ("logicsMsgTimestamp", 8, cp.logics_msg_timestamp_ms),
+                             ("indexMsgTimestamp", 16, cp.index_msg_timestamp_ms)):
+        if value < 0:
+            rep.add(Problem("checkpoint", "checkpoint-value", "checkpoint", off, f"{name} is negative",
+                            ">= 0", str(value)))
+        elif records and value > max_store_ts:
+            rep.add(Problem("checkpoint", "checkpoint-ahead", "checkpoint", off,
+                            f"{name} is later than every record's store time (data the checkpoint "
+                            f"counted as flushed is missing)", f"<= {max_store_ts}", str(value),
+                            severity=WARNING))
+    if cp.confirm_phy_offset > end and config.is_v5:
+        rep.add(Problem("checkpoint", "checkpoint-ahead", "checkpoint", 32,
+                        "confirmPhyOffset is past the CommitLog's valid end", f"<= {end}",
+                        str(cp.confirm_phy_offset), severity=WARNING))
+
+
+def check_config(layout: StoreLayout, config: StoreConfig, rep: VerifyReport,
+                 max_offsets: dict[tuple[str, int], int]) -> None:
+    """Every config JSON file parses as the broker's JSON; committed offsets lie within their queues."""
+    d = layout.config_dir
+    if not d.is_dir():
+        return
+    for name in sorted(os.listdir(d)):
+        if not (name.endswith(".json") or name.endswith(".json.bak")):
+            continue
+        path = d / name
         try:
-            entries = ConsumerOffsets(self.layout.root, config=self.config).all_entries()
-        except RmqError:
-            return                      # reported by the JSON check above
-        max_offsets = {(q.topic, q.queue_id): q.max_offset for q in self.queues}
-        for e in entries:
-            mx = max_offsets.get((e.topic, e.queue_id))
-            if e.offset < 0 or (mx is not None and e.offset > mx):
-                rep.add(Problem("config", "consumer-offset", "config/consumerOffset.json", None,
-                                f"group {e.group} commits offset {e.offset} for {e.topic}/{e.queue_id}",
-                                f"0..{mx}" if mx is not None else ">= 0", str(e.offset), severity=WARNING))
+            text = path.read_bytes().decode("utf-8")
+            if text.strip():
+                loads_fastjson(text, file=str(path))
+        except (UnicodeDecodeError, FormatError) as e:
+            rep.add(Problem("config", "config-json", rep.rel(path), getattr(e, "offset", None),
+                            f"not readable as the broker's JSON: {' '.join(str(e).split())}",
+                            "fastjson text", "unparseable"))
+    _check_consumer_offsets(layout, config, rep, max_offsets)
+
+
+def _check_consumer_offsets(layout: StoreLayout, config: StoreConfig, rep: VerifyReport,
+                            max_offsets: dict[tuple[str, int], int]) -> None:
+    from .consumer_offsets import ConsumerOffsets
+    try:
+        entries = ConsumerOffsets(layout.root, config=config).all_entries()
+    except RmqError:
+        return                      # reported by the JSON check above
+    for e in entries:
+        mx = max_offsets.get((e.topic, e.queue_id))
+        if e.offset < 0 or (mx is not None and e.offset > mx):
+            rep.add(Problem("config", "consumer-offset", "config/consumerOffset.json", None,
+                            f"group {e.group} commits offset {e.offset} for {e.topic}/{e.queue_id}",
+                            f"0..{mx}" if mx is not None else ">= 0", str(e.offset), severity=WARNING))
 
 
 class _RecordStarts:

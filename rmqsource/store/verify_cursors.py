@@ -125,7 +125,7 @@ class QueueCursor:
             expired = live & (phy < self.cl_min)
             self.expired += int(np.count_nonzero(expired))
             keep = live & ~expired
-            self._block = (phy[keep], size[keep], code[keep], qoff[keep])
+            self._block = _by_phy((phy[keep], size[keep], code[keep], qoff[keep]))
             self._block_pos = 0
             if len(self._block[0]):
                 return True
@@ -221,7 +221,8 @@ class IndexCursor:
             phy = entries["phy"].astype(np.int64)
             expired = phy < self.cl_min
             self.expired += int(np.count_nonzero(expired))
-            self._block = (numbers[~expired], phy[~expired])
+            phy, numbers = _by_phy((phy[~expired], numbers[~expired]))
+            self._block = (numbers, phy)
             self.file_index = self._fi
             self._block_pos = 0
             if len(self._block[0]):
@@ -247,6 +248,19 @@ class IndexCursor:
             if stop < len(phy):
                 break
         return out
+
+
+def _by_phy(columns: tuple) -> tuple:
+    """A block's columns ordered by phyOffset (the first column), stably.
+
+    Dispatch writes phyOffsets in order, so this is a no-op on a sound file; on a damaged one (a
+    unit or entry out of order, already reported) every unit is still taken with its window.
+    """
+    phy = columns[0]
+    if len(phy) < 2 or bool((phy[1:] >= phy[:-1]).all()):
+        return columns
+    order = np.argsort(phy, kind="stable")
+    return tuple(c[order] for c in columns)
 
 
 def note(report: VerifyReport, area: str, check: str, file: str, message: str) -> None:

@@ -97,8 +97,8 @@ def check_index_file(path: str, hash_slot_num: int, index_num: int,
         if first_phy is None and len(phy):
             first_phy = int(phy[0])
         if len(phy):
-            steps = np.diff(phy, prepend=last_phy if last_phy is not None else phy[0])
-            for i in np.flatnonzero(steps < 0)[:CHAIN_PROBLEMS_PER_FILE].tolist():
+            before = np.concatenate(([last_phy if last_phy is not None else phy[0]], phy[:-1]))
+            for i in np.flatnonzero(phy < before)[:CHAIN_PROBLEMS_PER_FILE].tolist():   # no diff: it overflows
                 entry_problem(i, "index-order", "phyOffset is smaller than the previous entry's",
                               "non-decreasing", str(int(phy[i])))
             last_phy = int(phy[-1])

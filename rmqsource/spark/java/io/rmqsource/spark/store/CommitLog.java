@@ -15,7 +15,7 @@ public final class CommitLog {
     public CommitLog(StoreLayout layout) {
         List<Segment> all = new ArrayList<>();
         for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(d));
-        all.sort((a, b) -> Long.compare(a.startOffset, b.startOffset));
+        all.sort(Segment.BY_START_OFFSET);
         this.segments = new Segments(all, 0);
     }
 

@@ -1,5 +1,7 @@
 package io.rmqsource.spark.store;
 
+import java.util.Comparator;
+
 import java.io.Serializable;
 
 /** One file of a CommitLog or ConsumeQueue, named by the 20-digit offset of its first byte. */
@@ -8,6 +10,14 @@ public final class Segment implements Serializable {
     public final long startOffset;
     public final String path;
     public final long sizeBytes;
+
+    /** By start offset (a class, not a lambda: no method-handle spinning on a short JVM run's path). */
+    public static final Comparator<Segment> BY_START_OFFSET = new Comparator<Segment>() {
+        @Override
+        public int compare(Segment a, Segment b) {
+            return Long.compare(a.startOffset, b.startOffset);
+        }
+    };
 
     public Segment(long startOffset, String path, long sizeBytes) {
         this.startOffset = startOffset;

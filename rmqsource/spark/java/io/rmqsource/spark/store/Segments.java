@@ -57,7 +57,7 @@ public final class Segments {
                 throw new FormatError("more than " + MAX_SEGMENTS + " segment files", directory, -1);
             }
         }
-        out.sort((a, b) -> Long.compare(a.startOffset, b.startOffset));
+        out.sort(Segment.BY_START_OFFSET);
         return out;
     }
 

@@ -79,6 +79,13 @@ public final class StoreLayout implements Serializable {
         }
     }
 
+    static boolean allDigits(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (!Character.isDigit(s.charAt(i))) return false;
+        }
+        return true;
+    }
+
     /** (topic, queueId) of every ConsumeQueue directory, sorted. */
     public List<QueueKey> listQueues() {
         List<QueueKey> out = new ArrayList<>();
@@ -90,7 +97,7 @@ public final class StoreLayout implements Serializable {
             if (queues == null) continue;
             for (File q : queues) {
                 String n = q.getName();
-                if (q.isDirectory() && !n.isEmpty() && n.chars().allMatch(Character::isDigit) && n.length() < 10) {
+                if (q.isDirectory() && !n.isEmpty() && allDigits(n) && n.length() < 10) {
                     out.add(new QueueKey(t.getName(), Integer.parseInt(n)));
                 }
             }

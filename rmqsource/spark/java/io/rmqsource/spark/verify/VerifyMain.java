@@ -1,0 +1,49 @@
+package io.rmqsource.spark.verify;
+
+import io.rmqsource.spark.store.StoreLayout;
+import java.io.BufferedOutputStream;
+import java.io.FileOutputStream;
+import java.io.FileDescriptor;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Entry point of ``rmq verify``'s JVM walk, run by rmqsource/commands/verify_jvm.py:
+ *
+ * <pre>java -cp rmqsource-spark.jar io.rmqsource.spark.verify.VerifyMain ROOT STORE_PATH_COMMIT_LOG
+ *     MAX_HASH_SLOT_NUM MAX_INDEX_NUM DELAY_LEVELS_MS</pre>
+ *
+ * (STORE_PATH_COMMIT_LOG may be empty; DELAY_LEVELS_MS is comma-separated.)  Writes JSON lines:
+ * {"progress": bytes} while walking, then {"problem": {...}} for each problem kept, {"counts": [...]},
+ * and the figures line.  Exit 0 when the walk finished (whatever it found), 1 on an error, written
+ * as {"error": {"type", "message"}}, 2 on bad arguments.
+ */
+public final class VerifyMain {
+    private VerifyMain() {
+    }
+
+    public static void main(String[] args) {
+        PrintStream out = new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16),
+                false, StandardCharsets.UTF_8);
+        if (args.length != 5) {
+            System.err.println("usage: VerifyMain ROOT STORE_PATH_COMMIT_LOG MAX_HASH_SLOT_NUM MAX_INDEX_NUM DELAY_LEVELS_MS");
+            System.exit(2);
+        }
+        int code = 0;
+        try {
+            String[] levels = args[4].isEmpty() ? new String[0] : args[4].split(",");
+            long[] delays = new long[levels.length];
+            for (int i = 0; i < levels.length; i++) delays[i] = Long.parseLong(levels[i]);
+            StoreLayout layout = new StoreLayout(args[0], args[1]);
+            Report report = new Report(args[0], out);
+            String figures = new Verifier(layout, Long.parseLong(args[2]), Long.parseLong(args[3]), delays, report).run();
+            report.write(figures);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            out.println("{\"error\":{\"type\":" + Json.str(e.getClass().getSimpleName()) + ",\"message\":"
+                    + Json.str(String.valueOf(e.getMessage())) + "}}");
+            code = 1;
+        }
+        out.flush();
+        System.exit(code);
+    }
+}
