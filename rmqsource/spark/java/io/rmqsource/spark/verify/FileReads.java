@@ -28,6 +28,19 @@ final class FileReads {
         return buf.flip();
     }
 
+    /** Position of the first non-zero byte of a mapped file from {@code start} on, or -1. */
+    static long firstNonZero(ByteBuffer file, long start) {
+        int n = file.capacity();
+        int i = (int) Math.min(start, n);
+        for (; i + 8 <= n; i += 8) {
+            if (file.getLong(i) != 0) break;
+        }
+        for (; i < n; i++) {
+            if (file.get(i) != 0) return i;
+        }
+        return -1;
+    }
+
     /** Position of the first non-zero byte in [start, end) of the file (bytes past its length count as zero), or -1. */
     static long firstNonZero(String path, long start, long end) {
         for (long pos = start; pos < end; ) {

@@ -139,7 +139,7 @@ final class IndexCheck {
         }
         int slotsN = (int) hashSlotNum;
         long base = HEADER + hashSlotNum * 4;
-        ByteBuffer slotBytes = FileReads.read(path, HEADER, slotsN * 4);
+        ByteBuffer slotBytes = Segments.mapFile(path).slice(HEADER, slotsN * 4);    // the size was checked above
         // One pass: each entry's slot, the newest entry of each slot, and links into another slot
         // (a lower entry's slot is known when a link to it is read).
         int[] entrySlot = new int[count];

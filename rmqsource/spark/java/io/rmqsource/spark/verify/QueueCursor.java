@@ -132,31 +132,7 @@ final class QueueCursor {
             if (k == 0) continue;
             units += k;
             maxOffset = firstUnit + k;
-            ensure(k);
-            blockLen = 0;
-            blockPos = 0;
-            int orderProblems = 0;
-            for (int i = 0; i < k; i++) {
-                long p = raw.getLong(i * UNIT);
-                int s = raw.getInt(i * UNIT + 8);
-                if (s == ConsumeQueue.PRE_BLANK_SIZE) continue;
-                long q = firstUnit + i;
-                if (p <= lastPhy && orderProblems++ < ORDER_PROBLEMS_PER_BLOCK) {
-                    report.add("consumequeue", "cq-order", report.rel(seg.path), q * UNIT - seg.startOffset,
-                            "unit " + q + " of " + topic + "/" + queueId + " does not follow the previous unit in the "
-                                    + "CommitLog", "phyOffset > " + lastPhy, Long.toString(p));
-                }
-                lastPhy = p;
-                if (p < clMin) {
-                    expired++;
-                    continue;
-                }
-                phy[blockLen] = p;
-                size[blockLen] = s;
-                code[blockLen] = raw.getLong(i * UNIT + 12);
-                qoff[blockLen] = q;
-                blockLen++;
-            }
+            decodeUnits(raw, k, firstUnit, seg);
             if (blockLen > 0) {
                 int[] order = PhyOrder.of(phy, blockLen);
                 if (order != null) {
@@ -171,6 +147,36 @@ final class QueueCursor {
         blockLen = 0;
         blockPos = 0;
         return false;
+    }
+
+    /** The block's units in queue order: pre-blank units skipped, expired ones counted, order checked. */
+    private void decodeUnits(ByteBuffer raw, int k, long firstUnit, Segment seg) {
+        ensure(k);
+        blockLen = 0;
+        blockPos = 0;
+        int orderProblems = 0;
+        for (int i = 0; i < k; i++) {
+            long p = raw.getLong(i * UNIT);
+            int s = raw.getInt(i * UNIT + 8);
+            if (s == ConsumeQueue.PRE_BLANK_SIZE) continue;
+            if (p <= lastPhy && orderProblems++ < ORDER_PROBLEMS_PER_BLOCK) orderProblem(seg, firstUnit + i, p);
+            lastPhy = p;
+            if (p < clMin) {
+                expired++;
+                continue;
+            }
+            phy[blockLen] = p;
+            size[blockLen] = s;
+            code[blockLen] = raw.getLong(i * UNIT + 12);
+            qoff[blockLen] = firstUnit + i;
+            blockLen++;
+        }
+    }
+
+    private void orderProblem(Segment seg, long q, long p) {
+        report.add("consumequeue", "cq-order", report.rel(seg.path), q * UNIT - seg.startOffset, "unit " + q + " of "
+                + topic + "/" + queueId + " does not follow the previous unit in the CommitLog", "phyOffset > " + lastPhy,
+                Long.toString(p));
     }
 
     private void ensure(int k) {

@@ -302,7 +302,7 @@ final class Verifier {
                     + detail + "); recovery would drop every later segment", "a blank end-of-segment record",
                     detail.isEmpty() ? "no record" : detail);
         } else {
-            long nonZero = FileReads.firstNonZero(seg.path, p, segLen);
+            long nonZero = FileReads.firstNonZero(Segments.mapFile(seg.path), p);
             if (nonZero >= 0) {
                 report.add("commitlog", "tail-garbage", rel, nonZero, "non-zero bytes after the CommitLog's valid "
                         + "end at " + p + " (a torn or garbage tail; rmq recover zero-fills it)", "zeros",
