@@ -3,6 +3,7 @@ package io.rmqsource.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.rmqsource.spark.errors.FormatError;
+import io.rmqsource.spark.format.JsonText;
 import io.rmqsource.spark.store.QueueKey;
 import java.util.Collections;
 import java.util.Map;
@@ -44,7 +45,7 @@ public final class RmqStreamOffset extends Offset {
             QueueKey k = e.getKey();
             if (!k.topic.equals(topic)) {
                 if (topic != null) sb.append("}, ");
-                quote(sb, k.topic);
+                JsonText.quote(sb, k.topic);
                 sb.append(": {");
                 topic = k.topic;
             } else {
@@ -54,27 +55,6 @@ public final class RmqStreamOffset extends Offset {
         }
         if (topic != null) sb.append('}');
         return sb.append('}').toString();
-    }
-
-    /** Python json.dumps string quoting (ensure_ascii). */
-    private static void quote(StringBuilder sb, String s) {
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"': sb.append("\\\""); break;
-                case '\\': sb.append("\\\\"); break;
-                case '\n': sb.append("\\n"); break;
-                case '\r': sb.append("\\r"); break;
-                case '\t': sb.append("\\t"); break;
-                case '\b': sb.append("\\b"); break;
-                case '\f': sb.append("\\f"); break;
-                default:
-                    if (c < 0x20 || c > 0x7E) sb.append(String.format("\\u%04x", (int) c));
-                    else sb.append(c);
-            }
-        }
-        sb.append('"');
     }
 
     /** Parses the JSON of either implementation (offsets_from_json); bad text names the checkpoint. */

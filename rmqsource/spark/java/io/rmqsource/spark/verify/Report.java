@@ -1,5 +1,6 @@
 package io.rmqsource.spark.verify;
 
+import io.rmqsource.spark.format.JsonText;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -37,11 +38,11 @@ final class Report {
         count(severity, check, 1);
         if (problems.size() >= MAX_PROBLEMS_KEPT) return;
         StringBuilder sb = new StringBuilder(256);
-        sb.append("{\"severity\":").append(Json.str(severity)).append(",\"area\":").append(Json.str(area))
-                .append(",\"check\":").append(Json.str(check)).append(",\"file\":").append(Json.str(file))
+        sb.append("{\"severity\":").append(JsonText.str(severity)).append(",\"area\":").append(JsonText.str(area))
+                .append(",\"check\":").append(JsonText.str(check)).append(",\"file\":").append(JsonText.str(file))
                 .append(",\"offset\":").append(offset < 0 ? "null" : Long.toString(offset))
-                .append(",\"expected\":").append(Json.str(expected)).append(",\"found\":").append(Json.str(found))
-                .append(",\"message\":").append(Json.str(message)).append('}');
+                .append(",\"expected\":").append(JsonText.str(expected)).append(",\"found\":").append(JsonText.str(found))
+                .append(",\"message\":").append(JsonText.str(message)).append('}');
         problems.add(sb.toString());
     }
 
@@ -70,7 +71,7 @@ final class Report {
         boolean first = true;
         for (Map.Entry<String, Long> e : counts.entrySet()) {
             String[] k = e.getKey().split(" ", 2);
-            sb.append(first ? "" : ",").append('[').append(Json.str(k[0])).append(',').append(Json.str(k[1]))
+            sb.append(first ? "" : ",").append('[').append(JsonText.str(k[0])).append(',').append(JsonText.str(k[1]))
                     .append(',').append(e.getValue()).append(']');
             first = false;
         }

@@ -1,5 +1,6 @@
 package io.rmqsource.spark.verify;
 
+import io.rmqsource.spark.format.JsonText;
 import io.rmqsource.spark.format.Properties;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
@@ -121,7 +122,7 @@ final class Verifier {
         for (QueueCursor q : queues) {
             cqUnits += q.units;
             cqExpired += q.expired;
-            maxOffsets.append(maxOffsets.length() == 0 ? "" : ",").append('[').append(Json.str(q.topic)).append(',')
+            maxOffsets.append(maxOffsets.length() == 0 ? "" : ",").append('[').append(JsonText.str(q.topic)).append(',')
                     .append(q.queueId).append(',').append(q.maxOffset).append(']');
         }
         return "{\"stats\":{" + (indexChecked ? "\"indexEntries\":" + indexEntries[0] + "," : "")

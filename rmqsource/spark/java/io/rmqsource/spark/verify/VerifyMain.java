@@ -1,9 +1,10 @@
 package io.rmqsource.spark.verify;
 
+import io.rmqsource.spark.format.JsonText;
 import io.rmqsource.spark.store.StoreLayout;
 import java.io.BufferedOutputStream;
-import java.io.FileOutputStream;
 import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 
@@ -39,8 +40,8 @@ public final class VerifyMain {
             String figures = new Verifier(layout, Long.parseLong(args[2]), Long.parseLong(args[3]), delays, report).run();
             report.write(figures);
         } catch (RuntimeException | OutOfMemoryError e) {
-            out.println("{\"error\":{\"type\":" + Json.str(e.getClass().getSimpleName()) + ",\"message\":"
-                    + Json.str(String.valueOf(e.getMessage())) + "}}");
+            out.println("{\"error\":{\"type\":" + JsonText.str(e.getClass().getSimpleName()) + ",\"message\":"
+                    + JsonText.str(String.valueOf(e.getMessage())) + "}}");
             code = 1;
         }
         out.flush();
