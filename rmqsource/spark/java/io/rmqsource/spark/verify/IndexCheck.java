@@ -159,24 +159,35 @@ final class IndexCheck {
             if (words.length < got * 5) words = new int[got * 5];
             e.asIntBuffer().get(words, 0, got * 5);          // one bulk copy: 5 big-endian ints per entry
             BlockProblems found = new BlockProblems(base, chainProblems);
+            // Sequential pass: each entry's slot, and the rare entries with a problem of their own.
             for (int i = 0; i < got; i++) {
                 int no = start + i;
                 int keyHash = words[5 * i];
                 long phy = ((long) words[5 * i + 1] << 32) | (words[5 * i + 2] & 0xFFFFFFFFL);
                 int diff = words[5 * i + 3];
                 int prev = words[5 * i + 4];
-                int slot = keyHash < 0 ? -1 : keyHash % slotsN;
-                entrySlot[no] = slot;
-                if (slot >= 0) newest[slot] = no;
-                if (prev == 0) {
-                    chainStarts++;
-                } else if (prev > 0 && prev < no && entrySlot[prev] != slot && linkProblems++ < CHAIN_PROBLEMS_PER_FILE) {
-                    links.add(new int[] {no, prev});
-                }
+                entrySlot[no] = keyHash < 0 ? -1 : keyHash % slotsN;
+                if (prev == 0) chainStarts++;
                 if (keyHash < 0 || prev < 0 || prev >= no || phy < lastPhy || diff < 0) {
                     found.entry(no, keyHash, prev, phy, lastPhy, diff);
                 }
                 lastPhy = phy;
+            }
+            // Random-access pass, kept tight so the loads overlap: the newest entry of each slot, and
+            // links into another slot (a link to the slot's previous newest entry is in the slot).
+            for (int i = 0; i < got; i++) {
+                int no = start + i;
+                int slot = entrySlot[no];
+                int prev = words[5 * i + 4];
+                int slotHead = -1;
+                if (slot >= 0) {
+                    slotHead = newest[slot];
+                    newest[slot] = no;
+                }
+                if (prev > 0 && prev < no && prev != slotHead && entrySlot[prev] != slot
+                        && linkProblems++ < CHAIN_PROBLEMS_PER_FILE) {
+                    links.add(new int[] {no, prev});
+                }
             }
             if (got > 0 && firstPhy == Long.MIN_VALUE) firstPhy = ((long) words[1] << 32) | (words[2] & 0xFFFFFFFFL);
             chainProblems = found.chainProblems;

@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -48,6 +49,7 @@ final class Verifier {
     private final List<String> topicNames = new ArrayList<>();
     private final List<byte[]> topicBytes = new ArrayList<>();
     private final java.util.BitSet validTopic = new java.util.BitSet();      // bytes passed topicProblem
+    private byte[] topicScratch = new byte[256];
     private long records;
     private long maxStoreTs;
     private long invalidAt = 1L << 62;            // first record recovery would stop at (fields that do not add up)
@@ -206,23 +208,16 @@ final class Verifier {
      * checked once (topicProblem), then recognised by comparison with the topics seen last.
      */
     private int recordTopicId(ByteBuffer b, int pos, int len) {
+        if (topicScratch.length < len) topicScratch = new byte[len];
+        b.get(pos, topicScratch, 0, len);                     // one bulk copy, then array compares
         for (int i = topicBytes.size() - 1, tries = 0; i >= 0 && tries < 64; i--, tries++) {
             byte[] t = topicBytes.get(i);
-            if (t.length == len && validTopic.get(i) && sameBytes(b, pos, t)) return i;
+            if (t.length == len && validTopic.get(i) && Arrays.equals(t, 0, len, topicScratch, 0, len)) return i;
         }
         if (Record.topicProblem(b, pos, len) != null) return -1;
-        byte[] raw = new byte[len];
-        b.get(pos, raw, 0, len);
-        int id = topicId(new String(raw, StandardCharsets.UTF_8));
+        int id = topicId(new String(topicScratch, 0, len, StandardCharsets.UTF_8));
         validTopic.set(id);
         return id;
-    }
-
-    private static boolean sameBytes(ByteBuffer b, int pos, byte[] t) {
-        for (int k = 0; k < t.length; k++) {
-            if (b.get(pos + k) != t[k]) return false;
-        }
-        return true;
     }
 
     // ------------------------------------------------------------------ CommitLog
