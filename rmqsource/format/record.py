@@ -256,8 +256,8 @@ def decode_record(buf, pos: int, limit: int, *, check_crc: bool = False,
             return Decoded(Kind.CORRUPT, total_size, None, f"properties length {props_len} runs past the record end")
         props = bytes(buf[p:p + props_len])
         p += props_len
-    except struct.error as exc:  # lengths pointing outside buf
-        return Decoded(Kind.CORRUPT, total_size, None, f"truncated record: {exc}")
+    except struct.error:  # fixed fields past the end of buf (IPv6 host flags on a short record)
+        return Decoded(Kind.CORRUPT, total_size, None, "truncated record")
     if p != end:
         return Decoded(Kind.CORRUPT, total_size, None,
                        f"totalSize {total_size} but fields add up to {p - pos}")
