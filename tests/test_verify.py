@@ -235,10 +235,13 @@ def test_jvm_walk_reports_exactly_what_the_python_walk_reports(tmp_path):
     damaged = _damaged_copies(tmp_path)
     stores = [(case_id(c), c / "store", c) for c in CORPORA]
     stores += [(case_id(c), c / "store", corpus_of(c)) for c in CRASH]
+    (tmp_path / "link").symlink_to(CRASH[0].parent.parent)     # a root reached through a symlink
+    damaged.append(("through a symlink", tmp_path / "link" / "crash" / CRASH[0].name / "store", corpus_of(CRASH[0])))
     for name, store, corpus in stores + damaged:
         config = load_config(corpus)
         python, jvm = verify_store(store, config), verify_store_jvm(store, config)
         assert report_facts(jvm) == report_facts(python), name
+        assert not any(p.file.startswith("/") for p in python.problems), name    # named relative to the root
         assert python.ok == ((name, store, corpus) in stores[:len(CORPORA)] or store.parent in CLEAN_CRASH_STATES), name
 
 
