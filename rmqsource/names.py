@@ -48,12 +48,16 @@ def is_safe_dir_name(name: str) -> bool:
 
 
 def safe_join(root: str | os.PathLike, *parts: str) -> Path:
-    """Join ``parts`` under ``root`` and refuse any result outside it."""
+    """Join ``parts`` under ``root`` and refuse any result outside it.
+
+    The result keeps ``root`` as given (symlinks in it unresolved), so paths name files relative
+    to the root the caller chose; only the containment check resolves.
+    """
     base = Path(root).resolve()
     for part in parts:
         if not is_safe_dir_name(str(part)):
             raise OptionError(f"unsafe path component {part!r}")
-    path = base.joinpath(*parts)
+    path = Path(root).joinpath(*parts)
     resolved = path.resolve()
     if resolved != base and base not in resolved.parents:
         raise OptionError(f"path {path} escapes the store root {base}")

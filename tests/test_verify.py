@@ -320,3 +320,13 @@ def test_recover_dry_run_lists_exactly_what_recover_changes(case, tmp_path):
     assert code == 0
     assert json.loads(text)["plan"] == plan.to_json()
     assert tree_bytes(copy) == snapshot
+
+
+def test_recover_dry_run_names_files_under_a_symlinked_root(tmp_path):
+    """The change list names files relative to the root as given, whatever symlinks lead to it."""
+    case = next(c for c in CRASH if c.name == "no_consumequeue")
+    config = load_config(corpus_of(case))
+    (tmp_path / "link").symlink_to(case)
+    through_link = plan_recovery(tmp_path / "link" / "store", config)
+    assert through_link.changes
+    assert through_link.to_json()["changes"] == plan_recovery(case / "store", config).to_json()["changes"]

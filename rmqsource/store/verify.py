@@ -140,7 +140,7 @@ class _Verifier:
     def _open_cursors(self) -> None:
         self.queues = []
         for topic, qid in self.layout.list_queues():
-            q = QueueCursor(str(self._queue_dir(topic, qid)), topic, qid, self.report, self.cl_min)
+            q = QueueCursor(str(self.layout.queue_dir(topic, qid)), topic, qid, self.report, self.cl_min)
             if q.segments:
                 q.topic_id = self._topic_id(topic)
                 self.queues.append(q)
@@ -157,12 +157,6 @@ class _Verifier:
         self.index_paths = files
         usable = [x for x in (check_index_file(f, h, n, self.report) for f in files) if x is not None]
         self.index = IndexCursor(usable, h, self.report, self.cl_min)
-
-    def _queue_dir(self, topic: str, qid: int):
-        """The queue's directory under the root as given (layout.queue_dir resolves symlinks, and
-        problems name files relative to the root); topics here are directory names or record topics
-        that passed topic_bytes_problem, so they cannot leave the root."""
-        return self.layout.consumequeue_dir / topic / str(qid)
 
     def _listed(self, bad: np.ndarray, check: str) -> list[int]:
         """Indexes of the first PER_CHECK_DETAIL true entries; the others are only counted (as ``check``)."""
@@ -521,7 +515,7 @@ class _Verifier:
             qid = unsigned_qid - (1 << 32) if unsigned_qid >= 1 << 31 else unsigned_qid      # the record's int field
             topic = self._topic_name(tid)
             i = self.queue_key_index.get((tid, qid))
-            where = rep.rel(self._queue_dir(topic, qid))
+            where = rep.rel(self.layout.queue_dir(topic, qid))
             has_files = i is not None
             rep.add(Problem("consumequeue", "cq-missing-unit", where, None,
                             f"{count} record(s) of {topic}/{qid} have no ConsumeQueue unit "

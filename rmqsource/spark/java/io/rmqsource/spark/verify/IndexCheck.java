@@ -127,11 +127,11 @@ final class IndexCheck {
                     Long.toString(size));
             return null;
         }
-        ByteBuffer header = FileReads.read(path, 0, HEADER);
-        long beginPhy = header.getLong(16);
-        long endPhy = header.getLong(24);
-        int hashSlotCount = header.getInt(32);
-        int count = Math.max(1, header.getInt(36));          // a fresh file holds 0: loaded as 1 (spec 5.1)
+        ByteBuffer file = Segments.mapFile(path);            // its size was checked above
+        long beginPhy = file.getLong(16);
+        long endPhy = file.getLong(24);
+        int hashSlotCount = file.getInt(32);
+        int count = Math.max(1, file.getInt(36));          // a fresh file holds 0: loaded as 1 (spec 5.1)
         if (count > indexNum) {
             report.add("index", "index-header", rel, 36, "indexCount is larger than maxIndexNum", "<= " + indexNum,
                     Integer.toString(count));
@@ -139,7 +139,7 @@ final class IndexCheck {
         }
         int slotsN = (int) hashSlotNum;
         long base = HEADER + hashSlotNum * 4;
-        ByteBuffer slotBytes = Segments.mapFile(path).slice(HEADER, slotsN * 4);    // the size was checked above
+        ByteBuffer slotBytes = file.slice(HEADER, slotsN * 4);
         // One pass: each entry's slot, the newest entry of each slot, and links into another slot
         // (a lower entry's slot is known when a link to it is read).
         int[] entrySlot = new int[count];

@@ -191,7 +191,7 @@ final class QueueCursor {
     /** After a queue's last valid unit its file holds zeros; a later file means a hole. */
     private void checkRestIsZero(Segment seg, long unitPos) {
         long start = unitPos * UNIT;
-        long nonZero = FileReads.firstNonZero(seg.path, start, fileSize);
+        long nonZero = FileReads.firstNonZero(Segments.mapFile(seg.path), start);   // no file is longer than fileSize
         if (nonZero >= 0) {
             report.add("consumequeue", "cq-garbage", report.rel(seg.path), nonZero - nonZero % UNIT,
                     "non-zero bytes after the last valid unit of " + topic + "/" + queueId + " (the unit at " + start

@@ -246,7 +246,7 @@ final class Verifier {
             long want = Math.min(CHUNK_BYTES, segLen - pos);
             int n = (int) Math.max(0, Math.min(want, fileLen - pos));
             takeUnits(seg.startOffset + pos + n);
-            if (n == 0) return dataEnds(seg, rel, pos, segLen, last, "the file ends here, before the segment size");
+            if (n == 0) return dataEnds(b, seg, rel, pos, segLen, last, "the file ends here, before the segment size");
             Chain c = walkWindow(b, seg, pos, n, segLen - pos);
             if (c.reason == Chain.SHORT && c.count == 0) {
                 if (c.totalSize > want) {          // one record larger than a chunk: read exactly it
@@ -286,19 +286,19 @@ final class Verifier {
                 report.progress(segLen - p);
                 return seg.startOffset + p;
             }
-            return dataEnds(seg, rel, p, segLen, last, c.detail);
+            return dataEnds(b, seg, rel, p, segLen, last, c.detail);
         }
     }
 
     /** No record starts at {@code p} (zeros, an unknown magic, the file's end): the valid data ends there. */
-    private long dataEnds(Segment seg, String rel, int p, long segLen, boolean last, String detail) {
+    private long dataEnds(ByteBuffer b, Segment seg, String rel, int p, long segLen, boolean last, String detail) {
         report.progress(segLen - p);
         if (!last) {
             report.add("commitlog", "segment-end", rel, p, "records end inside a segment that is not the last ("
                     + detail + "); recovery would drop every later segment", "a blank end-of-segment record",
                     detail.isEmpty() ? "no record" : detail);
         } else {
-            long nonZero = FileReads.firstNonZero(Segments.mapFile(seg.path), p);
+            long nonZero = FileReads.firstNonZero(b, p);
             if (nonZero >= 0) {
                 report.add("commitlog", "tail-garbage", rel, nonZero, "non-zero bytes after the CommitLog's valid "
                         + "end at " + p + " (a torn or garbage tail; rmq recover zero-fills it)", "zeros",
@@ -572,16 +572,16 @@ final class Verifier {
         index.takeBelow(1L << 62, new IndexCheck.Sink() {
             @Override
             public void block(IndexCheck.Usable file, int[] numbers, long[] phy, int from, int to) {
-            String rel = report.rel(file.path);
-            for (int j = from; j < to; j++) {
-                if (j - from >= PER_CHECK_DETAIL) {
-                    report.count(Report.WARNING, "index-past-end", to - j);
-                    break;
+                String rel = report.rel(file.path);
+                for (int j = from; j < to; j++) {
+                    if (j - from >= PER_CHECK_DETAIL) {
+                        report.count(Report.WARNING, "index-past-end", to - j);
+                        break;
+                    }
+                    report.add("index", "index-past-end", rel, file.base + (long) numbers[j] * 20, "entry "
+                            + numbers[j] + " points at CommitLog offset " + phy[j] + ", past the CommitLog's valid end",
+                            "< " + end, Long.toString(phy[j]), Report.WARNING);
                 }
-                report.add("index", "index-past-end", rel, file.base + (long) numbers[j] * 20, "entry " + numbers[j]
-                        + " points at CommitLog offset " + phy[j] + ", past the CommitLog's valid end", "< " + end,
-                        Long.toString(phy[j]), Report.WARNING);
-            }
             }
         });
     }
