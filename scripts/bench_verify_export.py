@@ -93,7 +93,9 @@ def main() -> None:
     n = args.messages
 
     def verify(engine: str):
-        return lambda: rmq(["verify", str(store), "--engine", engine], stdout=io.StringIO()) == 0 or sys.exit(1)
+        def run():
+            assert rmq(["verify", str(store), "--engine", engine], stdout=io.StringIO()) == 0
+        return run
 
     def export():
         assert rmq(["export", str(store), str(out_file)], stdout=io.StringIO()) == 0

@@ -28,6 +28,7 @@ from rmqsource.store.recovery_plan import plan_recovery
 from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
 from rmqsource.store.verify import verify_store
 
+from fuzz_stores import verify_facts
 from golden import case_id, copy_store, corpora, corpus_of, crash_cases, load_config, read_jsonl, tree_bytes
 
 pytestmark = [pytest.mark.golden, pytest.mark.crash]
@@ -49,11 +50,6 @@ def engine(request) -> str:
 
 def walk(engine: str):
     return verify_store_jvm if engine == "jvm" else verify_store
-
-
-def report_facts(report) -> tuple:
-    """Everything a report says: the problems kept (as JSON, in order), the counts by check, the figures."""
-    return [p.to_json() for p in report.problems], sorted(report.counts.items()), report.stats
 
 
 def run(argv) -> tuple[int, str]:
@@ -240,7 +236,7 @@ def test_jvm_walk_reports_exactly_what_the_python_walk_reports(tmp_path):
     for name, store, corpus in stores + damaged:
         config = load_config(corpus)
         python, jvm = verify_store(store, config), verify_store_jvm(store, config)
-        assert report_facts(jvm) == report_facts(python), name
+        assert verify_facts(jvm) == verify_facts(python), name
         assert not any(p.file.startswith("/") for p in python.problems), name    # named relative to the root
         assert python.ok == ((name, store, corpus) in stores[:len(CORPORA)] or store.parent in CLEAN_CRASH_STATES), name
 
