@@ -447,7 +447,7 @@ def find_appended(root: str, config: StoreConfig, start: int, end: int, tag: str
     from ..store.commitlog import CommitLog
     from ..store.layout import StoreLayout
     seen: set[int] = set()
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     cl = CommitLog(layout)
     prefix = f"{partition}:"
     try:

@@ -40,7 +40,7 @@ final class StoreWatcher implements QueueTail.Verifier {
 
     StoreWatcher(RmqStreamOptions opts) {
         this.opts = opts;
-        this.layout = new StoreLayout(opts.root(), opts.read.storeConfig.storePathCommitLog());
+        this.layout = new StoreLayout(opts.root(), opts.read.storeConfig);
         RmqOptions r = opts.read;
         topics = r.topics != null ? new HashSet<>(r.topics) : null;
         pattern = r.topicPattern != null ? Pattern.compile(r.topicPattern) : null;
