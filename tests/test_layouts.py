@@ -348,3 +348,26 @@ def test_spark_refuses_other_layouts(spark, variant, tmp_path):
     with pytest.raises(Exception) as e:
         r.load(str(store)).count()
     assert "UnsupportedLayoutError" in str(e.value) and f"{folder}: " in str(e.value) and words in str(e.value)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("corpus,store", DLEDGER[:1], ids=DLEDGER_IDS[:1])
+def test_spark_sink_refuses_a_dledger_store_and_writes_nothing(spark, corpus, store, tmp_path):
+    copy = copy_store(store, tmp_path / "store")
+    before = snapshot(copy)
+    df = spark.createDataFrame([("TopicTest", bytearray(b"hi"))], "topic string, body binary")
+    refused_by_spark(lambda: df.write.format("rmq").mode("append").save(str(copy)), dledger_folder(copy))
+
+    def stream():
+        q = (spark.readStream.format("rate").option("rowsPerSecond", "1").load()
+             .selectExpr("'TopicTest' AS topic", "CAST(value AS STRING) AS body")
+             .writeStream.format("rmq").option("checkpointLocation", str(tmp_path / "ckpt"))
+             .start(str(copy)))
+        try:
+            q.awaitTermination(180)
+            assert not q.isActive, "the sink stream neither failed nor finished"
+        finally:
+            q.stop()
+
+    refused_by_spark(stream, dledger_folder(copy))
+    assert snapshot(copy) == before

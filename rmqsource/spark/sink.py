@@ -286,6 +286,12 @@ def _put_all(writer, table: pa.Table) -> tuple[int, int, int]:
     return table.num_rows, first, end
 
 
+def refuse_unsupported_layout(opts: SinkOptions) -> None:
+    """At planning, on the driver: a store of another layout fails the write before any task runs."""
+    from ..store.layout import StoreLayout
+    StoreLayout.for_config(opts.root, opts.config).check_supported()
+
+
 def open_store_writer(opts: SinkOptions):
     """Open the store writer under the lock, with a clear error when another process keeps it."""
     from ..store.writer import MessageStoreWriter
@@ -329,6 +335,7 @@ class RmqBatchWriter(DataSourceArrowWriter):
                               "use .mode('append')")
         self.opts = parse_sink_options(options)
         self.columns = check_schema(schema)
+        refuse_unsupported_layout(self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         pid = _task_partition_id()
@@ -472,6 +479,7 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, str], schema, overwrite: bool):
         self.opts = parse_sink_options(options)
         self.columns = check_schema(schema)
+        refuse_unsupported_layout(self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         query_id, batch_id, pid = _stream_ids()
