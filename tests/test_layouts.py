@@ -191,6 +191,9 @@ def make_variant(kind: str, store: Path) -> tuple[list[str], Path, str]:
     if kind == "consumequeue_ext":
         _add_file(store / "consumequeue_ext" / "TopicTest" / "0" / "00000000000000000000")
         return [], store / "consumequeue_ext", "ConsumeQueueExt"
+    if kind == "compaction":
+        _add_file(store / "compaction" / "compactionLog" / "TopicTest" / "0" / "00000000000000000000")
+        return [], store / "compaction" / "compactionLog", "compacted topics"
     if kind == "tiered":
         _add_file(store / "config" / "tieredStoreMetadata.json", b'{"topicMetadataTable":{}}')
         return [], store / "config" / "tieredStoreMetadata.json", "tiered storage"
@@ -219,7 +222,7 @@ def make_variant(kind: str, store: Path) -> tuple[list[str], Path, str]:
 
 
 VARIANTS = ["rocksdb-consumequeue", "rocksdb-consumequeue_rocksdb", "batchconsumequeue", "consumequeue_ext",
-            "tiered", "dledger-folders", "empty-dledger-folder", "enableDLegerCommitLog",
+            "compaction", "tiered", "dledger-folders", "empty-dledger-folder", "enableDLegerCommitLog",
             "storePathDLedgerCommitLog", "multi-path-commitlog", "readOnlyCommitLogStorePaths",
             "commitlog-beside-storePathCommitLog"]
 

@@ -29,6 +29,7 @@ ROCKSDB_CONSUME_QUEUE_DIRS = ("consumequeue", "consumequeue_rocksdb")
 BATCH_CONSUME_QUEUE_DIR = "batchconsumequeue"
 CONSUME_QUEUE_EXT_DIR = "consumequeue_ext"
 TIERED_METADATA = ("config", "tieredStoreMetadata.json")
+COMPACTION_LOG = ("compaction", "compactionLog")      # 5.x CompactionStore; position-checkpoint alone is empty
 ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read"
 
 
@@ -148,6 +149,9 @@ class StoreLayout:
         folder = self.root / CONSUME_QUEUE_EXT_DIR
         if _holds_files(folder):
             return folder, "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"
+        folder = self.root.joinpath(*COMPACTION_LOG)
+        if _holds_files(folder):
+            return folder, "compacted topics (cleanup.policy=COMPACTION) are not read"
         metadata = self.root.joinpath(*TIERED_METADATA)
         if metadata.is_file():
             return metadata, "tiered storage (tieredstore metadata): messages moved to another tier are not read"

@@ -152,6 +152,10 @@ public final class StoreLayout implements Serializable {
         if (holdsFiles(ext, 3)) {
             return new String[] {ext.getPath(), "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"};
         }
+        File compaction = new File(new File(r, "compaction"), "compactionLog");
+        if (holdsFiles(compaction, 3)) {
+            return new String[] {compaction.getPath(), "compacted topics (cleanup.policy=COMPACTION) are not read"};
+        }
         File tiered = new File(new File(r, "config"), "tieredStoreMetadata.json");
         if (tiered.isFile()) {
             return new String[] {tiered.getPath(),
