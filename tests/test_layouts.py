@@ -201,6 +201,10 @@ def make_variant(kind: str, store: Path) -> tuple[list[str], Path, str]:
         (store / "dledger-n1" / "data").mkdir(parents=True)
         (store / "dledger-n0" / "data").mkdir(parents=True)
         return [], store / "dledger-n0", "folders dledger-n0, dledger-n1"
+    if kind == "dledger-without-commitlog":
+        shutil.rmtree(store / "commitlog")
+        _add_file(store / "dledger-n0" / "data" / "00000000000000000000")
+        return [], store / "dledger-n0", "DLedger CommitLog"
     if kind == "empty-dledger-folder":
         (store / "dledger-n0").mkdir()
         return [], store / "dledger-n0", "DLedger CommitLog"
@@ -222,9 +226,9 @@ def make_variant(kind: str, store: Path) -> tuple[list[str], Path, str]:
 
 
 VARIANTS = ["rocksdb-consumequeue", "rocksdb-consumequeue_rocksdb", "batchconsumequeue", "consumequeue_ext",
-            "compaction", "tiered", "dledger-folders", "empty-dledger-folder", "enableDLegerCommitLog",
-            "storePathDLedgerCommitLog", "multi-path-commitlog", "readOnlyCommitLogStorePaths",
-            "commitlog-beside-storePathCommitLog"]
+            "compaction", "tiered", "dledger-folders", "dledger-without-commitlog", "empty-dledger-folder",
+            "enableDLegerCommitLog", "storePathDLedgerCommitLog", "multi-path-commitlog",
+            "readOnlyCommitLogStorePaths", "commitlog-beside-storePathCommitLog"]
 
 
 @pytest.fixture

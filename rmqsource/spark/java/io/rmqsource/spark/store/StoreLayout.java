@@ -113,15 +113,17 @@ public final class StoreLayout implements Serializable {
         for (String n : names(r, true)) if (n.startsWith("dledger-")) dledger.add(n);
         if (!dledger.isEmpty()) {
             dledger.sort(null);
-            return new String[] {new File(r, dledger.get(0)).getPath(), "DLedger CommitLog (enableDLegerCommitLog=true"
-                    + (dledger.size() > 1 ? "; folders " + String.join(", ", dledger) : "") + ") is not read"};
+            String folders = dledger.size() > 1 ? "; folders " + String.join(", ", dledger) : "";
+            return new String[] {new File(r, dledger.get(0)).getPath(),
+                "DLedger CommitLog (enableDLegerCommitLog=true" + folders + ") is not read"};
         }
         if (storePathDLedgerCommitLog != null) {
             return new String[] {storePathDLedgerCommitLog,
                 "DLedger CommitLog (storePathDLedgerCommitLog) is not read"};
         }
         if (enableDLegerCommitLog) {
-            return new String[] {root, "DLedger CommitLog (the store config sets enableDLegerCommitLog=true) is not read"};
+            return new String[] {root,
+                "DLedger CommitLog (the store config sets enableDLegerCommitLog=true) is not read"};
         }
         if (commitLogDirs.size() > 1) {
             return new String[] {commitLogDirs.get(0), "multi-path CommitLog (storePathCommitLog names "
@@ -132,7 +134,8 @@ public final class StoreLayout implements Serializable {
                 "read-only CommitLog directories (readOnlyCommitLogStorePaths) are not read"};
         }
         File own = new File(r, "commitlog");
-        if (!commitLogDirs.equals(List.of(own.getPath())) && holdsFiles(own, 3) && !sameDir(own, commitLogDirs.get(0))) {
+        boolean moved = !commitLogDirs.equals(List.of(own.getPath()));
+        if (moved && holdsFiles(own, 3) && !sameDir(own, commitLogDirs.get(0))) {
             return new String[] {own.getPath(), "CommitLog files while storePathCommitLog names "
                     + commitLogDirs.get(0) + ": two CommitLogs are not read"};
         }
@@ -140,7 +143,8 @@ public final class StoreLayout implements Serializable {
             File folder = new File(r, name);
             for (String n : names(folder, false)) {
                 if (n.equals("CURRENT") || n.equals("IDENTITY") || n.startsWith("MANIFEST-")) {
-                    return new String[] {folder.getPath(), "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
+                    return new String[] {folder.getPath(),
+                        "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
                 }
             }
         }
