@@ -153,12 +153,14 @@ def test_reader_writer_and_verify_api_refuse_a_dledger_store(corpus, store, tmp_
             verify_store(store, config)
         with pytest.raises(UnsupportedLayoutError, match="DLedger"):
             group_lag(store, config)
+    from rmqsource.store.recovery import recover_store
     copy = copy_store(store, tmp_path / "store")
     before = snapshot(copy)
-    with pytest.raises(UnsupportedLayoutError) as e:
-        MessageStoreWriter(copy, StoreConfig())
-    assert e.value.file == str(dledger_folder(copy))
-    assert snapshot(copy) == before
+    for write in (MessageStoreWriter, recover_store):
+        with pytest.raises(UnsupportedLayoutError) as e:
+            write(copy, StoreConfig())
+        assert e.value.file == str(dledger_folder(copy))
+        assert snapshot(copy) == before
 
 
 # ------------------------------------------------------------------ other layouts, hand-made
