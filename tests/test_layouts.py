@@ -12,9 +12,9 @@ Python and the Java layout check, and every default-layout golden store still re
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,6 +27,8 @@ from rmqsource.errors import UnsupportedLayoutError
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.writer import MessageStoreWriter
+
+pytestmark = pytest.mark.golden
 
 DLEDGER_ROOT = GOLDEN_ROOT.parent / "golden-dledger"
 ONE_MESSAGE = json.dumps({"topic": "TopicTest", "queueId": 0, "body": "aGk="}) + "\n"
@@ -69,7 +71,6 @@ def a_msg_id(corpus: Path) -> str:
 # ------------------------------------------------------------------ CLI
 
 def run_cli(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
-    import contextlib
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err):
         code = main(argv, stdout=out, stdin=io.BytesIO(stdin))
