@@ -381,3 +381,23 @@ def test_spark_sink_refuses_a_dledger_store_and_writes_nothing(spark, corpus, st
 
     refused_by_spark(stream, dledger_folder(copy))
     assert snapshot(copy) == before
+
+
+@pytest.mark.spark
+def test_a_running_stream_fails_when_the_store_changes_layout(spark, tmp_path):
+    """A broker restarted in DLedger mode mid-stream: the next trigger refuses instead of waiting for data
+    that never reaches commitlog/."""
+    corpus = base_corpus()
+    store = copy_store(corpus / "store", tmp_path / "store")
+    counts = []
+    q = (spark.readStream.format("rmq").option("config", str(corpus / "store.properties"))
+         .option("topics", "TopicTest").option("startingOffsets", "earliest").load(str(store))
+         .writeStream.foreachBatch(lambda df, _: counts.append(df.count()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        assert sum(counts) > 0
+        (store / "dledger-n0" / "data").mkdir(parents=True)
+        refused_by_spark(q.processAllAvailable, store / "dledger-n0")
+    finally:
+        q.stop()

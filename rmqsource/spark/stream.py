@@ -263,6 +263,7 @@ class StoreWatcher:
         return self._pattern.fullmatch(topic) is not None
 
     def keys(self) -> list[Key]:
+        self.layout.check_supported()       # every trigger: a broker restarted in DLedger mode changes the layout
         return [k for k in self.layout.list_queues() if self.wanted(k)]
 
     # -- CommitLog --------------------------------------------------------------

@@ -56,6 +56,7 @@ final class StoreWatcher implements QueueTail.Verifier {
 
     /** The selected queues that exist on disk, sorted; only the selected topics' directories are listed. */
     List<QueueKey> keys() {
+        layout.checkSupported();        // every trigger: a broker restarted in DLedger mode changes the layout
         TreeSet<QueueKey> out = new TreeSet<>();
         File cq = layout.consumeQueueDir();
         if (queues != null) {
