@@ -8,8 +8,9 @@
 files (and the store config) are a layout this package reads; every reader,
 writer, planner and stream goes through it (twin: StoreLayout.java).  A store
 holding data files of another layout (DLedger, RocksDB or batch ConsumeQueues,
-ConsumeQueueExt, tiered storage, several CommitLog directories) is refused with
-one UnsupportedLayoutError naming the folder, never read in part.
+ConsumeQueueExt, compacted topics, tiered storage, several CommitLog
+directories) is refused with one UnsupportedLayoutError naming the folder,
+never read in part (README "Store layouts").
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class StoreLayout:
             raise UnsupportedLayoutError(f"{reason}; {ONLY_FILE_LAYOUT}", file=str(folder))
 
     def _unsupported(self) -> Optional[tuple[Path, str]]:
+        """(folder, reason) of the first layout found that is not read, else None."""
         keys = self.keys
         dledger = sorted(n for n in _dir_names(self.root) if n.startswith(DLEDGER_PREFIX))
         if dledger:
