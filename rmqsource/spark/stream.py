@@ -53,9 +53,11 @@ returns by the options' limits itself.  There ``Trigger.AvailableNow`` is
 Spark's wrapper, which asks once and runs one batch: with
 maxMessagesPerTrigger / maxBytesPerTrigger that batch is bounded and the
 query ends after it; and the group commit of the last batch happens when
-the query next runs (Spark does not report a finished last batch).  ``failOnDataLoss=true`` (default)
-fails with a :class:`~rmqsource.errors.DataLossError` naming topic, queue and
-offsets when retention removed messages not yet read; ``false`` skips them.
+the query next runs (Spark does not report a finished last batch).
+
+``failOnDataLoss=true`` (default) fails with a
+:class:`~rmqsource.errors.DataLossError` naming topic, queue and offsets when
+retention removed messages not yet read; ``false`` skips them.
 """
 
 from __future__ import annotations
@@ -69,9 +71,6 @@ from typing import Iterator, Mapping, Optional, Sequence
 import numpy as np
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,  # isort: skip
-                     SupportsTriggerAvailableNow)
-
 from ..errors import DataLossError, OptionError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
 from ..format.record import Kind
@@ -80,6 +79,8 @@ from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout
+from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
+                     SupportsTriggerAvailableNow)
 from .options import (EARLIEST, LATEST, STREAM, STREAM_OPTIONS, ReadOptions, apply_kafka_names, parse_bool,
                       parse_int, parse_offsets, parse_options)
 from .planning import split_range
