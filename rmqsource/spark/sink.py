@@ -49,7 +49,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage)
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson
@@ -59,6 +59,7 @@ from ..io.lock import StoreLock
 from ..store.config import StoreConfig
 from ..store.file_sizes import fit_config_to_files, given_keys
 from ..store.queue_select import DEFAULT_QUEUE_NUMS, QueueChooser, keys_string, read_topic_queue_nums
+from .compat import DataSourceStreamArrowWriter
 from .options import SQL_TABLE_HINT, store_path
 
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
