@@ -18,9 +18,9 @@ fi
 stamp=.venv/.rmqsource-installed
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip setuptools wheel
-  # compat mode puts the project root on sys.path, so Spark's discovery of the
-  # top-level pyspark_rmq module (pkgutil.iter_modules) sees it.
-  .venv/bin/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+  # A plain editable install puts the project root on sys.path (setup.cfg's package_dir), so Spark's
+  # discovery of the top-level pyspark_rmq module (pkgutil.iter_modules) sees it.
+  .venv/bin/python -m pip install --quiet -e '.[test]'
   touch "$stamp"
 fi
 export PATH="$here/.venv/bin:$PATH"

@@ -86,6 +86,7 @@ def test_user_schema_selects_columns_and_checks_types(jvm):
 
 # --------------------------------------------------------------------------- count(*) pushdown
 
+@pytest.mark.compat
 @pytest.mark.parametrize("case", CORPORA + CRASH, ids=lambda p: str(p.name if p in CORPORA else f"{p.parent.parent.name}/{p.name}"))
 def test_count_pushdown_equals_engine_and_full_read(jvm, case):
     corpus = corpus_of(case) if case in CRASH else case
@@ -127,6 +128,7 @@ def _read_counts(df, *cols) -> dict:
     return {tuple(r)[:-1]: r[-1] for r in df.groupBy(*cols).agg(F.sum(F.lit(1)).cast("long")).collect()}
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("case", CORPORA + CRASH, ids=lambda p: str(p.name if p in CORPORA else f"{p.parent.parent.name}/{p.name}"))
 def test_whole_store_count_from_consume_queue_offsets(jvm, case):
     """A whole-store count (grouped or not) is answered on the driver from ConsumeQueue offsets when
@@ -209,6 +211,7 @@ def test_source_metrics(jvm):
     assert m["commitLogBytesRead"] == sum(x["storeSize"] for x in candidates)
 
 
+@pytest.mark.compat
 def test_point_lookup_is_answered_on_the_driver_without_a_job(jvm):
     corpus = CORPORA[0]
     view = [v for v in read_jsonl(corpus / "expected" / "view.jsonl") if v["result"]["found"]]

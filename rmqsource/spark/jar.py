@@ -72,11 +72,18 @@ def session_conf() -> dict[str, str]:
     filtered query from its own ``load()``, which keeps clear of Spark 4.3's
     scan reuse (see the README); the JVM scan pushes filters without it.
     """
+    require_supported_spark()
     jar = session_jar()
     conf = {"spark.jars": jar} if jar else {}
     if not has_native_scan(jar):
         conf[PYTHON_PUSHDOWN] = "true"
     return conf
+
+
+def require_supported_spark() -> None:
+    """One line (UnsupportedSparkError) naming the found and the supported pyspark, before Spark starts
+    or javac runs against an unsupported one (imports pyspark: called only on the way to Spark)."""
+    from . import compat  # noqa: F401 - the check runs at its import
 
 
 def has_native_scan(jar: Optional[str]) -> bool:
@@ -171,6 +178,7 @@ def build_jar(java_dir: Path = JAVA_DIR, out_dir: Path = JAR_DIR, force: bool = 
     since it was built (hash stamp beside the jar). Returns the jar's path.
     """
     java_dir, out_dir = Path(java_dir), Path(out_dir)
+    require_supported_spark()
     classpath_dir = pyspark_jars_dir()
     sources = java_sources(java_dir)
     if not sources:
@@ -196,7 +204,15 @@ def build_jar(java_dir: Path = JAVA_DIR, out_dir: Path = JAR_DIR, force: bool = 
             log(f"compiling {len(sources)} Java sources against {classpath_dir} ...")
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
-            raise JarError(f"javac failed ({javac} --release {RELEASE} ...):\n{done.stdout}{done.stderr}".rstrip())
+            output = (done.stdout + done.stderr).rstrip()
+            if log:
+                # javac's report as javac prints it (file:line, the source line, the caret); the error itself
+                # stays one line, like every rmq error.
+                log(output)
+                last = output.splitlines()[-1].strip() if output else "no output"
+                raise JarError(f"javac failed ({javac} --release {RELEASE} against {classpath_dir}): {last}; "
+                               f"its messages are printed above")
+            raise JarError(f"javac failed ({javac} --release {RELEASE} ...):\n{output}")
         if log and (done.stdout or done.stderr).strip():
             log((done.stdout + done.stderr).rstrip())
         partial = out_dir / (JAR_NAME + f".{os.getpid()}.tmp")

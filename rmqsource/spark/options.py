@@ -72,6 +72,11 @@ STREAM_OPTIONS = {
     "reportlatestoffset": "reportLatestOffset",
 }
 BATCH, STREAM = "batch", "stream"
+# A SQL table's OPTIONS (path ...) / LOCATION reach only a JVM provider (Spark passes them to its
+# getTable; a Python data source is created with the query's options alone), so without the jar
+# a table's reads and writes have no path. Same text in RmqOptions.java.
+SQL_TABLE_HINT = ("; a SQL table (CREATE TABLE ... USING rmq) passes its path and options only with the "
+                  "rmq jar on spark.jars (`rmq jar`)")
 
 
 def option_names(mode: str) -> list[str]:
@@ -283,7 +288,7 @@ def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
     paths = list(dict.fromkeys(paths))
     if not paths:
         raise OptionError("no store path: use spark.read.format('rmq').load('/path/to/store') "
-                          "(several stores: comma-separated or a list)")
+                          "(several stores: comma-separated or a list)" + SQL_TABLE_HINT)
     return tuple(dict.fromkeys(store_path(p) for p in paths))
 
 

@@ -13,8 +13,7 @@ import datetime as _dt
 from dataclasses import dataclass, replace
 from typing import Iterable, List, Optional
 
-from pyspark.sql.datasource import (EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan,
-                                    LessThanOrEqual)
+from .compat import EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
 
 INT_RANGE_COLUMNS = {"queueOffset": "queue_offset", "commitLogOffset": "phy_offset"}
 _MIN = -(1 << 63)

@@ -1,7 +1,7 @@
 """The output schema, defined once as an Arrow schema; the Spark DDL is derived from it.
 
 One row per message.  Every field is nullable (Spark's DDL default), so the
-Arrow schema below equals ``to_arrow_schema(<parsed DDL>, timezone="UTC")``
+Arrow schema below equals Spark's ``to_arrow_schema(<parsed DDL>)`` in UTC
 field for field, which is what PySpark checks record batches against.
 A user-specified schema (``spark.read.format("rmq").schema("topic string,
 body binary")``) selects a subset of these columns: only those are decoded.
@@ -78,9 +78,9 @@ def requested_columns(spark_schema) -> tuple[str, ...]:
     Every requested column must exist in ARROW_SCHEMA with the same type; the
     output batches then follow the requested order.
     """
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from .compat import to_arrow_schema
 
-    wanted = to_arrow_schema(spark_schema, timezone="UTC")
+    wanted = to_arrow_schema(spark_schema)
     for f in wanted:
         if f.name not in COLUMNS:
             raise OptionError(f"column {f.name!r} is not provided by the rmq source; columns are: {', '.join(COLUMNS)}")

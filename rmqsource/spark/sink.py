@@ -49,7 +49,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage)
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson
@@ -59,7 +59,8 @@ from ..io.lock import StoreLock
 from ..store.config import StoreConfig
 from ..store.file_sizes import fit_config_to_files, given_keys
 from ..store.queue_select import DEFAULT_QUEUE_NUMS, QueueChooser, keys_string, read_topic_queue_nums
-from .options import store_path
+from .compat import DataSourceStreamArrowWriter
+from .options import SQL_TABLE_HINT, store_path
 
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
 SEQ_PROPERTY = "__RMQSOURCE_SEQ"
@@ -124,7 +125,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
                           f"{', '.join(sorted(SINK_OPTIONS.values()))}, plus RocketMQ MessageStoreConfig keys")
     root = opts.get("path", "").strip()
     if not root:
-        raise OptionError("no store path: use df.write.format('rmq').mode('append').save('/path/to/store')")
+        raise OptionError("no store path: use df.write.format('rmq').mode('append').save('/path/to/store')"
+                          + SQL_TABLE_HINT)
     if "," in root:
         raise OptionError(f"the rmq sink writes one store; got {root!r}")
     root = store_path(root)                  # plain path or file:// URI

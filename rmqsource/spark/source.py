@@ -9,7 +9,9 @@ Filter pushdown (``DataSourceReader.pushFilters``) needs
 ``spark.sql.python.filterPushdown.enabled=true``.  PySpark refuses a reader
 that implements ``pushFilters`` when that setting is off, so when Spark plans
 the read without pushdown we hand it a reader without ``pushFilters``: the
-query still works, Spark just evaluates every filter itself.
+query still works, Spark just evaluates every filter itself.  pyspark 4.0
+has no Python filter pushdown at all (:mod:`rmqsource.spark.compat`): there
+every read is unfiltered at the source.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import functools
 import sys
 from typing import Iterator, List
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from .compat import FILTER_PUSHDOWN, Filter  # first: an unsupported pyspark fails here, in one line
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..store.layout import StoreLayout
 from .batch import ReadSpec, read_partition
@@ -64,7 +68,7 @@ class RmqDataSource(DataSource):
 
     def reader(self, schema) -> DataSourceReader:
         columns = requested_columns(schema)
-        if _planned_without_pushdown():
+        if not FILTER_PUSHDOWN or _planned_without_pushdown():
             return RmqReader(self.read_options, columns)
         return RmqPushdownReader(self.read_options, columns)
 

@@ -43,9 +43,21 @@ keys):
 
 Queues (new topics matching the selection, new queue ids) found between
 batches are read from their beginning.  ``Trigger.AvailableNow`` stops at the
-max offsets present when the query starts.  ``failOnDataLoss=true`` (default)
-fails with a :class:`~rmqsource.errors.DataLossError` naming topic, queue and
-offsets when retention removed messages not yet read; ``false`` skips them.
+max offsets present when the query starts.
+
+pyspark 4.0 and 4.1 call ``latestOffset()`` without arguments (no admission
+control, :mod:`rmqsource.spark.compat`): the reader then takes the start of
+the next batch from its own record (the initial offset, or the end of the
+last batch Spark planned, also after a restart) and bounds the offsets it
+returns by the options' limits itself.  There ``Trigger.AvailableNow`` is
+Spark's wrapper, which asks once and runs one batch: with
+maxMessagesPerTrigger / maxBytesPerTrigger that batch is bounded and the
+query ends after it; and the group commit of the last batch happens when
+the query next runs (Spark does not report a finished last batch).
+
+``failOnDataLoss=true`` (default) fails with a
+:class:`~rmqsource.errors.DataLossError` naming topic, queue and offsets when
+retention removed messages not yet read; ``false`` skips them.
 """
 
 from __future__ import annotations
@@ -58,8 +70,6 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows,
-                                              ReadMinRows, SupportsTriggerAvailableNow)
 
 from ..errors import DataLossError, OptionError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
@@ -69,6 +79,8 @@ from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout
+from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
+                     SupportsTriggerAvailableNow)
 from .options import (EARLIEST, LATEST, STREAM, STREAM_OPTIONS, ReadOptions, apply_kafka_names, parse_bool,
                       parse_int, parse_offsets, parse_options)
 from .planning import split_range
@@ -490,6 +502,12 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Optional[dict[Key, int]] = None          # Trigger.AvailableNow
         self._last_trigger_ms = time.monotonic() * 1000.0
         self._committed: dict[Key, int] = {}
+        self._initial: Optional[dict] = None      # initialOffset(), computed once
+        # For latestOffset() without arguments: where the next batch starts, and the end of the last batch
+        # Spark planned (also the empty one it plans on a restart to say where the query stands): done by the
+        # time Spark asks for the next latest offset, so the group's progress.
+        self._next_start: Optional[dict] = None
+        self._planned_end: Optional[dict] = None
 
     # The reader is pickled to executors for read(); the watcher (fds, caches) stays on the driver.
     def __getstate__(self):
@@ -505,6 +523,13 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets -----------------------------------------------------------------
     def initialOffset(self) -> dict:
+        if self._initial is None:
+            self._initial = self._initial_offset()
+        if self._next_start is None:
+            self._next_start = self._initial
+        return self._initial
+
+    def _initial_offset(self) -> dict:
         w = self.watcher
         o = self.opts
         if o.consumer_group:
@@ -577,13 +602,19 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         w = self.watcher
         return offsets_to_json({k: w.max_offset(k) for k in w.keys()})
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: Optional[dict] = None, limit: Optional[ReadLimit] = None) -> dict:
         o = self.opts
         w = self.watcher
+        if start is None:
+            # pyspark without admission control asks without arguments (see the module docstring).
+            start = self._next_start if self._next_start is not None else self.initialOffset()
+            limit = self.getDefaultReadLimit()
+            self._commit_group(offsets_from_json(self._planned_end))
+        else:
+            # ``start`` is the end of the last batch, processed and committed to the checkpoint
+            # before the next batch is planned (also after a restart): the group's progress.
+            self._commit_group(offsets_from_json(start))
         begin = offsets_from_json(start)
-        # ``start`` is the end of the last batch, processed and committed to the checkpoint
-        # before the next batch is planned (also after a restart): the group's progress.
-        self._commit_group(begin)
         keys = set(begin) | set(w.keys())
         if self._target is not None:
             keys = {k for k in keys if k in begin or k in self._target}
@@ -665,6 +696,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- planning / reading ---------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        self._next_start = self._planned_end = end
         begin = offsets_from_json(start)
         stop = offsets_from_json(end)
         max_records = self.opts.read.max_records_per_partition

@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.compat.ByteSpans;
 import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.DecompressionError;
 import io.rmqsource.spark.format.Compression;
@@ -245,7 +246,7 @@ final class RecordColumns {
                     v.putByteArray(row, plain, 0, plain.length);
                     bytes += plain.length;
                 } else {
-                    v.putByteArray(row, b, r.bodyPos, r.bodyLen);
+                    ByteSpans.put(v, row, b, r.bodyPos, r.bodyLen);
                     bytes += r.bodyLen;
                 }
                 break;
@@ -373,7 +374,7 @@ final class RecordColumns {
                 return;
             }
         }
-        v.putByteArray(row, b, pos, len);
+        ByteSpans.put(v, row, b, pos, len);
     }
 
     private void putValue(WritableColumnVector v, int row, ByteBuffer b, Properties p, int e) {

@@ -39,7 +39,7 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new RmqTable(python().getTable(schema, partitioning, properties));
+    return new RmqTable(python().getTable(schema, partitioning, properties), RmqTable.optionsOf(properties));
   }
 
   /** Writes receive the DataFrame's schema instead of the read schema. */

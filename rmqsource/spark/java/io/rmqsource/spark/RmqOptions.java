@@ -27,6 +27,9 @@ public final class RmqOptions implements Serializable {
     private static final long serialVersionUID = 1L;
     public static final String EARLIEST = "earliest";
     public static final String LATEST = "latest";
+    /** Ends "no store path": a SQL table's path reaches only a JVM provider (as options.py says). */
+    static final String SQL_TABLE_HINT = "; a SQL table (CREATE TABLE ... USING rmq) passes its path and options "
+            + "only with the rmq jar on spark.jars (`rmq jar`)";
     public static final long DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000;
     /** CommitLog bytes per partition when not given: as Spark's maxPartitionBytes, at least. */
     public static final long MIN_AUTO_BYTES_PER_PARTITION = 128L * 1024 * 1024;
@@ -360,7 +363,7 @@ public final class RmqOptions implements Serializable {
         LinkedHashSet<String> unique = new LinkedHashSet<>(paths);
         if (unique.isEmpty()) {
             throw new OptionError("no store path: use spark.read.format('rmq').load('/path/to/store') "
-                    + "(several stores: comma-separated or a list)");
+                    + "(several stores: comma-separated or a list)" + SQL_TABLE_HINT);
         }
         LinkedHashSet<String> out = new LinkedHashSet<>();
         for (String p : unique) out.add(storePath(p));

@@ -1,7 +1,9 @@
 package io.rmqsource.spark;
 
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.Column;
@@ -9,6 +11,7 @@ import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -20,15 +23,60 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * The {@code rmq} table: batch reads on the JVM, everything else (micro-batch reads, batch and
  * streaming writes) forwarded to the Python data source's table, which Spark built for the same
  * options and schema.
+ *
+ * <p>A catalog table ({@code CREATE TABLE t USING rmq OPTIONS (path ...)} or {@code LOCATION ...})
+ * keeps its options in the catalog, and Spark hands them to {@link RmqDataSource#getTable} only:
+ * scans and writes of {@code t} receive the query's own options. So every scan, stream and write
+ * here reads with the table's options under the query's ({@link #withTableOptions}). For
+ * {@code load()} and {@code save()} both are the same options.
  */
 final class RmqTable implements SupportsRead, SupportsWrite {
+  // TableCatalog's property names (constants, inlined at compile time: the same in every Spark 4)
+  private static final String PROP_PROVIDER = TableCatalog.PROP_PROVIDER;
+  private static final String PROP_LOCATION = TableCatalog.PROP_LOCATION;
+  private static final String OPTION_PREFIX = TableCatalog.OPTION_PREFIX;
   private final Table python;
+  private final Map<String, String> tableOptions;
 
-  RmqTable(Table python) {
+  RmqTable(Table python, Map<String, String> tableOptions) {
     if (!(python instanceof SupportsRead) || !(python instanceof SupportsWrite)) {
       throw new IllegalStateException("Spark's Python table for rmq reads and writes, got " + python.getClass());
     }
     this.python = python;
+    this.tableOptions = tableOptions == null ? Map.of() : new HashMap<>(tableOptions);
+  }
+
+  /**
+   * The data source options among the properties Spark passes to {@code getTable}. For
+   * {@code load()} / {@code save()} those are the options. For a catalog table Spark passes the
+   * table's properties: reserved ones ({@code provider}, {@code owner}, {@code location} ...),
+   * TBLPROPERTIES, the OPTIONS clause twice (as given and under {@code option.}) and the path or
+   * LOCATION as {@code path}; its options are the {@code option.} entries and the path, as for
+   * Spark's own file sources (TBLPROPERTIES describe the table, they are no read options).
+   */
+  static Map<String, String> optionsOf(Map<String, String> properties) {
+    if (properties == null) return Map.of();
+    boolean catalogTable = properties.containsKey(PROP_PROVIDER);
+    for (String key : properties.keySet()) catalogTable |= key.startsWith(OPTION_PREFIX);
+    if (!catalogTable) return properties;
+    Map<String, String> options = new HashMap<>();
+    for (Map.Entry<String, String> e : properties.entrySet()) {
+      if (e.getKey().startsWith(OPTION_PREFIX)) options.put(e.getKey().substring(OPTION_PREFIX.length()), e.getValue());
+    }
+    String path = properties.getOrDefault("path", properties.get(PROP_LOCATION));
+    if (path != null) options.put("path", path);
+    return options;
+  }
+
+  /** The table's options with the query's on top (a query option of the same name, any case, wins). */
+  CaseInsensitiveStringMap withTableOptions(CaseInsensitiveStringMap queryOptions) {
+    if (tableOptions.isEmpty()) return queryOptions;
+    Map<String, String> merged = new HashMap<>();
+    for (Map.Entry<String, String> e : tableOptions.entrySet()) {
+      if (!queryOptions.containsKey(e.getKey())) merged.put(e.getKey(), e.getValue());
+    }
+    merged.putAll(queryOptions.asCaseSensitiveMap());
+    return new CaseInsensitiveStringMap(merged);
   }
 
   @Override
@@ -67,11 +115,36 @@ final class RmqTable implements SupportsRead, SupportsWrite {
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     // The JVM scan; its Scan's micro-batch stream is the native RmqMicroBatchStream.
-    return new RmqScanBuilder(options, () -> ((SupportsRead) python).newScanBuilder(options));
+    CaseInsensitiveStringMap all = withTableOptions(options);
+    return new RmqScanBuilder(all, () -> ((SupportsRead) python).newScanBuilder(all));
   }
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    return ((SupportsWrite) python).newWriteBuilder(info);
+    CaseInsensitiveStringMap all = withTableOptions(info.options());
+    return ((SupportsWrite) python).newWriteBuilder(all == info.options() ? info : new WriteInfo(info, all));
+  }
+
+  /** Spark's write info with other options. */
+  private record WriteInfo(LogicalWriteInfo spark, CaseInsensitiveStringMap options) implements LogicalWriteInfo {
+    @Override
+    public String queryId() {
+      return spark.queryId();
+    }
+
+    @Override
+    public StructType schema() {
+      return spark.schema();
+    }
+
+    @Override
+    public Optional<StructType> rowIdSchema() {
+      return spark.rowIdSchema();
+    }
+
+    @Override
+    public Optional<StructType> metadataSchema() {
+      return spark.metadataSchema();
+    }
   }
 }
