@@ -18,7 +18,7 @@ from golden import copy_store, corpora
 from rmqsource.store.consumer_offsets import ConsumerOffsets
 from rmqsource.spark.jar import session_jar
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.compat]
 
 COLUMNS = ["topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "tags", "keys", "body", "properties",
            "storeTimestamp"]
