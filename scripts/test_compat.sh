@@ -9,7 +9,6 @@
 # The default run (scripts/test.sh) covers 4.3 in both modes.
 #   RMQ_COMPAT_VERSIONS  pyspark versions (default: 4.0.5 4.1.4 4.2.1)
 #   RMQ_COMPAT_MODES     modes (default: jvm python; jvm needs `java`)
-#   RMQ_COMPAT_JVM_PENDING  versions whose jvm run is reported but does not fail the tier (default: none)
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +16,6 @@ root="$PWD"
 cache="${RMQ_COMPAT_CACHE:-$HOME/.cache/rmqsource/compat}"
 versions="${RMQ_COMPAT_VERSIONS:-4.0.5 4.1.4 4.2.1}"
 modes="${RMQ_COMPAT_MODES:-jvm python}"
-pending="${RMQ_COMPAT_JVM_PENDING-}"
 py="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 start=$SECONDS
 work="$(mktemp -d -t rmq-compat-XXXXXX)"
@@ -64,8 +62,6 @@ for v in $versions; do
     took=$((SECONDS - t0))
     if [ "$rc" -eq 0 ]; then
       summary+=("pyspark $v  $mode    passed (${took}s)")
-    elif [ "$mode" = jvm ] && [[ " $pending " == *" $v "* ]]; then
-      summary+=("pyspark $v  $mode    FAILED, pending (listed in RMQ_COMPAT_JVM_PENDING; ${took}s)")
     else
       summary+=("pyspark $v  $mode    FAILED (${took}s)")
       failed=1
