@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -263,3 +264,117 @@ def test_store_contents_cannot_inject_sink_faults(tmp_path, monkeypatch):
                                                                   StructField("body", BinaryType())]), False)
     writer.commit([SinkCommitMessage(partition_id=0, rows=1, batch_id=1, query_id="q")], 1)
     assert SinkLog(str(tmp_path)).load()["queries"]["q"]["committedBatch"] == 1
+
+
+# --------------------------------------------------------------------------- batch sink: task retries
+
+RETRY_CHILD = os.path.join(os.path.dirname(__file__), "sink_retry_child.py")
+
+
+def _retry_writes(store, tmp_path, writes, fault=None):
+    """Writes in one local[2,2] session (a failed task runs again): per write, its error text (or None)
+    and the store's messages after it."""
+    fault_file = tmp_path / "sink-fault"
+    if fault:
+        fault_file.write_text(f"{fault} {os.path.realpath(store)}")
+    env = dict(os.environ, **{FAULT_ENV: str(fault_file)})
+    p = subprocess.run([sys.executable, RETRY_CHILD, json.dumps({"store": str(store), "writes": writes})],
+                       capture_output=True, text=True, env=env, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, p.stderr[-3000:]
+    assert not fault_file.exists(), "the fault did not fire"
+    return json.loads(lines[-1][len("RESULT "):])["writes"]
+
+
+def _bodies(store):
+    return sorted(int(r.body) for r in _all_messages(store, "R"))
+
+
+def _verify_clean(store):
+    from rmqsource import cli
+    from io import StringIO
+    out = StringIO()
+    assert cli.main(["verify", str(store)], stdout=out) == 0, out.getvalue()[-2000:]
+
+
+ROWS = 8_000                     # 4 partitions of 2,000 rows
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fault", ["kill:1", "disk-full:1"])
+def test_batch_sink_task_retry_appends_every_row_once(tmp_path, fault):
+    """The Python worker holding the store lock is SIGKILLed half-way through its append, or the disk fills
+    half-way and is free again for the retry: Spark runs the task again, which appends only the rows its
+    first attempt did not."""
+    store = tmp_path / "store"
+    (result,) = _retry_writes(store, tmp_path, [{"rows": ROWS, "partitions": 4}], fault=fault)
+    assert result["error"] is None
+    assert _bodies(store) == list(range(ROWS))
+    _verify_clean(store)
+    assert SinkLog(str(store)).load().get("writes", {}) == {}   # a write without writeId forgets its entries
+
+
+@pytest.mark.spark
+def test_batch_sink_upstream_failure_appends_nothing_of_the_task(tmp_path):
+    """An upstream function raises on one row in the task's first attempt: that attempt appended
+    nothing (the sink appends a partition only once it has all of it), the retry appends it once."""
+    store = tmp_path / "store"
+    (result,) = _retry_writes(store, tmp_path, [{"rows": ROWS, "partitions": 4, "failAt": 5_432}])
+    assert result["error"] is None
+    assert _bodies(store) == list(range(ROWS))
+    _verify_clean(store)
+
+
+@pytest.mark.spark
+def test_batch_sink_write_id_reruns_append_only_what_is_missing(tmp_path):
+    """A job fails for good (an upstream function raises in every attempt of one task): the other
+    partitions are appended; running the write again with the same writeId appends the missing partition
+    only, and its task is killed half-way once; running it once more appends nothing; another writeId is
+    another write."""
+    store = tmp_path / "store"
+    wid = {"rows": ROWS, "partitions": 4, "writeId": "nightly-2024-01-01"}
+    failed, rerun, again, other = _retry_writes(store, tmp_path, [
+        dict(wid, failAt=5_432, always=True), wid, wid, {"rows": 10, "partitions": 1, "writeId": "other"}],
+        fault="kill:2")
+    assert failed["error"] is not None and "upstream failure at row 5432" in failed["error"]
+    assert failed["messages"] == failed["distinct"] == ROWS - ROWS // 4        # 3 of 4 partitions
+    assert rerun["error"] is None and rerun["messages"] == rerun["distinct"] == ROWS
+    assert again["error"] is None and again["messages"] == ROWS
+    assert other["error"] is None and other["messages"] == ROWS + 10
+    assert _bodies(store) == sorted(list(range(ROWS)) + list(range(10)))
+    _verify_clean(store)
+    assert set(SinkLog(str(store)).load()["writes"]) == {"write:nightly-2024-01-01", "write:other"}
+
+
+@pytest.mark.spark
+def test_batch_sink_full_disk_is_one_typed_error_naming_the_file(spark, small_tmpfs):
+    """A real full file system under ``df.write``: the task fails with the StoreError of the put, naming the
+    file it could not write (not the raw OSError of the close's checkpoint write); after space is freed and
+    the store recovered, it holds whole records only and verify is clean."""
+    from io import StringIO
+    from pyspark.sql import functions as F
+    from rmqsource import cli
+    store = small_tmpfs / "store"
+    options = {"messageIndexEnable": "false", "mappedFileSizeConsumeQueue": "120000"}
+    filler = small_tmpfs / "filler"
+    st = os.statvfs(small_tmpfs)
+    with open(filler, "wb") as f:                          # leave 4 MB
+        f.write(bytes(max(st.f_bavail * st.f_frsize - (4 << 20), 0)))
+    n = 10_000
+    df = spark.range(n, numPartitions=1).select(F.lit("R").alias("topic"),
+                                                F.format_string("%01024d", "id").cast("binary").alias("body"))
+    with pytest.raises(Exception) as info:
+        df.write.format("rmq").mode("append").options(**options).save(str(store))
+    text = str(info.value)
+    raised = [ln for ln in text.splitlines() if ln.split(":")[0].endswith(("Error", "Exception"))]
+    assert raised and raised[-1].startswith(("rmqsource.errors.StoreError", "StoreError")), text[-3000:]
+    assert "No space left on device" in raised[-1] and f"{store}/" in raised[-1], raised[-1]
+    filler.unlink()
+    out = StringIO()
+    assert cli.main(["recover", str(store), "-C", "mappedFileSizeConsumeQueue=120000"], stdout=out) == 0, out.getvalue()
+    out = StringIO()
+    assert cli.main(["verify", str(store), "-C", "mappedFileSizeConsumeQueue=120000"], stdout=out) == 0, \
+        out.getvalue()[-2000:]
+    bodies = [r.body for r in _all_messages(store, "R")]
+    assert 0 < len(bodies) < n and len(set(bodies)) == len(bodies)
+    assert all(len(b) == 1024 and int(b) < n for b in bodies)
