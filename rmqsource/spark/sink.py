@@ -109,6 +109,7 @@ SINK_OPTIONS = {
     "writeid": "writeId",
 }
 MAX_WRITE_ID_CHARS = 200
+ANONYMOUS_ENTRY_DAYS = 7          # sink log entries of writes without writeId whose job never ended
 
 
 # --------------------------------------------------------------------------- options
@@ -506,7 +507,12 @@ class RmqBatchWriter(DataSourceArrowWriter):
         """Append the rows that no earlier attempt of this write appended (under the store lock)."""
         log = SinkLog(self.opts.root)
         doc = log.load()
-        tasks = doc.setdefault("writes", {}).setdefault(self.write_key, {"tasks": {}})["tasks"]
+        writes = doc.setdefault("writes", {})
+        now_ms = int(time.time() * 1000)
+        for key in [k for k, w in writes.items() if k.startswith("job:")
+                    and now_ms - w.get("startedMs", now_ms) > ANONYMOUS_ENTRY_DAYS * 86_400_000]:
+            del writes[key]               # left by a job whose driver died: nothing can run it again
+        tasks = writes.setdefault(self.write_key, {"tasks": {}, "startedMs": now_ms})["tasks"]
         entry = tasks.get(str(pid))
         n = rows.rows
         present = np.zeros(n, dtype=bool)
@@ -566,14 +572,19 @@ class RmqBatchWriter(DataSourceArrowWriter):
         self._forget_anonymous()
 
     def _forget_anonymous(self) -> None:
+        """Best effort: an entry left behind (disk full, store locked) is never used again and is
+        dropped by a later write after ANONYMOUS_ENTRY_DAYS; it must not fail the job or hide its error."""
         root = self.opts.root
         if self.opts.write_id or not os.path.isfile(SinkLog(root).path):
             return
-        with StoreLock(root, timeout_s=self.opts.lock_timeout_s):
-            log = SinkLog(root)
-            doc = log.load()
-            if doc.get("writes", {}).pop(self.write_key, None) is not None:
-                log.save(doc)
+        try:
+            with StoreLock(root, timeout_s=self.opts.lock_timeout_s):
+                log = SinkLog(root)
+                doc = log.load()
+                if doc.get("writes", {}).pop(self.write_key, None) is not None:
+                    log.save(doc)
+        except (OSError, RmqError):
+            pass
 
 
 @contextlib.contextmanager
@@ -632,7 +643,7 @@ def parse_sink_log(text: str, file: str) -> dict:
             not isinstance(doc.get("writes", {}), dict):
         bad('expected {"queries": {...}, "writes": {...}}')
     for wid, w in doc.get("writes", {}).items():
-        if not isinstance(w, dict) or not isinstance(w.get("tasks"), dict):
+        if not isinstance(w, dict) or not isinstance(w.get("tasks"), dict) or not is_int(w.get("startedMs", 0)):
             bad(f"write {str(wid)[:80]!r}: expected {{\"tasks\": {{...}}}}")
         for key, task in w["tasks"].items():
             if not (str(key).isdecimal() and str(key).isascii()):
