@@ -89,6 +89,22 @@ def test_columnar_rows_match_the_per_row_path(tmp_path):
             assert fast.to_pylist() == slow.to_pylist()
 
 
+def test_row_spill_keeps_order_past_its_memory_budget(tmp_path, monkeypatch):
+    """Rows past the memory budget go to one local file; read back in order, in put chunks; file removed."""
+    from rmqsource.spark import spill
+    monkeypatch.setattr(spill, "MEMORY_BYTES", 50_000)
+    monkeypatch.setattr(spill, "PUT_ROWS", 700)
+    rows = spill.RowSpill(str(tmp_path))
+    for k in range(10):
+        rows.add(pa.table({"i": pa.array(range(k * 1000, (k + 1) * 1000), pa.int64())}))
+    assert rows.spilled and os.path.exists(rows.path) and rows.rows == 10_000
+    chunks = list(spill.put_chunks(rows.tables()))
+    assert [c.num_rows for c in chunks] == [700] * 14 + [200]
+    assert pa.concat_tables(chunks).column("i").to_pylist() == list(range(10_000))
+    rows.close()
+    assert os.listdir(tmp_path) == []
+
+
 def test_queue_nums_from_topics_json(tmp_path):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "topics.json").write_text(
