@@ -332,8 +332,8 @@ def test_batch_sink_task_retry_appends_every_row_once(tmp_path, fault):
 
 @pytest.mark.spark
 def test_batch_sink_upstream_failure_appends_nothing_of_the_task(tmp_path):
-    """An upstream function raises on one row in the task's first attempt: that attempt appended
-    nothing (the sink appends a partition only once it has all of it), the retry appends it once."""
+    """An upstream function raises on one row in the task's first attempt: the retry leaves every row in
+    the store exactly once (the failed attempt appended nothing, or a prefix the retry resumes after)."""
     store = tmp_path / "store"
     (result,) = _retry_writes(store, tmp_path, [{"rows": ROWS, "partitions": 4, "failAt": 5_432}])
     assert result["error"] is None
@@ -353,7 +353,9 @@ def test_batch_sink_write_id_reruns_append_only_what_is_missing(tmp_path):
         dict(wid, failAt=5_432, always=True), wid, wid, {"rows": 10, "partitions": 1, "writeId": "other"}],
         fault="kill:2")
     assert failed["error"] is not None and "upstream failure at row 5432" in failed["error"]
-    assert failed["messages"] == failed["distinct"] == ROWS - ROWS // 4        # 3 of 4 partitions
+    # 3 of 4 partitions, and at most a prefix of the failing one (when Spark ends a failed upstream's
+    # input early, the sink sees a normal end of its input: what it appended then is found by the re-run)
+    assert ROWS - ROWS // 4 <= failed["messages"] == failed["distinct"] < ROWS
     assert rerun["error"] is None and rerun["messages"] == rerun["distinct"] == ROWS
     assert again["error"] is None and again["messages"] == ROWS
     assert other["error"] is None and other["messages"] == ROWS + 10
