@@ -21,7 +21,7 @@ defaults to the topic's ``writeQueueNums`` in ``config/topics.json``, else 4.
 
 Concurrency: a task first takes in all its rows (:class:`~rmqsource.spark.spill.RowSpill`:
 in memory up to a budget, the rest spilled to local disk, so an upstream
-failure appends nothing and a task's memory stays bounded), then opens the
+error appends nothing and a task's memory stays bounded), then opens the
 writer, which takes the store's exclusive ``lock`` (waiting up to
 ``lockTimeout``, default 120s), appends, and closes it (clean shutdown:
 flushed, checkpoint written).  Tasks of one job, or of concurrent jobs on one
@@ -486,7 +486,7 @@ class RmqBatchWriter(DataSourceArrowWriter):
         chooser = QueueChooser(self.opts, seed=pid)
         rows = RowSpill()
         try:
-            for b in iterator:                # all of the partition first: nothing is appended on a failure
+            for b in iterator:                # all of the partition first: an upstream error appends nothing
                 if b.num_rows:
                     rows.add(table_from_batch(b, chooser, seq_start=rows.rows, stamp=(self.write_key, pid)))
             msg.rows = rows.rows

@@ -1,7 +1,8 @@
 """A sink task's rows, held until the task has them all: in memory up to a budget, the rest on local disk.
 
-The batch sink appends a partition only once its input iterator is exhausted (an upstream failure then
-appends nothing) and takes the store lock only for the append, never while upstream work runs.  Rows
+The batch sink appends a partition only once its input iterator is exhausted (an upstream failure that
+reaches it as an error appends nothing) and takes the store lock only for the append, never while
+upstream work runs.  Rows
 waiting for that are kept here: Arrow tables in memory up to :data:`MEMORY_BYTES`, then everything in
 one Arrow IPC stream file in Spark's local directory, read back one batch at a time (plain reads, not a
 map, so the pages read do not stay in the process).  A task's memory is therefore bounded by the budget
