@@ -259,7 +259,9 @@ def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"queries": ' * 5000, '{"queries": {"q": 5}}',
                                   '{"queries": {"q": {"committedBatch": "x"}}}',
                                   '{"queries": {"q": {"tasks": {"\u00b2:0": {"start": 0, "done": false}}}}}',
-                                  '{"queries": {"q": {"tasks": {"1:0": {"done": true}}}}}'])
+                                  '{"queries": {"q": {"tasks": {"1:0": {"done": true}}}}}', '{"writes": [1]}',
+                                  '{"writes": {"job:x": {"tasks": {"a": {}}}}}',
+                                  '{"writes": {"write:w": {"tasks": {"0": {"start": 0, "done": true}}}}}'])
 def test_hostile_sink_log_is_a_format_error(tmp_path, text):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "rmqsourceSinkLog.json").write_text(text)
