@@ -523,7 +523,7 @@ def run_recovery(args, config) -> dict:
     from .io.lock import StoreLock
     from .store.layout import StoreLayout
     from .store.recovery import recover_store
-    StoreLayout.for_root(args.store, config.store_path_commit_log or None).check_is_store()
+    StoreLayout.for_config(args.store, config).check_is_store()
     refuse_read_only_store(args.store, "recover")
     with StoreLock(args.store):
         report = recover_store(args.store, config, mark_clean=True)

@@ -40,7 +40,7 @@ def verify_store_jvm(root: str | os.PathLike, config: Optional[StoreConfig] = No
     """:func:`rmqsource.store.verify.verify_store`, with the walk on the JVM (RmqError when it cannot run)."""
     config = config or StoreConfig()
     root = os.fspath(root)
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
     command = jvm_command()
     if command is None:
@@ -48,7 +48,9 @@ def verify_store_jvm(root: str | os.PathLike, config: Optional[StoreConfig] = No
     report = VerifyReport(os.path.abspath(root))
     note_unclean_shutdown(layout, report)
     args = [root, config.store_path_commit_log or "", str(config.max_hash_slot_num), str(config.max_index_num),
-            ",".join(str(ms) for ms in config.message_delay_levels_ms)]
+            ",".join(str(ms) for ms in config.message_delay_levels_ms),
+            config.read_only_commit_log_store_paths or "", "true" if config.enable_dleger_commit_log else "false",
+            config.store_path_dledger_commit_log or ""]
     figures = _run(command + args, report, progress or (lambda n: None))
     check_checkpoint(layout, config, report, figures["stats"]["commitLogEnd"], figures["stats"]["records"],
                      figures["maxStoreTimestamp"])

@@ -405,6 +405,12 @@ def _put_all(writer, table: pa.Table) -> tuple[int, int, int]:
     return table.num_rows, first, end
 
 
+def refuse_unsupported_layout(opts: SinkOptions) -> None:
+    """At planning, on the driver: a store of another layout fails the write before any task runs."""
+    from ..store.layout import StoreLayout
+    StoreLayout.for_config(opts.root, opts.config).check_supported()
+
+
 def open_store_writer(opts: SinkOptions):
     """Open the store writer under the lock, with a clear error when another process keeps it."""
     from ..store.writer import MessageStoreWriter
@@ -478,6 +484,7 @@ class RmqBatchWriter(DataSourceArrowWriter):
                               "use .mode('append')")
         self.opts = parse_sink_options(options)
         self.columns = check_schema(schema)
+        refuse_unsupported_layout(self.opts)
         self.write_key = f"write:{self.opts.write_id}" if self.opts.write_id else f"job:{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
@@ -704,7 +711,7 @@ def appended_seqs(root: str, config: StoreConfig, start: int, end: int, tag: str
     """The row indexes of ``partition`` in the CommitLog range [start, end) with ``__RMQSOURCE_BATCH == tag``."""
     from ..store.commitlog import CommitLog
     from ..store.layout import StoreLayout
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     cl = CommitLog(layout)
     prefix = f"{partition}:"
     try:
@@ -728,6 +735,7 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, str], schema, overwrite: bool):
         self.opts = parse_sink_options(options)
         self.columns = check_schema(schema)
+        refuse_unsupported_layout(self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         query_id, batch_id, pid = _stream_ids()

@@ -43,7 +43,7 @@ class RmqDataSource(DataSource):
         # Parsed on first use: stream reads and writes have options of their own.
         opts = parse_options(self.options)
         for root in opts.paths:
-            layout = StoreLayout.for_root(root, opts.store_config.store_path_commit_log or None)
+            layout = StoreLayout.for_config(root, opts.store_config)
             layout.check_is_store()
         return opts
 

@@ -245,7 +245,7 @@ class StoreWatcher:
     def __init__(self, opts: StreamOptions):
         self.opts = opts
         self.config = opts.read.store_config
-        self.layout = StoreLayout.for_root(opts.root, self.config.store_path_commit_log or None)
+        self.layout = StoreLayout.for_config(opts.root, self.config)
         self._tails: dict[Key, int] = {}
         rd = opts.read
         self._topics = set(rd.topics) if rd.topics is not None else None
@@ -263,6 +263,7 @@ class StoreWatcher:
         return self._pattern.fullmatch(topic) is not None
 
     def keys(self) -> list[Key]:
+        self.layout.check_supported()       # every trigger: a broker restarted in DLedger mode changes the layout
         return [k for k in self.layout.list_queues() if self.wanted(k)]
 
     # -- CommitLog --------------------------------------------------------------
@@ -418,7 +419,7 @@ def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamR
     from .pushdown import Pushed
 
     config = opts.read.store_config
-    layout = StoreLayout.for_root(opts.root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(opts.root, config)
     segs = []
     for d in layout.commitlog_dirs:
         segs.extend(list_segments(d))
@@ -483,7 +484,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if columns is None:
             columns = requested_columns(schema) if schema is not None else COLUMNS
         self.columns = tuple(columns)
-        StoreLayout.for_root(self.opts.root, self.opts.read.store_config.store_path_commit_log or None) \
+        StoreLayout.for_config(self.opts.root, self.opts.read.store_config) \
             .check_is_store()
         self._watcher: Optional[StoreWatcher] = None
         self._target: Optional[dict[Key, int]] = None          # Trigger.AvailableNow

@@ -69,6 +69,8 @@ def fit_config_to_files(config: StoreConfig, root: str | os.PathLike,
     apart); otherwise the writer names the file and asks for both settings.
     """
     root = os.fspath(root)
+    layout = StoreLayout.for_config(root, config)
+    layout.check_supported()            # the sizes of files of another layout mean nothing here
     given = set(given)
     changes: dict[str, int] = {}
     commit_log = [s for d in config.commit_log_dirs(root) for s in list_segments(d)]
@@ -76,7 +78,6 @@ def fit_config_to_files(config: StoreConfig, root: str | os.PathLike,
     if seg is not None and seg.size_bytes != config.mapped_file_size_commit_log_bytes:
         _refuse_given(given, COMMIT_LOG_KEY, config.mapped_file_size_commit_log_bytes, seg)
         changes[COMMIT_LOG_KEY] = seg.size_bytes
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
     cq = [s for t, q in layout.list_queues() for s in list_segments(layout.queue_dir(t, q))]
     seg = _one_size(cq, "ConsumeQueue", strict)
     if seg is not None and seg.size_bytes != config.mapped_file_size_consume_queue_bytes:

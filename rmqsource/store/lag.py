@@ -55,7 +55,7 @@ def group_lag(root: str | os.PathLike, config: Optional[StoreConfig] = None, gro
     """
     config = config or StoreConfig()
     root = os.fspath(root)
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
     if group is not None and (not group or "@" in group):
         raise OptionError(f"group must be a non-empty name without '@', got {group!r}")

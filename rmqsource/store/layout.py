@@ -1,8 +1,16 @@
-"""Where things live under a store root (spec §1), and what is not a store.
+"""Where things live under a store root (spec §1), what is not a store, and which layouts are refused.
 
-``{root}/commitlog/`` (or ``storePathCommitLog``, possibly several
-comma-separated directories), ``consumequeue/{topic}/{queueId}/``,
-``index/``, ``checkpoint``, ``abort``, ``lock``, ``config/``.
+``{root}/commitlog/`` (or one ``storePathCommitLog`` directory),
+``consumequeue/{topic}/{queueId}/``, ``index/``, ``checkpoint``, ``abort``,
+``lock``, ``config/``.
+
+:meth:`StoreLayout.check_supported` is the one place that decides whether the
+files (and the store config) are a layout this package reads; every reader,
+writer, planner and stream goes through it (twin: StoreLayout.java).  A store
+holding data files of another layout (DLedger, RocksDB or batch ConsumeQueues,
+ConsumeQueueExt, compacted topics, tiered storage, several CommitLog
+directories) is refused with one UnsupportedLayoutError naming the folder,
+never read in part (README "Store layouts").
 """
 
 from __future__ import annotations
@@ -16,12 +24,29 @@ from ..errors import NotAStoreError, UnsupportedLayoutError
 from ..names import is_safe_dir_name, safe_join
 
 ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")
+# Folders of data rmqsource does not read (RocketMQ StorePathConfigHelper names, DLedgerConfig's "dledger-").
+DLEDGER_PREFIX = "dledger-"
+ROCKSDB_CONSUME_QUEUE_DIRS = ("consumequeue", "consumequeue_rocksdb")
+BATCH_CONSUME_QUEUE_DIR = "batchconsumequeue"
+CONSUME_QUEUE_EXT_DIR = "consumequeue_ext"
+TIERED_METADATA = ("config", "tieredStoreMetadata.json")
+COMPACTION_LOG = ("compaction", "compactionLog")      # 5.x CompactionStore; position-checkpoint alone is empty
+ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read"
+
+
+@dataclass(frozen=True)
+class LayoutKeys:
+    """The store-config keys that announce a layout (all unset: the config says nothing)."""
+    read_only_commit_log_store_paths: Optional[str] = None
+    enable_dleger_commit_log: bool = False
+    store_path_dledger_commit_log: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class StoreLayout:
     root: Path
     commitlog_dirs: tuple[Path, ...]
+    keys: LayoutKeys = LayoutKeys()
 
     @classmethod
     def for_root(cls, root: str | os.PathLike, store_path_commit_log: Optional[str] = None) -> "StoreLayout":
@@ -31,6 +56,14 @@ class StoreLayout:
         else:
             dirs = (root_path / "commitlog",)
         return cls(root_path, dirs)
+
+    @classmethod
+    def for_config(cls, root: str | os.PathLike, config) -> "StoreLayout":
+        """The layout of ``root`` as ``config`` (a StoreConfig) describes it."""
+        layout = cls.for_root(root, config.store_path_commit_log or None)
+        keys = LayoutKeys(config.read_only_commit_log_store_paths, config.enable_dleger_commit_log,
+                          config.store_path_dledger_commit_log)
+        return cls(layout.root, layout.commitlog_dirs, keys)
 
     @property
     def consumequeue_dir(self) -> Path:
@@ -66,18 +99,65 @@ class StoreLayout:
         """Raise NotAStoreError / UnsupportedLayoutError unless this looks like a file store."""
         if not self.root.is_dir():
             raise NotAStoreError(f"{self.root} is not a directory")
+        self.check_supported()
         has_commitlog = any(d.is_dir() for d in self.commitlog_dirs)
         if not has_commitlog:
             raise NotAStoreError(
                 f"{self.root} is not a RocketMQ store: no commitlog directory "
                 f"({', '.join(str(d) for d in self.commitlog_dirs)})")
-        cq = self.consumequeue_dir
-        if cq.is_dir():
-            for marker in ROCKSDB_MARKERS:
-                if (cq / marker).is_file() or any(cq.glob("MANIFEST-*")):
-                    raise UnsupportedLayoutError(
-                        "consumequeue/ holds a RocksDB database (storeType=defaultRocksDB); "
-                        "only the file ConsumeQueue layout is supported", file=str(cq))
+
+    def check_supported(self) -> None:
+        """UnsupportedLayoutError naming the folder when the store holds data of a layout not read.
+
+        Decided from the files (and from the config keys that move or add data folders). The
+        order is fixed so both languages name the same folder first; a reader of one of these
+        layouts plugs in here instead of the refusal.
+        """
+        refusal = self._unsupported()
+        if refusal is not None:
+            folder, reason = refusal
+            raise UnsupportedLayoutError(f"{reason}; {ONLY_FILE_LAYOUT}", file=str(folder))
+
+    def _unsupported(self) -> Optional[tuple[Path, str]]:
+        """(folder, reason) of the first layout found that is not read, else None."""
+        keys = self.keys
+        dledger = sorted(n for n in _dir_names(self.root) if n.startswith(DLEDGER_PREFIX))
+        if dledger:
+            return self.root / dledger[0], ("DLedger CommitLog (enableDLegerCommitLog=true"
+                                            + (f"; folders {', '.join(dledger)}" if len(dledger) > 1 else "")
+                                            + ") is not read")
+        if keys.store_path_dledger_commit_log:
+            return Path(keys.store_path_dledger_commit_log), \
+                "DLedger CommitLog (storePathDLedgerCommitLog) is not read"
+        if keys.enable_dleger_commit_log:
+            return self.root, "DLedger CommitLog (the store config sets enableDLegerCommitLog=true) is not read"
+        if len(self.commitlog_dirs) > 1:
+            return self.commitlog_dirs[0], (f"multi-path CommitLog (storePathCommitLog names "
+                                            f"{len(self.commitlog_dirs)} directories) is not read")
+        if keys.read_only_commit_log_store_paths:
+            return Path(keys.read_only_commit_log_store_paths.split(",")[0].strip()), \
+                "read-only CommitLog directories (readOnlyCommitLogStorePaths) are not read"
+        own = self.root / "commitlog"
+        if self.commitlog_dirs != (own,) and _holds_files(own) and not _same_dir(own, self.commitlog_dirs[0]):
+            return own, (f"CommitLog files while storePathCommitLog names {self.commitlog_dirs[0]}: "
+                         f"two CommitLogs are not read")
+        for name in ROCKSDB_CONSUME_QUEUE_DIRS:
+            folder = self.root / name
+            if any(n in ROCKSDB_MARKERS or n.startswith("MANIFEST-") for n in _file_names(folder)):
+                return folder, "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"
+        folder = self.root / BATCH_CONSUME_QUEUE_DIR
+        if _holds_files(folder):
+            return folder, "BatchConsumeQueue (batch topics, queue.type=BatchCQ) is not read"
+        folder = self.root / CONSUME_QUEUE_EXT_DIR
+        if _holds_files(folder):
+            return folder, "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"
+        folder = self.root.joinpath(*COMPACTION_LOG)
+        if _holds_files(folder):
+            return folder, "compacted topics (cleanup.policy=COMPACTION) are not read"
+        metadata = self.root.joinpath(*TIERED_METADATA)
+        if metadata.is_file():
+            return metadata, "tiered storage (tieredstore metadata): messages moved to another tier are not read"
+        return None
 
     def list_queues(self) -> list[tuple[str, int]]:
         """(topic, queueId) of every ConsumeQueue directory, sorted."""
@@ -95,3 +175,42 @@ class StoreLayout:
                             result.append((t.name, int(q.name)))
         result.sort()
         return result
+
+
+def _dir_names(folder: Path) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries if e.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _file_names(folder: Path) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries if e.is_file()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _holds_files(folder: Path, depth: int = 3) -> bool:
+    """True when a regular file lies under ``folder`` (the engine may leave empty folders).
+
+    ``depth`` 3 covers ``{folder}/{topic}/{queueId}/{file}`` and bounds a walk through symlink loops.
+    """
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    for e in entries:
+        if e.is_file() or (depth > 1 and e.is_dir() and _holds_files(Path(e.path), depth - 1)):
+            return True
+    return False
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -138,7 +138,7 @@ class MessageStoreReader:
         store that may be growing): the reader then shows the store as it was then."""
         self.config = config or StoreConfig()
         self._pinned_end = commit_log_end
-        self.layout = StoreLayout.for_root(root, self.config.store_path_commit_log or None)
+        self.layout = StoreLayout.for_config(root, self.config)
         self.layout.check_is_store()
         # Segment sizes come from the files (they must all be equal); the
         # configured size only matters for a store with no segment yet.

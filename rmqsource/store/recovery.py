@@ -109,7 +109,7 @@ def recover_store(root: str | os.PathLike, config: Optional[StoreConfig] = None,
     does, once CommitLog, ConsumeQueues and IndexFiles are consistent again.
     """
     config = config or StoreConfig()
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
     abort = layout.abort_exists()
     try:

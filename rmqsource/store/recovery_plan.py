@@ -120,7 +120,7 @@ class _QueueModel:
 def plan_recovery(root: str | os.PathLike, config: Optional[StoreConfig] = None) -> RecoveryPlan:
     """The changes ``recover_store(root, config)`` would make (nothing is written)."""
     config = config or StoreConfig()
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
     root_s = os.fspath(layout.root)
     rel = lambda p: os.path.relpath(os.fspath(p), root_s)  # noqa: E731

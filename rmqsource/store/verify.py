@@ -65,7 +65,7 @@ def verify_store(root: str | os.PathLike, config: Optional[StoreConfig] = None, 
     """Check the store at ``root`` (never written) and return what was found."""
     config = config or StoreConfig()
     root = os.fspath(root)
-    layout = StoreLayout.for_root(root, config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
     report = VerifyReport(os.path.abspath(root))
     _Verifier(layout, config, report, progress).run()
@@ -75,7 +75,7 @@ def verify_store(root: str | os.PathLike, config: Optional[StoreConfig] = None, 
 def commit_log_bytes(root: str | os.PathLike, config: Optional[StoreConfig] = None) -> int:
     """Bytes :func:`verify_store` reports through ``progress`` (for a progress bar's total)."""
     config = config or StoreConfig()
-    layout = StoreLayout.for_root(os.fspath(root), config.store_path_commit_log or None)
+    layout = StoreLayout.for_config(os.fspath(root), config)
     cl = CommitLog(layout)
     try:
         return sum(max(s.size_bytes, cl.segment_size) for s in cl.segments)

@@ -67,7 +67,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         this.schema = schema;
         this.lenient = RmqStreamOptions.parse(options).read;
         lenient.failOnDataLoss = false;
-        new StoreLayout(opts.root(), opts.read.storeConfig.storePathCommitLog()).checkIsStore();
+        new StoreLayout(opts.root(), opts.read.storeConfig).checkIsStore();
         this.watcher = new StoreWatcher(opts);
     }
 

@@ -40,7 +40,7 @@ final class StoreWatcher implements QueueTail.Verifier {
 
     StoreWatcher(RmqStreamOptions opts) {
         this.opts = opts;
-        this.layout = new StoreLayout(opts.root(), opts.read.storeConfig.storePathCommitLog());
+        this.layout = new StoreLayout(opts.root(), opts.read.storeConfig);
         RmqOptions r = opts.read;
         topics = r.topics != null ? new HashSet<>(r.topics) : null;
         pattern = r.topicPattern != null ? Pattern.compile(r.topicPattern) : null;
@@ -56,6 +56,7 @@ final class StoreWatcher implements QueueTail.Verifier {
 
     /** The selected queues that exist on disk, sorted; only the selected topics' directories are listed. */
     List<QueueKey> keys() {
+        layout.checkSupported();        // every trigger: a broker restarted in DLedger mode changes the layout
         TreeSet<QueueKey> out = new TreeSet<>();
         File cq = layout.consumeQueueDir();
         if (queues != null) {

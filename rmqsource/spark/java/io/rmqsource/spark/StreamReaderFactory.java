@@ -69,7 +69,7 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
         StreamRange part = (StreamRange) partition;
         String root = opts.root();
-        StoreLayout layout = new StoreLayout(root, opts.read.storeConfig.storePathCommitLog());
+        StoreLayout layout = new StoreLayout(root, opts.read.storeConfig);
         long clMin = Long.MAX_VALUE;
         long clEnd = 0;
         for (String d : layout.commitLogDirs) {

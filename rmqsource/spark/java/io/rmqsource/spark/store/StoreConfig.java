@@ -49,7 +49,9 @@ public final class StoreConfig implements Serializable {
             {"maxTransferBytesOnMessageInMemory", "pos"}, {"maxMessageSize", "pos"},
             {"enableConsumeQueueExt", "bool"}, {"enabledAppendPropCRC", "bool"},
             {"autoMessageVersionOnTopicLen", "bool"}, {"storePathRootDir", "optstr"},
-            {"storePathCommitLog", "optstr"}, {"fileReservedTime", "nonneg"}, {"deleteWhen", "str"},
+            {"storePathCommitLog", "optstr"}, {"readOnlyCommitLogStorePaths", "optstr"},
+            {"enableDLegerCommitLog", "bool"}, {"storePathDLedgerCommitLog", "optstr"},
+            {"fileReservedTime", "nonneg"}, {"deleteWhen", "str"},
             {"diskMaxUsedSpaceRatio", "nonneg"}, {"flushIntervalCommitLog", "pos"},
             {"flushCommitLogTimed", "bool"}, {"maxFilterMessageSize", "pos"}, {"engineVersion", "version"},
         };
@@ -84,6 +86,9 @@ public final class StoreConfig implements Serializable {
         v.put("maxMsgsNumBatch", 64L);
         v.put("enableConsumeQueueExt", false);
         v.put("storePathCommitLog", null);
+        v.put("readOnlyCommitLogStorePaths", null);
+        v.put("enableDLegerCommitLog", false);
+        v.put("storePathDLedgerCommitLog", null);
         v.put("engineVersion", "5.3.3");
         return new StoreConfig(v);
     }
@@ -280,6 +285,18 @@ public final class StoreConfig implements Serializable {
 
     public String storePathCommitLog() {
         return (String) values.get("storePathCommitLog");
+    }
+
+    public String readOnlyCommitLogStorePaths() {
+        return (String) values.get("readOnlyCommitLogStorePaths");
+    }
+
+    public boolean enableDLegerCommitLog() {
+        return (Boolean) values.get("enableDLegerCommitLog");
+    }
+
+    public String storePathDLedgerCommitLog() {
+        return (String) values.get("storePathDLedgerCommitLog");
     }
 
     public int consumeQueueUnitsPerFile() {

@@ -4,17 +4,45 @@ import io.rmqsource.spark.errors.NotAStoreError;
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.UnsupportedLayoutError;
 import java.io.File;
+import java.io.IOException;
 import java.io.Serializable;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
-/** Where things live under a store root (spec 1), twin of rmqsource/store/layout.py. */
+/**
+ * Where things live under a store root (spec 1), twin of rmqsource/store/layout.py. {@link #checkSupported}
+ * is the one place that decides whether the files (and the store config) are a layout this package reads;
+ * a store holding data of another layout is refused with one UnsupportedLayoutError naming the folder.
+ */
 public final class StoreLayout implements Serializable {
-    private static final long serialVersionUID = 1L;
+    private static final long serialVersionUID = 2L;
+    private static final String[] ROCKSDB_CONSUME_QUEUE_DIRS = {"consumequeue", "consumequeue_rocksdb"};
+    private static final String ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read";
     public final String root;
     public final List<String> commitLogDirs;
+    // Store-config keys that announce a layout (null / false: the config says nothing).
+    private final String readOnlyCommitLogStorePaths;
+    private final boolean enableDLegerCommitLog;
+    private final String storePathDLedgerCommitLog;
+
+    /** The layout of root as the config describes it. */
+    public StoreLayout(String root, StoreConfig config) {
+        this(root, config.storePathCommitLog(), config.readOnlyCommitLogStorePaths(), config.enableDLegerCommitLog(),
+                config.storePathDLedgerCommitLog());
+    }
 
     public StoreLayout(String root, String storePathCommitLog) {
+        this(root, storePathCommitLog, null, false, null);
+    }
+
+    private StoreLayout(String root, String storePathCommitLog, String readOnlyCommitLogStorePaths,
+                        boolean enableDLegerCommitLog, String storePathDLedgerCommitLog) {
+        this.readOnlyCommitLogStorePaths = readOnlyCommitLogStorePaths;
+        this.enableDLegerCommitLog = enableDLegerCommitLog;
+        this.storePathDLedgerCommitLog = storePathDLedgerCommitLog;
         this.root = root;
         List<String> dirs = new ArrayList<>();
         if (storePathCommitLog != null && !storePathCommitLog.isEmpty()) {
@@ -61,21 +89,110 @@ public final class StoreLayout implements Serializable {
     public void checkIsStore() {
         File r = new File(root);
         if (!r.isDirectory()) throw new NotAStoreError(root + " is not a directory");
+        checkSupported();
         boolean has = false;
         for (String d : commitLogDirs) has |= new File(d).isDirectory();
         if (!has) {
             throw new NotAStoreError(root + " is not a RocketMQ store: no commitlog directory ("
                     + String.join(", ", commitLogDirs) + ")");
         }
-        File cq = consumeQueueDir();
-        if (cq.isDirectory()) {
-            String[] names = cq.list();
-            boolean rocks = new File(cq, "CURRENT").isFile() || new File(cq, "IDENTITY").isFile();
-            if (names != null) for (String n : names) rocks |= n.startsWith("MANIFEST-");
-            if (rocks) {
-                throw new UnsupportedLayoutError("consumequeue/ holds a RocksDB database (storeType=defaultRocksDB); "
-                        + "only the file ConsumeQueue layout is supported", cq.getPath(), -1);
+    }
+
+    /**
+     * UnsupportedLayoutError naming the folder when the store holds data of a layout not read (layout.py's
+     * check_supported: same order, same texts). A reader of one of these layouts plugs in here.
+     */
+    public void checkSupported() {
+        String[] refusal = unsupported();
+        if (refusal != null) throw new UnsupportedLayoutError(refusal[1] + "; " + ONLY_FILE_LAYOUT, refusal[0], -1);
+    }
+
+    private String[] unsupported() {
+        File r = new File(root);
+        List<String> dledger = new ArrayList<>();
+        for (String n : names(r, true)) if (n.startsWith("dledger-")) dledger.add(n);
+        if (!dledger.isEmpty()) {
+            dledger.sort(null);
+            String folders = dledger.size() > 1 ? "; folders " + String.join(", ", dledger) : "";
+            return new String[] {new File(r, dledger.get(0)).getPath(),
+                "DLedger CommitLog (enableDLegerCommitLog=true" + folders + ") is not read"};
+        }
+        if (storePathDLedgerCommitLog != null) {
+            return new String[] {storePathDLedgerCommitLog,
+                "DLedger CommitLog (storePathDLedgerCommitLog) is not read"};
+        }
+        if (enableDLegerCommitLog) {
+            return new String[] {root,
+                "DLedger CommitLog (the store config sets enableDLegerCommitLog=true) is not read"};
+        }
+        if (commitLogDirs.size() > 1) {
+            return new String[] {commitLogDirs.get(0), "multi-path CommitLog (storePathCommitLog names "
+                    + commitLogDirs.size() + " directories) is not read"};
+        }
+        if (readOnlyCommitLogStorePaths != null) {
+            return new String[] {readOnlyCommitLogStorePaths.split(",", -1)[0].strip(),
+                "read-only CommitLog directories (readOnlyCommitLogStorePaths) are not read"};
+        }
+        File own = new File(r, "commitlog");
+        boolean moved = !commitLogDirs.equals(List.of(own.getPath()));
+        if (moved && holdsFiles(own, 3) && !sameDir(own, commitLogDirs.get(0))) {
+            return new String[] {own.getPath(), "CommitLog files while storePathCommitLog names "
+                    + commitLogDirs.get(0) + ": two CommitLogs are not read"};
+        }
+        for (String name : ROCKSDB_CONSUME_QUEUE_DIRS) {
+            File folder = new File(r, name);
+            for (String n : names(folder, false)) {
+                if (n.equals("CURRENT") || n.equals("IDENTITY") || n.startsWith("MANIFEST-")) {
+                    return new String[] {folder.getPath(),
+                        "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
+                }
             }
+        }
+        File batch = new File(r, "batchconsumequeue");
+        if (holdsFiles(batch, 3)) {
+            return new String[] {batch.getPath(), "BatchConsumeQueue (batch topics, queue.type=BatchCQ) is not read"};
+        }
+        File ext = new File(r, "consumequeue_ext");
+        if (holdsFiles(ext, 3)) {
+            return new String[] {ext.getPath(), "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"};
+        }
+        File compaction = new File(new File(r, "compaction"), "compactionLog");
+        if (holdsFiles(compaction, 3)) {
+            return new String[] {compaction.getPath(), "compacted topics (cleanup.policy=COMPACTION) are not read"};
+        }
+        File tiered = new File(new File(r, "config"), "tieredStoreMetadata.json");
+        if (tiered.isFile()) {
+            return new String[] {tiered.getPath(),
+                "tiered storage (tieredstore metadata): messages moved to another tier are not read"};
+        }
+        return null;
+    }
+
+    /** Names of the sub-directories (dirs) or regular files (!dirs) of folder; none when it is not a folder. */
+    private static List<String> names(File folder, boolean dirs) {
+        File[] entries = folder.listFiles();
+        List<String> out = new ArrayList<>();
+        if (entries == null) return out;
+        for (File e : entries) if (dirs ? e.isDirectory() : e.isFile()) out.add(e.getName());
+        return out;
+    }
+
+    /** A regular file lies under folder, at most depth levels down ({folder}/{topic}/{queueId}/{file}: 3). */
+    private static boolean holdsFiles(File folder, int depth) {
+        File[] entries = folder.listFiles();
+        if (entries == null) return false;
+        Arrays.sort(entries);
+        for (File e : entries) {
+            if (e.isFile() || (depth > 1 && e.isDirectory() && holdsFiles(e, depth - 1))) return true;
+        }
+        return false;
+    }
+
+    private static boolean sameDir(File a, String b) {
+        try {
+            return Files.isSameFile(a.toPath(), Path.of(b));
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 

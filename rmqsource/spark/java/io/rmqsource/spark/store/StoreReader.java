@@ -40,7 +40,7 @@ public final class StoreReader implements AutoCloseable {
     public StoreReader(String root, StoreConfig config, Long commitLogEnd) {
         this.config = config;
         this.pinnedEnd = commitLogEnd;
-        this.layout = new StoreLayout(root, config.storePathCommitLog());
+        this.layout = new StoreLayout(root, config);
         layout.checkIsStore();
         this.commitLog = new CommitLog(layout);
     }

@@ -1,0 +1,403 @@
+"""Store layouts that are not read are refused with one line naming the folder, never half-read.
+
+The judge is the real engine: every DLedger-mode corpus under ``../shared/golden-dledger`` (and each of
+its crash cases) holds messages this package does not read yet, so every CLI command, the reader and
+writer API, both verify walks and Spark in the session's mode (batch, topic read, msgId lookup, count,
+readStream) must fail with UnsupportedLayoutError naming its ``dledger-*`` folder - where the old code
+answered from ``commitlog/`` alone (396 of 1142 messages).  Hand-made copies of a golden store with one
+other unknown layout added (RocksDB, batch or ext ConsumeQueues, tiered storage metadata, several or
+moved CommitLog directories, DLedger config keys) are refused the same way, with the same text from the
+Python and the Java layout check, and every default-layout golden store still reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from golden import GOLDEN_ROOT, copy_store, corpora, crash_cases, tree_bytes
+from rmqsource.cli import main
+from rmqsource.errors import UnsupportedLayoutError
+from rmqsource.store.config import StoreConfig
+from rmqsource.store.reader import MessageStoreReader
+from rmqsource.store.writer import MessageStoreWriter
+
+pytestmark = pytest.mark.golden
+
+DLEDGER_ROOT = GOLDEN_ROOT.parent / "golden-dledger"
+ONE_MESSAGE = json.dumps({"topic": "TopicTest", "queueId": 0, "body": "aGk="}) + "\n"
+
+
+# ------------------------------------------------------------------ corpora
+
+def dledger_corpora() -> list[Path]:
+    if not DLEDGER_ROOT.is_dir():
+        raise FileNotFoundError(f"DLedger corpora not found at {DLEDGER_ROOT}")
+    return sorted(p for p in DLEDGER_ROOT.iterdir() if (p / "inputs.jsonl").is_file())
+
+
+def dledger_stores() -> list[tuple[Path, Path]]:
+    """(corpus, store) of every DLedger corpus and each of its crash cases."""
+    out = []
+    for corpus in dledger_corpora():
+        out.append((corpus, corpus / "store"))
+        crash = corpus / "crash"
+        if crash.is_dir():
+            out.extend((corpus, case / "store") for case in sorted(crash.iterdir()) if (case / "store").is_dir())
+    return out
+
+
+DLEDGER = dledger_stores()
+DLEDGER_IDS = [str(store.parent.relative_to(DLEDGER_ROOT)) for _, store in DLEDGER]
+
+
+def dledger_folder(store: Path) -> Path:
+    folders = sorted(p for p in store.iterdir() if p.is_dir() and p.name.startswith("dledger-"))
+    assert folders, f"{store} has no dledger-* folder"
+    return folders[0]
+
+
+def a_msg_id(corpus: Path) -> str:
+    with open(corpus / "expected" / "view.jsonl", encoding="utf-8") as f:
+        return json.loads(f.readline())["msgId"]
+
+
+# ------------------------------------------------------------------ CLI
+
+def run_cli(argv: list[str], stdin: bytes = b"") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv, stdout=out, stdin=io.BytesIO(stdin))
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_commands(store: Path, out_dir: Path, msg_id: str) -> dict[str, list[str]]:
+    s = str(store)
+    return {
+        "topics": ["topics", s],
+        "queues": ["queues", s],
+        "get": ["get", s, "TopicTest", "0", "0", "32"],
+        "view": ["view", s, msg_id],
+        "query": ["query", s, "TopicTest", "shared-key-40"],
+        "print": ["print", s, "TopicTest"],
+        "export": ["export", s, str(out_dir / "out.jsonl")],
+        "verify-python": ["verify", s, "--engine", "python"],
+        "verify-jvm": ["verify", s, "--engine", "jvm"],
+        "lag": ["lag", s],
+        "recover-dry-run": ["recover", s, "--dry-run"],
+    }
+
+
+WRITING_COMMANDS = {"put": ["put"], "recover": ["recover"]}
+
+
+def assert_refused_line(code: int, out: str, err: str, folder: Path, command: str) -> None:
+    assert code == 1, (command, code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1, (command, err)
+    assert lines[0].startswith(f"rmq {command.split('-')[0]}: error: {folder}: "), (command, err)
+    assert " not read; only the file CommitLog and ConsumeQueue layout is read" in lines[0], err
+
+
+def jvm_built() -> bool:
+    from rmqsource.commands.verify_jvm import jvm_command
+    return jvm_command() is not None
+
+
+@pytest.mark.parametrize("corpus,store", DLEDGER, ids=DLEDGER_IDS)
+def test_every_read_command_refuses_a_dledger_store(corpus, store, tmp_path):
+    folder = dledger_folder(store)
+    for name, argv in cli_commands(store, tmp_path, a_msg_id(corpus)).items():
+        if name == "verify-jvm" and not jvm_built():
+            continue
+        argv = [argv[0], "--config", str(corpus / "store.properties"), *argv[1:]]
+        code, out, err = run_cli(argv)
+        assert_refused_line(code, out, err, folder, name)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("corpus,store", DLEDGER, ids=DLEDGER_IDS)
+def test_put_and_recover_refuse_a_dledger_store_and_write_nothing(corpus, store, tmp_path):
+    copy = copy_store(store, tmp_path / "store")
+    before = snapshot(copy)
+    folder = dledger_folder(copy)
+    for name, argv in WRITING_COMMANDS.items():
+        code, out, err = run_cli([*argv, "--config", str(corpus / "store.properties"), str(copy)],
+                                 stdin=ONE_MESSAGE.encode())
+        assert_refused_line(code, out, err, folder, name)
+        assert snapshot(copy) == before, name
+
+
+def snapshot(store: Path) -> tuple[dict[str, bytes], list[str]]:
+    """Every file's bytes and every path (empty folders too): a refused writer leaves no trace."""
+    return tree_bytes(store), sorted(str(p.relative_to(store)) for p in store.rglob("*"))
+
+
+# ------------------------------------------------------------------ API
+
+@pytest.mark.parametrize("corpus,store", DLEDGER, ids=DLEDGER_IDS)
+def test_reader_writer_and_verify_api_refuse_a_dledger_store(corpus, store, tmp_path):
+    from rmqsource.store.lag import group_lag
+    from rmqsource.store.verify import verify_store
+    folder = dledger_folder(store)
+    for config in (StoreConfig(), StoreConfig.from_properties_file(corpus / "store.properties")):
+        with pytest.raises(UnsupportedLayoutError) as e:
+            MessageStoreReader(store, config)
+        assert e.value.file == str(folder)
+        with pytest.raises(UnsupportedLayoutError, match="DLedger"):
+            verify_store(store, config)
+        with pytest.raises(UnsupportedLayoutError, match="DLedger"):
+            group_lag(store, config)
+    from rmqsource.store.recovery import recover_store
+    copy = copy_store(store, tmp_path / "store")
+    before = snapshot(copy)
+    for write in (MessageStoreWriter, recover_store):
+        with pytest.raises(UnsupportedLayoutError) as e:
+            write(copy, StoreConfig())
+        assert e.value.file == str(dledger_folder(copy))
+        assert snapshot(copy) == before
+
+
+# ------------------------------------------------------------------ other layouts, hand-made
+
+BASE_CORPUS = "rmq497-g1"
+
+
+def base_corpus() -> Path:
+    return next(c for c in corpora() if c.name == BASE_CORPUS)
+
+
+def _add_file(path: Path, data: bytes = b"\0" * 64) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def make_variant(kind: str, store: Path) -> tuple[list[str], Path, str]:
+    """Change a copy of a golden store into layout ``kind``: (-C overrides, folder named, words of the reason)."""
+    if kind == "rocksdb-consumequeue":
+        for name in ("CURRENT", "IDENTITY", "MANIFEST-000005", "000009.sst"):
+            _add_file(store / "consumequeue" / name, b"MANIFEST-000005\n" if name == "CURRENT" else b"x")
+        return [], store / "consumequeue", "RocksDB ConsumeQueue"
+    if kind == "rocksdb-consumequeue_rocksdb":
+        _add_file(store / "consumequeue_rocksdb" / "CURRENT", b"MANIFEST-000001\n")
+        _add_file(store / "consumequeue_rocksdb" / "MANIFEST-000001", b"x")
+        return [], store / "consumequeue_rocksdb", "RocksDB ConsumeQueue"
+    if kind == "batchconsumequeue":
+        _add_file(store / "batchconsumequeue" / "TopicTest" / "0" / "00000000000000000000", b"\0" * 46)
+        return [], store / "batchconsumequeue", "BatchConsumeQueue"
+    if kind == "consumequeue_ext":
+        _add_file(store / "consumequeue_ext" / "TopicTest" / "0" / "00000000000000000000")
+        return [], store / "consumequeue_ext", "ConsumeQueueExt"
+    if kind == "compaction":
+        _add_file(store / "compaction" / "compactionLog" / "TopicTest" / "0" / "00000000000000000000")
+        return [], store / "compaction" / "compactionLog", "compacted topics"
+    if kind == "tiered":
+        _add_file(store / "config" / "tieredStoreMetadata.json", b'{"topicMetadataTable":{}}')
+        return [], store / "config" / "tieredStoreMetadata.json", "tiered storage"
+    if kind == "dledger-folders":
+        (store / "dledger-n1" / "data").mkdir(parents=True)
+        (store / "dledger-n0" / "data").mkdir(parents=True)
+        return [], store / "dledger-n0", "folders dledger-n0, dledger-n1"
+    if kind == "dledger-without-commitlog":
+        shutil.rmtree(store / "commitlog")
+        _add_file(store / "dledger-n0" / "data" / "00000000000000000000")
+        return [], store / "dledger-n0", "DLedger CommitLog"
+    if kind == "empty-dledger-folder":
+        (store / "dledger-n0").mkdir()
+        return [], store / "dledger-n0", "DLedger CommitLog"
+    if kind == "enableDLegerCommitLog":
+        return ["enableDLegerCommitLog=true"], store, "enableDLegerCommitLog=true"
+    if kind == "storePathDLedgerCommitLog":
+        return [f"storePathDLedgerCommitLog={store / 'dl'}"], store / "dl", "storePathDLedgerCommitLog"
+    if kind == "multi-path-commitlog":
+        (store / "commitlog2").mkdir()
+        return [f"storePathCommitLog={store / 'commitlog'},{store / 'commitlog2'}"], store / "commitlog", \
+            "multi-path CommitLog (storePathCommitLog names 2 directories)"
+    if kind == "readOnlyCommitLogStorePaths":
+        (store / "old").mkdir()
+        return [f"readOnlyCommitLogStorePaths={store / 'old'}"], store / "old", "readOnlyCommitLogStorePaths"
+    if kind == "commitlog-beside-storePathCommitLog":
+        shutil.copytree(store / "commitlog", store / "elsewhere")
+        return [f"storePathCommitLog={store / 'elsewhere'}"], store / "commitlog", "two CommitLogs"
+    raise AssertionError(kind)
+
+
+VARIANTS = ["rocksdb-consumequeue", "rocksdb-consumequeue_rocksdb", "batchconsumequeue", "consumequeue_ext",
+            "compaction", "tiered", "dledger-folders", "dledger-without-commitlog", "empty-dledger-folder",
+            "enableDLegerCommitLog", "storePathDLedgerCommitLog", "multi-path-commitlog",
+            "readOnlyCommitLogStorePaths", "commitlog-beside-storePathCommitLog"]
+
+
+@pytest.fixture
+def variant(request, tmp_path):
+    store = copy_store(base_corpus() / "store", tmp_path / "store")
+    overrides, folder, words = make_variant(request.param, store)
+    return store, overrides, folder, words
+
+
+@pytest.mark.parametrize("variant", VARIANTS, indirect=True, ids=VARIANTS)
+def test_every_command_refuses_a_store_of_another_layout(variant, tmp_path):
+    store, overrides, folder, words = variant
+    config = ["--config", str(base_corpus() / "store.properties"), *(a for o in overrides for a in ("-C", o))]
+    before = snapshot(store)
+    commands = cli_commands(store, tmp_path, "not-used-0000")
+    commands.update({name: [*argv, str(store)] for name, argv in WRITING_COMMANDS.items()})
+    for name, argv in commands.items():
+        if name == "verify-jvm" and not jvm_built():
+            continue
+        code, out, err = run_cli([argv[0], *config, *argv[1:]], stdin=ONE_MESSAGE.encode())
+        assert_refused_line(code, out, err, folder, name)
+        assert words in err, (name, err)
+    assert snapshot(store) == before
+
+
+@pytest.mark.parametrize("variant", VARIANTS, indirect=True, ids=VARIANTS)
+def test_python_and_java_layout_checks_say_the_same(variant):
+    """The Java twin (run through the JVM verify's entry point) refuses with the Python text."""
+    from rmqsource.commands.verify_jvm import jvm_command
+    from rmqsource.store.config import parse_override_args
+    from rmqsource.store.layout import StoreLayout
+    store, overrides, folder, words = variant
+    config = StoreConfig.from_properties_file(base_corpus() / "store.properties", parse_override_args(overrides))
+    with pytest.raises(UnsupportedLayoutError) as e:
+        StoreLayout.for_config(store, config).check_is_store()
+    assert e.value.file == str(folder) and words in str(e.value)
+    command = jvm_command()
+    if command is None:
+        pytest.skip("the JVM verify needs the rmq jar and java")
+    args = [str(store), config.store_path_commit_log or "", "512", "600", "1000",
+            config.read_only_commit_log_store_paths or "", str(config.enable_dleger_commit_log).lower(),
+            config.store_path_dledger_commit_log or ""]
+    proc = subprocess.run(command + args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    error = json.loads(proc.stdout.strip().splitlines()[-1])["error"]
+    assert error == {"type": "UnsupportedLayoutError", "message": str(e.value)}
+
+
+def test_empty_engine_folders_and_a_moved_commitlog_still_read(tmp_path):
+    """Empty ext/batch ConsumeQueue folders hold nothing unread; one CommitLog directory elsewhere is read."""
+    corpus = base_corpus()
+    store = copy_store(corpus / "store", tmp_path / "store")
+    (store / "consumequeue_ext" / "TopicTest" / "0").mkdir(parents=True)
+    (store / "batchconsumequeue" / "TopicTest").mkdir(parents=True)
+    moved = tmp_path / "cl"
+    shutil.move(store / "commitlog", moved)
+    config = ["--config", str(corpus / "store.properties")]
+    _, expected, _ = run_cli(["topics", *config, str(corpus / "store")])
+    code, out, err = run_cli(["topics", *config, "-C", f"storePathCommitLog={moved}", str(store)])
+    assert (code, err) == (0, "") and out == expected.replace(str(corpus / "store"), str(store))
+
+
+@pytest.mark.parametrize("store", [c / "store" for c in corpora()] + [c / "store" for c in crash_cases()],
+                         ids=lambda p: str(p.parent.relative_to(GOLDEN_ROOT)))
+def test_every_default_layout_golden_store_still_reads(store):
+    corpus = store.parent if (store.parent / "inputs.jsonl").is_file() else store.parent.parent.parent
+    code, out, err = run_cli(["topics", "--config", str(corpus / "store.properties"), str(store)])
+    assert code == 0 and "messages" in out, err
+
+
+# ------------------------------------------------------------------ Spark (the session's mode)
+
+def refused_by_spark(action, folder: Path) -> None:
+    with pytest.raises(Exception) as e:
+        action()
+    text = str(e.value)
+    # A failed stream reports the message (STREAM_FAILED) without the Java class name.
+    assert "UnsupportedLayoutError" in text or "[STREAM_FAILED]" in text, text[:3000]
+    assert f"{folder}: DLedger CommitLog (enableDLegerCommitLog=true) is not read; only the file" in text, text[:3000]
+
+
+def spark_reads(spark, store: Path, msg_id: str, ckpt: Path) -> dict:
+    def load(**options):
+        r = spark.read.format("rmq")
+        for k, v in options.items():
+            r = r.option(k, v)
+        return r.load(str(store))
+
+    def stream():
+        q = (spark.readStream.format("rmq").option("topics", "TopicTest").option("startingOffsets", "earliest")
+             .load(str(store)).writeStream.format("noop").option("checkpointLocation", str(ckpt))
+             .trigger(availableNow=True).start())
+        try:
+            q.awaitTermination(180)
+            assert not q.isActive, "the stream neither failed nor finished"
+        finally:
+            q.stop()
+
+    return {
+        "batch": lambda: load().collect(),
+        "topic": lambda: load(topics="TopicTest").collect(),
+        "msgId": lambda: load().where(f"msgId = '{msg_id}'").collect(),
+        "count": lambda: load().count(),
+        "readStream": stream,
+    }
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("corpus,store", DLEDGER, ids=DLEDGER_IDS)
+def test_spark_refuses_a_dledger_store(spark, corpus, store, tmp_path):
+    folder = dledger_folder(store)
+    for name, action in spark_reads(spark, store, a_msg_id(corpus), tmp_path / "ckpt").items():
+        refused_by_spark(action, folder)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("variant", ["enableDLegerCommitLog", "batchconsumequeue", "tiered"], indirect=True)
+def test_spark_refuses_other_layouts(spark, variant, tmp_path):
+    store, overrides, folder, words = variant
+    options = dict(o.split("=", 1) for o in overrides)
+    r = spark.read.format("rmq")
+    for k, v in options.items():
+        r = r.option(k, v)
+    with pytest.raises(Exception) as e:
+        r.load(str(store)).count()
+    assert "UnsupportedLayoutError" in str(e.value) and f"{folder}: " in str(e.value) and words in str(e.value)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("corpus,store", DLEDGER[:1], ids=DLEDGER_IDS[:1])
+def test_spark_sink_refuses_a_dledger_store_and_writes_nothing(spark, corpus, store, tmp_path):
+    copy = copy_store(store, tmp_path / "store")
+    before = snapshot(copy)
+    df = spark.createDataFrame([("TopicTest", bytearray(b"hi"))], "topic string, body binary")
+    refused_by_spark(lambda: df.write.format("rmq").mode("append").save(str(copy)), dledger_folder(copy))
+
+    def stream():
+        q = (spark.readStream.format("rate").option("rowsPerSecond", "1").load()
+             .selectExpr("'TopicTest' AS topic", "CAST(value AS STRING) AS body")
+             .writeStream.format("rmq").option("checkpointLocation", str(tmp_path / "ckpt"))
+             .start(str(copy)))
+        try:
+            q.awaitTermination(180)
+            assert not q.isActive, "the sink stream neither failed nor finished"
+        finally:
+            q.stop()
+
+    refused_by_spark(stream, dledger_folder(copy))
+    assert snapshot(copy) == before
+
+
+@pytest.mark.spark
+def test_a_running_stream_fails_when_the_store_changes_layout(spark, tmp_path):
+    """A broker restarted in DLedger mode mid-stream: the next trigger refuses instead of waiting for data
+    that never reaches commitlog/."""
+    corpus = base_corpus()
+    store = copy_store(corpus / "store", tmp_path / "store")
+    counts = []
+    q = (spark.readStream.format("rmq").option("config", str(corpus / "store.properties"))
+         .option("topics", "TopicTest").option("startingOffsets", "earliest").load(str(store))
+         .writeStream.foreachBatch(lambda df, _: counts.append(df.count()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        assert sum(counts) > 0
+        (store / "dledger-n0" / "data").mkdir(parents=True)
+        refused_by_spark(q.processAllAvailable, store / "dledger-n0")
+    finally:
+        q.stop()
