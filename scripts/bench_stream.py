@@ -20,7 +20,9 @@ Reported per mode (and written as JSON with ``--json``):
 * latency append -> foreachBatch (bornTimestamp is set by the producer right before its put; the
   query selects bornTimestamp alone and the sink counts rows per bornTimestamp in the JVM, one
   collect of a few rows per batch, so latency costs no per-row Python): median, p90, p99;
-* with ``--sink``: batch sink ``df.write.format("rmq")`` rows/s vs the writer's own batch put.
+* with ``--sink``: batch sink ``df.write.format("rmq")`` rows/s vs the writer's own batch put;
+* with ``--sink-rss``: the peak RSS of the sink's Python worker writing one partition of 3M rows with
+  1 KiB bodies (2.9 GiB), against the partition's size and the 512 MiB bound the README states.
 
 The figures of both modes are printed side by side with their ratio (jvm / python).  The machine's
 load average at the start and end is printed too: on a shared machine, run it when ``uptime`` is low.
@@ -305,6 +307,55 @@ def sink_comparison(rows: int, body_size: int) -> dict:
             "ratio": round(writer_s / sink_s, 3)}
 
 
+def _python_worker_peak_rss() -> int:
+    """Largest VmHWM (peak RSS, bytes) of this machine's PySpark daemon / worker processes."""
+    peak = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+        except OSError:
+            continue
+    return peak
+
+
+def sink_peak_rss(rows: int, body_size: int) -> dict:
+    """One single-partition ``df.write.format("rmq")`` of ``rows`` x ``body_size``; the sink worker's peak RSS.
+
+    Run in a fresh Spark process with worker reuse, so the worker that wrote is still there to be read."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from rmqsource.spark.jar import session_conf
+    work = tempfile.mkdtemp(prefix="rmq-bench-sink-rss-")
+    spark = (SparkSession.builder.master("local[1]").config(map=session_conf()).config("spark.ui.enabled", "false")
+             .config("spark.python.worker.reuse", "true").getOrCreate())
+    try:
+        baseline = _python_worker_peak_rss()
+        df = spark.range(rows, numPartitions=1).select(F.lit("Sink").alias("topic"),
+                                                       F.lit("x" * body_size).cast("binary").alias("body"))
+        ts = time.monotonic()
+        df.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(os.path.join(work, "s"))
+        seconds = time.monotonic() - ts
+        peak = _python_worker_peak_rss()
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    data = rows * body_size
+    return {"rows": rows, "bodyBytes": body_size, "partitionMiB": round(data / 2**20), "seconds": round(seconds, 1),
+            "rowsPerSecond": round(rows / seconds), "workerPeakRssMiB": round(peak / 2**20),
+            "workerRssBeforeMiB": round(baseline / 2**20), "peakRssVsPartition": round(peak / data, 3),
+            "peakRssVsBound512MiB": round(peak / (512 << 20), 3)}
+
+
 # --------------------------------------------------------------------------- driver
 
 def ratio(a, b):
@@ -325,6 +376,9 @@ def main(argv=None) -> int:
     ap.add_argument("--short", action="store_true", help="quick check: 15 s per mode")
     ap.add_argument("--sink", action="store_true", help="also compare the batch sink with the writer")
     ap.add_argument("--sink-rows", type=int, default=200_000)
+    ap.add_argument("--sink-rss", action="store_true",
+                    help="also print the sink worker's peak RSS writing one 3M x 1 KiB partition")
+    ap.add_argument("--sink-rss-rows", type=int, default=3_000_000)
     ap.add_argument("--dir", help="parent of the work directories (default: the system temp dir)")
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--one", help=argparse.SUPPRESS)            # internal: run one mode, print its JSON
@@ -355,6 +409,8 @@ def main(argv=None) -> int:
     results["loadAverageEnd"] = load_average()
     if args.sink:
         results["batchSink"] = sink_comparison(args.sink_rows, args.body_size)
+    if args.sink_rss:
+        results["batchSinkPeakRss"] = sink_peak_rss(args.sink_rss_rows, 1024)
     m = results["modes"]
     if "jvm" in m and "python" in m:
         j, p = m["jvm"], m["python"]

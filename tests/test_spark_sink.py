@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -61,6 +62,47 @@ def test_rows_become_messages(tmp_path):
     assert rows[3]["properties"] is None                        # TAGS comes from the tags column
     with pytest.raises(OptionError, match="unknown option"):
         parse_sink_options({"path": str(tmp_path), "topic": "x"})
+
+
+def test_columnar_rows_match_the_per_row_path(tmp_path):
+    """Rows without properties take a columnar path; it gives what the per-row path gives, row for row."""
+    opts = parse_sink_options({"path": str(tmp_path / "s")})
+    n = 50
+    batch = pa.record_batch({
+        "topic": [["A", "B", "Long" * 10][i % 3] for i in range(n)],
+        "body": pa.array([None if i % 7 == 0 else f"b{i}" for i in range(n)], pa.string()),
+        "queueId": pa.array([i % 5 if i % 4 == 0 else None for i in range(n)], pa.int64()),
+        "keys": [None if i % 3 else ("" if i % 9 == 0 else f"k{i}") for i in range(n)],
+        "tags": [None if i % 2 else ("" if i % 4 == 1 else "t") for i in range(n)],
+        "flag": pa.array([None if i % 6 == 0 else i for i in range(n)], pa.int32()),
+        "bornTimestamp": pa.array([None if i % 5 == 0 else 1_700_000_000_000_000 + i for i in range(n)],
+                                  pa.timestamp("us", tz="UTC")),
+        "bornHost": [None if i % 2 else "10.0.0.1:9" for i in range(n)],
+    })
+    for stamp in (None, ("write:w", 3)):
+        for skip in (None, {0, 5, 49}):
+            fast = table_from_batch(batch, QueueChooser(opts, seed=3), seq_start=100, stamp=stamp,
+                                    skip={s + 100 for s in skip} if skip else None)
+            slow = table_from_batch(batch, QueueChooser(opts, seed=3), seq_start=100, stamp=stamp,
+                                    skip={s + 100 for s in skip} if skip else None, extra_props=lambda s: {})
+            assert fast.schema == slow.schema
+            assert fast.to_pylist() == slow.to_pylist()
+
+
+def test_row_spill_keeps_order_past_its_memory_budget(tmp_path, monkeypatch):
+    """Rows past the memory budget go to one local file; read back in order, in put chunks; file removed."""
+    from rmqsource.spark import spill
+    monkeypatch.setattr(spill, "MEMORY_BYTES", 50_000)
+    monkeypatch.setattr(spill, "PUT_ROWS", 700)
+    rows = spill.RowSpill(str(tmp_path))
+    for k in range(10):
+        rows.add(pa.table({"i": pa.array(range(k * 1000, (k + 1) * 1000), pa.int64())}))
+    assert rows.spilled and os.path.exists(rows.path) and rows.rows == 10_000
+    chunks = list(spill.put_chunks(rows.tables()))
+    assert [c.num_rows for c in chunks] == [700] * 14 + [200]
+    assert pa.concat_tables(chunks).column("i").to_pylist() == list(range(10_000))
+    rows.close()
+    assert os.listdir(tmp_path) == []
 
 
 def test_queue_nums_from_topics_json(tmp_path):
@@ -217,7 +259,9 @@ def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"queries": ' * 5000, '{"queries": {"q": 5}}',
                                   '{"queries": {"q": {"committedBatch": "x"}}}',
                                   '{"queries": {"q": {"tasks": {"\u00b2:0": {"start": 0, "done": false}}}}}',
-                                  '{"queries": {"q": {"tasks": {"1:0": {"done": true}}}}}'])
+                                  '{"queries": {"q": {"tasks": {"1:0": {"done": true}}}}}', '{"writes": [1]}',
+                                  '{"writes": {"job:x": {"tasks": {"a": {}}}}}',
+                                  '{"writes": {"write:w": {"tasks": {"0": {"start": 0, "done": true}}}}}'])
 def test_hostile_sink_log_is_a_format_error(tmp_path, text):
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "rmqsourceSinkLog.json").write_text(text)
@@ -238,3 +282,119 @@ def test_store_contents_cannot_inject_sink_faults(tmp_path, monkeypatch):
                                                                   StructField("body", BinaryType())]), False)
     writer.commit([SinkCommitMessage(partition_id=0, rows=1, batch_id=1, query_id="q")], 1)
     assert SinkLog(str(tmp_path)).load()["queries"]["q"]["committedBatch"] == 1
+
+
+# --------------------------------------------------------------------------- batch sink: task retries
+
+RETRY_CHILD = os.path.join(os.path.dirname(__file__), "sink_retry_child.py")
+
+
+def _retry_writes(store, tmp_path, writes, fault=None):
+    """Writes in one local[2,2] session (a failed task runs again): per write, its error text (or None)
+    and the store's messages after it."""
+    fault_file = tmp_path / "sink-fault"
+    if fault:
+        fault_file.write_text(f"{fault} {os.path.realpath(store)}")
+    env = dict(os.environ, **{FAULT_ENV: str(fault_file)})
+    p = subprocess.run([sys.executable, RETRY_CHILD, json.dumps({"store": str(store), "writes": writes})],
+                       capture_output=True, text=True, env=env, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, p.stderr[-3000:]
+    assert not fault_file.exists(), "the fault did not fire"
+    return json.loads(lines[-1][len("RESULT "):])["writes"]
+
+
+def _bodies(store):
+    return sorted(int(r.body) for r in _all_messages(store, "R"))
+
+
+def _verify_clean(store):
+    from rmqsource import cli
+    from io import StringIO
+    out = StringIO()
+    assert cli.main(["verify", str(store)], stdout=out) == 0, out.getvalue()[-2000:]
+
+
+ROWS = 8_000                     # 4 partitions of 2,000 rows
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fault", ["kill:1", "disk-full:1"])
+def test_batch_sink_task_retry_appends_every_row_once(tmp_path, fault):
+    """The Python worker holding the store lock is SIGKILLed half-way through its append, or the disk fills
+    half-way and is free again for the retry: Spark runs the task again, which appends only the rows its
+    first attempt did not."""
+    store = tmp_path / "store"
+    (result,) = _retry_writes(store, tmp_path, [{"rows": ROWS, "partitions": 4}], fault=fault)
+    assert result["error"] is None
+    assert _bodies(store) == list(range(ROWS))
+    _verify_clean(store)
+    assert SinkLog(str(store)).load().get("writes", {}) == {}   # a write without writeId forgets its entries
+
+
+@pytest.mark.spark
+def test_batch_sink_upstream_failure_appends_nothing_of_the_task(tmp_path):
+    """An upstream function raises on one row in the task's first attempt: the retry leaves every row in
+    the store exactly once (the failed attempt appended nothing, or a prefix the retry resumes after)."""
+    store = tmp_path / "store"
+    (result,) = _retry_writes(store, tmp_path, [{"rows": ROWS, "partitions": 4, "failAt": 5_432}])
+    assert result["error"] is None
+    assert _bodies(store) == list(range(ROWS))
+    _verify_clean(store)
+
+
+@pytest.mark.spark
+def test_batch_sink_write_id_reruns_append_only_what_is_missing(tmp_path):
+    """A job fails for good (an upstream function raises in every attempt of one task): the other
+    partitions are appended; running the write again with the same writeId appends the missing partition
+    only, and its task is killed half-way once; running it once more appends nothing; another writeId is
+    another write."""
+    store = tmp_path / "store"
+    wid = {"rows": ROWS, "partitions": 4, "writeId": "nightly-2024-01-01"}
+    failed, rerun, again, other = _retry_writes(store, tmp_path, [
+        dict(wid, failAt=5_432, always=True), wid, wid, {"rows": 10, "partitions": 1, "writeId": "other"}],
+        fault="kill:2")
+    assert failed["error"] is not None and "upstream failure at row 5432" in failed["error"]
+    # 3 of 4 partitions, and at most a prefix of the failing one (when Spark ends a failed upstream's
+    # input early, the sink sees a normal end of its input: what it appended then is found by the re-run)
+    assert ROWS - ROWS // 4 <= failed["messages"] == failed["distinct"] < ROWS
+    assert rerun["error"] is None and rerun["messages"] == rerun["distinct"] == ROWS
+    assert again["error"] is None and again["messages"] == ROWS
+    assert other["error"] is None and other["messages"] == ROWS + 10
+    assert _bodies(store) == sorted(list(range(ROWS)) + list(range(10)))
+    _verify_clean(store)
+    assert set(SinkLog(str(store)).load()["writes"]) == {"write:nightly-2024-01-01", "write:other"}
+
+
+@pytest.mark.spark
+def test_batch_sink_full_disk_is_one_typed_error_naming_the_file(spark, small_tmpfs):
+    """A real full file system under ``df.write``: the task fails with the StoreError of the put, naming the
+    file it could not write (not the raw OSError of the close's checkpoint write); after space is freed and
+    the store recovered, it holds whole records only and verify is clean."""
+    from io import StringIO
+    from pyspark.sql import functions as F
+    from rmqsource import cli
+    store = small_tmpfs / "store"
+    options = {"messageIndexEnable": "false", "mappedFileSizeConsumeQueue": "120000"}
+    filler = small_tmpfs / "filler"
+    st = os.statvfs(small_tmpfs)
+    with open(filler, "wb") as f:                          # leave 8 MB: one partition (5 MB) fits
+        f.write(bytes(max(st.f_bavail * st.f_frsize - (8 << 20), 0)))
+    n = 10_000
+    df = spark.range(n, numPartitions=2).select(F.lit("R").alias("topic"),
+                                                F.format_string("%01024d", "id").cast("binary").alias("body"))
+    with pytest.raises(Exception) as info:
+        df.write.format("rmq").mode("append").options(**options).save(str(store))
+    lines = str(info.value).splitlines()
+    typed = [ln for ln in lines if ln.startswith("rmqsource.errors.StoreError: rmq sink: put of a message")]
+    assert typed and "No space left on device" in typed[0] and f"'{store}/commitlog/" in typed[0], lines[-40:]
+    assert not [ln for ln in lines if ln.startswith("OSError")], lines[-40:]     # nothing raw, nothing masking
+    filler.unlink()
+    out = StringIO()
+    assert cli.main(["recover", str(store), "-C", "mappedFileSizeConsumeQueue=120000"], stdout=out) == 0, out.getvalue()
+    out = StringIO()
+    assert cli.main(["verify", str(store), "-C", "mappedFileSizeConsumeQueue=120000"], stdout=out) == 0, \
+        out.getvalue()[-2000:]
+    bodies = [r.body for r in _all_messages(store, "R")]
+    assert len(bodies) == n // 2 and len(set(bodies)) == len(bodies)       # the partition appended first
+    assert all(len(b) == 1024 and int(b) < n for b in bodies)

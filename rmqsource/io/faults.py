@@ -10,7 +10,8 @@ and asks a *plan* whether this call fails.  A plan is a callable
   return the short count (other calls ignore it).
 
 Plans: :func:`at_calls` (by call number), :func:`when` (by predicate),
-:func:`random_plan` (seeded rate).  With ``track_unsynced=True`` the object also
+:func:`disk_space` (a disk that fills up), :func:`random_plan` (seeded rate).
+With ``track_unsynced=True`` the object also
 remembers, per file, what every ``pwrite`` overwrote since the file's last
 successful ``fsync``; :meth:`FaultyFileOps.lose_unsynced` then undoes a random
 suffix of those writes per file -- the page cache lost at a crash.
@@ -26,7 +27,7 @@ from typing import Callable, Iterable, Optional
 
 from .files import FileOps
 
-__all__ = ["Call", "FaultyFileOps", "at_calls", "random_plan", "when"]
+__all__ = ["Call", "FaultyFileOps", "at_calls", "disk_space", "random_plan", "when"]
 
 KINDS = ("ENOSPC", "EIO", "short")
 
@@ -57,6 +58,22 @@ def when(predicate: Callable[[Call], bool], kind: str, times: Optional[int] = No
         if left[0] is not None:
             left[0] -= 1
         return kind
+    return plan
+
+
+def disk_space(free_bytes: int) -> Plan:
+    """A disk with ``free_bytes`` left: writes and reservations fail with ENOSPC once they would pass it
+    (and every one after that: the disk stays full)."""
+    used = [0]
+
+    def plan(call: Call) -> Optional[str]:
+        if call.op not in ("pwrite", "write", "reserve"):
+            return None
+        if used[0] + call.size > free_bytes:
+            used[0] = free_bytes
+            return "ENOSPC"
+        used[0] += call.size
+        return None
     return plan
 
 

@@ -22,44 +22,72 @@ import mmap
 import os
 from typing import Iterator
 
-__all__ = ["FileOps", "installed", "ops", "pwrite_all"]
+__all__ = ["FileOps", "describe", "installed", "ops", "pwrite_all"]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
+# The path of each fd opened through FileOps: an OSError of a call on an fd (a full disk's ENOSPC from
+# pwrite, fsync, fallocate) names no file by itself; FileOps sets it, so every write error names its file.
+_fd_paths: dict[int, str] = {}
+
+
+@contextlib.contextmanager
+def _naming(fd: int) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = _fd_paths.get(fd)
+        raise
+
+
 class FileOps:
-    """Plain OS calls.  Subclasses override methods to inject faults."""
+    """Plain OS calls (an error of a call on an fd names the fd's file).  Subclasses override methods to
+    inject faults."""
 
     def open(self, path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
-        return os.open(path, flags | _CLOEXEC, mode)
+        fd = os.open(path, flags | _CLOEXEC, mode)
+        _fd_paths[fd] = os.fspath(path)
+        return fd
 
     def close(self, fd: int) -> None:
+        _fd_paths.pop(fd, None)
         os.close(fd)
 
     def dup(self, fd: int) -> int:
-        return os.dup(fd)
+        new = os.dup(fd)
+        if fd in _fd_paths:
+            _fd_paths[new] = _fd_paths[fd]
+        return new
 
     def pwrite(self, fd: int, data, offset: int) -> int:
-        return os.pwrite(fd, data, offset)
+        with _naming(fd):
+            return os.pwrite(fd, data, offset)
 
     def write(self, fd: int, data) -> int:
-        return os.write(fd, data)
+        with _naming(fd):
+            return os.write(fd, data)
 
     def fsync(self, fd: int) -> None:
-        os.fsync(fd)
+        with _naming(fd):
+            os.fsync(fd)
 
     def ftruncate(self, fd: int, length: int) -> None:
-        os.ftruncate(fd, length)
+        with _naming(fd):
+            os.ftruncate(fd, length)
 
     def reserve(self, fd: int, offset: int, length: int) -> None:
         """Allocate disk blocks for [offset, offset + length) (extends the file if needed).
 
         Raises OSError(ENOSPC) when the filesystem cannot hold them."""
         if length > 0:
-            os.posix_fallocate(fd, offset, length)
+            with _naming(fd):
+                os.posix_fallocate(fd, offset, length)
 
     def mmap(self, fd: int, length: int, writable: bool) -> mmap.mmap:
-        return mmap.mmap(fd, length, access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
+        with _naming(fd):
+            return mmap.mmap(fd, length, access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
 
     def replace(self, src: str | os.PathLike, dst: str | os.PathLike) -> None:
         os.replace(src, dst)
@@ -100,3 +128,8 @@ def pwrite_all(fd: int, data, position: int) -> None:
     except OSError as exc:
         exc.bytes_written = done
         raise
+
+
+def describe(exc: BaseException) -> str:
+    """An error as put results and messages quote it: its type and text (an OSError's text names its file)."""
+    return f"{type(exc).__name__}: {exc}"

@@ -19,13 +19,26 @@ Queue choice, per row: ``queueId`` when set; else, when the row has keys,
 string); else round-robin over the topic's queues.  ``queueNums`` (option)
 defaults to the topic's ``writeQueueNums`` in ``config/topics.json``, else 4.
 
-Concurrency: a task first buffers its rows (Arrow batches), then opens the
+Concurrency: a task first takes in all its rows (:class:`~rmqsource.spark.spill.RowSpill`:
+in memory up to a budget, the rest spilled to local disk, so an upstream
+error appends nothing and a task's memory stays bounded), then opens the
 writer, which takes the store's exclusive ``lock`` (waiting up to
 ``lockTimeout``, default 120s), appends, and closes it (clean shutdown:
 flushed, checkpoint written).  Tasks of one job, or of concurrent jobs on one
 machine, therefore append one after the other and never interleave partial
 records; a broker or another writer holding the lock longer than the timeout
 makes the task fail with a clear :class:`~rmqsource.errors.StoreLockedError`.
+
+Batch writes are retry-safe: each message carries ``__RMQSOURCE_BATCH`` =
+``write:<writeId>`` (option ``writeId``) or ``job:<id of this write>``, and
+``__RMQSOURCE_SEQ`` = ``partitionId:rowIndex``; the sink log records, per
+write and partition, where the append started and whether it finished.  A
+retried task skips the rows its earlier attempts appended (found in the
+CommitLog by those properties); with a ``writeId`` the entries outlive the job,
+so running the same write again appends only the partitions, and rows, that
+are missing.  An error while appending (a full disk) is one
+:class:`~rmqsource.errors.StoreError` naming the file; a failing close does
+not hide the error that came first.
 
 Streaming (``writeStream.format("rmq")``) is exactly-once into the store: each
 message carries ``__RMQSOURCE_BATCH`` = ``queryId:batchId`` and
@@ -41,9 +54,12 @@ rows found in the CommitLog with its own batch/partition tag.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
@@ -54,6 +70,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson
 from ..format.record import Kind
+from ..io import files
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import StoreLock
 from ..store.config import StoreConfig
@@ -61,14 +78,17 @@ from ..store.file_sizes import fit_config_to_files, given_keys
 from ..store.queue_select import DEFAULT_QUEUE_NUMS, QueueChooser, keys_string, read_topic_queue_nums
 from .compat import DataSourceStreamArrowWriter
 from .options import SQL_TABLE_HINT, store_path
+from .spill import RowSpill, put_chunks
 
 BATCH_PROPERTY = "__RMQSOURCE_BATCH"
 SEQ_PROPERTY = "__RMQSOURCE_SEQ"
 SINK_LOG_NAME = "rmqsourceSinkLog.json"
 # Fault injection for the replay tests, outside the store: only when this environment variable names a
 # file (test code sets it before Spark starts its workers) holding "<point> <store root>", where point is
-# "mid-append:<batchId>" or "commit:<batchId>", does that step fail once (the file is removed first).
-# Nothing in a store can trigger it.
+# "mid-append:<batchId>" or "commit:<batchId>" (stream sink), "kill:<partitionId>" (the batch sink's
+# worker is SIGKILLed half-way through its append) or "disk-full:<partitionId>" (the disk fills half-way
+# through the append and stays full until the task has failed), does that step fail once (the file is
+# removed first).  Nothing in a store can trigger it.
 FAULT_ENV = "RMQSOURCE_TEST_SINK_FAULT_FILE"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 PUT_CHUNK = 65536
@@ -87,7 +107,10 @@ SINK_OPTIONS = {
     "queuenums": "queueNums",
     "locktimeout": "lockTimeout",
     "checkpointlocation": "checkpointLocation",
+    "writeid": "writeId",
 }
+MAX_WRITE_ID_CHARS = 200
+ANONYMOUS_ENTRY_DAYS = 7          # sink log entries of writes without writeId whose job never ended
 
 
 # --------------------------------------------------------------------------- options
@@ -99,6 +122,7 @@ class SinkOptions:
     queue_nums: Optional[int] = None                  # None: topics.json, else DEFAULT_QUEUE_NUMS
     topic_queue_nums: Mapping[str, int] = field(default_factory=dict)
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    write_id: Optional[str] = None                    # batch sink: names the write across jobs (re-runs)
 
     def queues_of(self, topic: str) -> int:
         if self.queue_nums is not None:
@@ -151,8 +175,13 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         lock_timeout = _duration_s("lockTimeout", opts["locktimeout"])
     if os.path.exists(root) and not os.path.isdir(root):
         raise OptionError(f"store path {root} exists and is not a directory")
+    write_id = opts.get("writeid") or None
+    if write_id is not None and (len(write_id) > MAX_WRITE_ID_CHARS or not write_id.isprintable()):
+        raise OptionError(f"option writeId must be at most {MAX_WRITE_ID_CHARS} printable characters, "
+                          f"got {write_id[:80]!r}")
     return SinkOptions(root=root, config=config, queue_nums=queue_nums,
-                       topic_queue_nums=read_topic_queue_nums(root), lock_timeout_s=lock_timeout)
+                       topic_queue_nums=read_topic_queue_nums(root), lock_timeout_s=lock_timeout,
+                       write_id=write_id)
 
 
 def check_schema(schema) -> tuple[str, ...]:
@@ -199,14 +228,31 @@ def _ms(value: Any) -> int:
     return int(value)
 
 
-def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_props=None,
-                     seq_start: int = 0, skip=None) -> pa.Table:
-    """The rows as the writer's input columns; ``extra_props(i)`` adds properties to row ``seq_start + i``.
+MESSAGE_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("queueId", pa.int32()), ("body", pa.binary()), ("flag", pa.int32()),
+    ("tags", pa.string()), ("keys", pa.string()), ("properties", pa.map_(pa.string(), pa.string())),
+    ("bornTimestamp", pa.int64()), ("bornHost", pa.string()),
+])
 
-    Per row only what needs it runs in Python (queue choice, property merges);
-    the table goes straight to the writer's columnar path.
+
+def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_props=None,
+                     seq_start: int = 0, skip=None, stamp: Optional[tuple[str, int]] = None) -> pa.Table:
+    """The rows as the writer's input columns (:data:`MESSAGE_SCHEMA`).
+
+    ``stamp=(tag, partition)`` adds ``__RMQSOURCE_BATCH`` = tag and ``__RMQSOURCE_SEQ`` =
+    ``partition:index`` (index = ``seq_start + i``) to row i; ``extra_props(index)`` adds any
+    properties; rows whose index is in ``skip`` are left out.  Rows without a properties map or
+    key lists take a columnar path; the others run per row in Python (queue choice, merges).
     """
     names = batch.schema.names
+    if "properties" not in names or batch.column(names.index("properties")).null_count == batch.num_rows:
+        if extra_props is None and not ("keys" in names and pa.types.is_list(batch.schema.field("keys").type)):
+            return _columnar_table(batch, chooser, seq_start, skip, stamp)
+    if stamp is not None:
+        tag, part = stamp
+        extra = extra_props
+        extra_props = (lambda s: {BATCH_PROPERTY: tag, SEQ_PROPERTY: f"{part}:{s}"}) if extra is None else \
+            (lambda s: {**extra(s), BATCH_PROPERTY: tag, SEQ_PROPERTY: f"{part}:{s}"})
     n = batch.num_rows
 
     def col(name):
@@ -214,14 +260,13 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
             return [None] * n
         arr = batch.column(names.index(name))
         if name == "bornTimestamp" and pa.types.is_timestamp(arr.type):
-            arr = arr.cast(pa.timestamp("ms", tz=arr.type.tz)).cast(pa.int64())
+            arr = arr.cast(pa.timestamp("ms", tz=arr.type.tz), safe=False).cast(pa.int64())   # Spark: us
         return arr.to_pylist()
 
     topics, bodies, qids = col("topic"), col("body"), col("queueId")
     tags, keys, props = col("tags"), col("keys"), col("properties")
     flags, borns, hosts = col("flag"), col("bornTimestamp"), col("bornHost")
-    out = {c: [] for c in ("topic", "queueId", "body", "flag", "tags", "keys", "properties", "bornTimestamp",
-                           "bornHost")}
+    out = {c: [] for c in MESSAGE_SCHEMA.names}
     for i in range(n):
         seq = seq_start + i
         if skip is not None and seq in skip:
@@ -254,17 +299,91 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         out["properties"].append(list(pmap.items()) if pmap else None)
         out["bornTimestamp"].append(_ms(borns[i]))
         out["bornHost"].append(hosts[i] or None)
-    return pa.table({
-        "topic": pa.array(out["topic"], pa.string()),
-        "queueId": pa.array(out["queueId"], pa.int32()),
-        "body": pa.array(out["body"], pa.binary()),
-        "flag": pa.array(out["flag"], pa.int32()),
-        "tags": pa.array(out["tags"], pa.string()),
-        "keys": pa.array(out["keys"], pa.string()),
-        "properties": pa.array(out["properties"], pa.map_(pa.string(), pa.string())),
-        "bornTimestamp": pa.array(out["bornTimestamp"], pa.int64()),
-        "bornHost": pa.array(out["bornHost"], pa.string()),
+    return pa.table([pa.array(out[f.name], f.type) for f in MESSAGE_SCHEMA], schema=MESSAGE_SCHEMA)
+
+
+def _columnar_table(batch: pa.RecordBatch, chooser: QueueChooser, seq_start: int, skip,
+                    stamp: Optional[tuple[str, int]]) -> pa.Table:
+    """table_from_batch for rows without properties maps or key lists, column by column."""
+    import pyarrow.compute as pc
+    names = batch.schema.names
+    seqs = np.arange(seq_start, seq_start + batch.num_rows, dtype=np.int64)
+    if skip:
+        keep = ~np.isin(seqs, np.fromiter(skip, np.int64, len(skip)))
+        batch, seqs = batch.filter(pa.array(keep)), seqs[keep]
+    n = batch.num_rows
+
+    def column(name, typ=None):
+        if name not in names:
+            return pa.nulls(n, typ or pa.string())
+        arr = batch.column(names.index(name))
+        return arr.cast(typ) if typ is not None and arr.type != typ else arr
+
+    def empty_as_null(arr):          # "" counts as absent, as ``value or None`` does per row
+        return pc.if_else(pc.equal(arr, ""), pa.nulls(n, arr.type), arr) if arr.null_count < n else arr
+
+    topic = column("topic", pa.string())
+    if topic.null_count:
+        first = int(np.flatnonzero(topic.is_null().to_numpy(zero_copy_only=False))[0])
+        raise OptionError(f"row {seqs[first]}: topic is null")
+    keys = empty_as_null(column("keys", pa.string()))
+    body = column("body")
+    body = (body.cast(pa.binary()) if pa.types.is_string(body.type) else body).fill_null(b"")
+    born = column("bornTimestamp", None) if "bornTimestamp" in names else pa.nulls(n, pa.int64())
+    if pa.types.is_timestamp(born.type):
+        born = born.cast(pa.timestamp("ms", tz=born.type.tz), safe=False).cast(pa.int64())
+    table = pa.table({
+        "topic": topic,
+        "queueId": _queue_ids(topic, column("queueId", pa.int64()), keys, chooser),
+        "body": body,
+        "flag": column("flag", pa.int32()).fill_null(0),
+        "tags": empty_as_null(column("tags", pa.string())),
+        "keys": keys,
+        "properties": _stamps(seqs, stamp),
+        "bornTimestamp": born.cast(pa.int64()).fill_null(0),
+        "bornHost": empty_as_null(column("bornHost", pa.string())),
     })
+    return table if table.schema == MESSAGE_SCHEMA else table.cast(MESSAGE_SCHEMA)
+
+
+def _queue_ids(topic: pa.Array, qid: pa.Array, keys: pa.Array, chooser: QueueChooser) -> pa.Array:
+    """The queue of every row by the chooser's rule, in row order (round-robin per topic)."""
+    import pyarrow.compute as pc
+    n = len(topic)
+    out = qid.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) if qid.null_count < n \
+        else np.full(n, -1, np.int64)
+    given = ~qid.is_null().to_numpy(zero_copy_only=False)
+    if given.any() and (out[given] < 0).any():
+        i = int(np.flatnonzero(given & (out < 0))[0])
+        raise OptionError(f"queueId {out[i]} is negative (topic {topic[i].as_py()})")
+    has_keys = ~keys.is_null().to_numpy(zero_copy_only=False)
+    hashed = np.flatnonzero(~given & has_keys)
+    if hashed.size:
+        tl, kl = topic.take(pa.array(hashed)).to_pylist(), keys.take(pa.array(hashed)).to_pylist()
+        out[hashed] = [chooser.choose(t, None, k) for t, k in zip(tl, kl)]
+    turns = np.flatnonzero(~given & ~has_keys)
+    if turns.size:
+        codes = pc.dictionary_encode(topic.take(pa.array(turns)))
+        indices = codes.indices.to_numpy(zero_copy_only=False)
+        for u, name in enumerate(codes.dictionary.to_pylist()):
+            rows = turns[indices == u]
+            out[rows] = chooser.round_robin(name, rows.size)
+    return pa.array(out.astype(np.int32), pa.int32())
+
+
+def _stamps(seqs: np.ndarray, stamp: Optional[tuple[str, int]]) -> pa.Array:
+    """The properties column: null, or {__RMQSOURCE_BATCH: tag, __RMQSOURCE_SEQ: "partition:index"}."""
+    n = len(seqs)
+    if stamp is None:
+        return pa.nulls(n, pa.map_(pa.string(), pa.string()))
+    import pyarrow.compute as pc
+    tag, part = stamp
+    seq_values = pc.binary_join_element_wise(f"{part}:", pc.cast(pa.array(seqs), pa.string()), "")
+    both = pa.concat_arrays([pa.array([tag], pa.string()), seq_values.cast(pa.string())])
+    order = np.zeros(2 * n, dtype=np.int64)            # tag, seq, tag, seq ...
+    order[1::2] = np.arange(1, n + 1)
+    keys = pa.array([BATCH_PROPERTY, SEQ_PROPERTY], pa.string()).take(pa.array(np.tile([0, 1], n)))
+    return pa.MapArray.from_arrays(pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)), keys, both.take(order))
 
 
 def _put_all(writer, table: pa.Table) -> tuple[int, int, int]:
@@ -304,6 +423,32 @@ def open_store_writer(opts: SinkOptions):
         raise StoreLockedError(f"rmq sink: could not lock the store {opts.root} within {opts.lock_timeout_s:g} s "
                                f"(option lockTimeout): another process - a broker or another writer - holds "
                                f"{os.path.join(opts.root, 'lock')}. ({exc})") from None
+    except OSError as exc:
+        raise StoreError(f"rmq sink: could not open the store {opts.root} for writing: {exc}") from exc
+
+
+@contextlib.contextmanager
+def appending(writer, root: str):
+    """Append under ``writer``, then close it; one typed error for whatever fails.
+
+    An OSError while appending (a full disk: the sink log, a put) becomes a StoreError that names
+    the file.  When the append failed, an error of the close that follows is dropped: the first
+    error is the one that explains, and the next writer's open recovers the store."""
+    try:
+        yield writer
+    except BaseException as exc:
+        try:
+            writer.close()
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise StoreError(f"rmq sink: writing to the store {root} failed: {exc}") from exc
+        raise
+    try:
+        writer.close()
+    except OSError as exc:
+        raise StoreError(f"rmq sink: the store {root} could not be closed cleanly ({exc}); the appended "
+                         f"messages are in its CommitLog and its next writer recovers it") from exc
 
 
 # --------------------------------------------------------------------------- batch sink
@@ -329,7 +474,11 @@ def _task_partition_id() -> int:
 
 
 class RmqBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("rmq").mode("append")``: each task appends its rows under the store lock."""
+    """``df.write.format("rmq").mode("append")``: each task appends its rows under the store lock, once.
+
+    The writer object is made once per write on the driver and shipped to every task attempt, so
+    its ``write_key`` names this write in every attempt (``write:<writeId>`` across jobs).
+    """
 
     def __init__(self, options: Mapping[str, str], schema, overwrite: bool):
         if overwrite:
@@ -338,32 +487,126 @@ class RmqBatchWriter(DataSourceArrowWriter):
         self.opts = parse_sink_options(options)
         self.columns = check_schema(schema)
         refuse_unsupported_layout(self.opts)
+        self.write_key = f"write:{self.opts.write_id}" if self.opts.write_id else f"job:{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         pid = _task_partition_id()
-        batches = [b for b in iterator if b.num_rows]
-        rows = sum(b.num_rows for b in batches)
-        if rows == 0:
-            return SinkCommitMessage(partition_id=pid)
+        msg = SinkCommitMessage(partition_id=pid)
         chooser = QueueChooser(self.opts, seed=pid)
-        msgs = pa.concat_tables([table_from_batch(b, chooser) for b in batches])
-        t0 = time.monotonic()
-        writer = open_store_writer(self.opts)
-        t1 = time.monotonic()
+        rows = RowSpill()
         try:
-            n, first, end = _put_all(writer, msgs)
+            for b in iterator:                # all of the partition first: an upstream error appends nothing
+                if b.num_rows:
+                    rows.add(table_from_batch(b, chooser, seq_start=rows.rows, stamp=(self.write_key, pid)))
+            msg.rows = rows.rows
+            if rows.rows == 0:
+                return msg
+            with _injected_disk_fault(self.opts.root, pid, rows):
+                t0 = time.monotonic()
+                writer = open_store_writer(self.opts)
+                t1 = time.monotonic()
+                with appending(writer, self.opts.root):
+                    self._append(writer, rows, pid, msg)
+            msg.lock_wait_s, msg.append_s = t1 - t0, time.monotonic() - t1
+            return msg
         finally:
-            writer.close()
-        return SinkCommitMessage(partition_id=pid, rows=rows, appended=n, first_offset=first, end_offset=end,
-                                 lock_wait_s=t1 - t0, append_s=time.monotonic() - t1)
+            rows.close()
+
+    def _append(self, writer, rows: RowSpill, pid: int, msg: SinkCommitMessage) -> None:
+        """Append the rows that no earlier attempt of this write appended (under the store lock)."""
+        log = SinkLog(self.opts.root)
+        doc = log.load()
+        writes = doc.setdefault("writes", {})
+        now_ms = int(time.time() * 1000)
+        for key in [k for k, w in writes.items() if k.startswith("job:")
+                    and now_ms - w.get("startedMs", now_ms) > ANONYMOUS_ENTRY_DAYS * 86_400_000]:
+            del writes[key]               # left by a job whose driver died: nothing can run it again
+        tasks = writes.setdefault(self.write_key, {"tasks": {}, "startedMs": now_ms})["tasks"]
+        entry = tasks.get(str(pid))
+        n = rows.rows
+        present = np.zeros(n, dtype=bool)
+        end = writer.commit_log_max_offset
+        if entry is None:
+            entry = {"start": end, "below": 0, "done": False, "rows": n}
+        elif entry["done"]:
+            if n <= entry["rows"]:
+                msg.skipped = n
+                return
+            entry = {"start": end, "below": entry["rows"], "done": False, "rows": n}   # a re-run with more rows
+        else:
+            # An earlier attempt died while appending: keep what it wrote.
+            for seq in appended_seqs(self.opts.root, self.opts.config, int(entry["start"]), end, self.write_key, pid):
+                if seq < n:
+                    present[seq] = True
+        present[:min(int(entry.get("below", 0)), n)] = True
+        tasks[str(pid)] = entry
+        log.save(doc)
+        msg.skipped = int(present.sum())
+        kill_at = n // 2 if _take_fault(self.opts.root, f"kill:{pid}") else -1
+        seq = appended = 0
+        first = end_offset = -1
+
+        def missing():
+            nonlocal seq
+            for table in rows.tables():
+                k = table.num_rows
+                there = present[seq:seq + k]
+                seq += k
+                if there.all():
+                    continue
+                yield table.filter(pa.array(~there)) if there.any() else table
+
+        for chunk in put_chunks(missing()):
+            if 0 <= kill_at < appended + chunk.num_rows:
+                _put_all(writer, chunk.slice(0, max(kill_at - appended, 1)))
+                os.kill(os.getpid(), signal.SIGKILL)        # the test's worker dies holding the lock
+            k, f, e = _put_all(writer, chunk)
+            appended += k
+            first = f if first < 0 else first
+            end_offset = e
+        writer.flush()
+        entry["done"] = True
+        entry["rows"] = max(n, int(entry.get("rows", 0)))
+        log.save(doc)
+        msg.appended, msg.first_offset, msg.end_offset = appended, first, end_offset
 
     def commit(self, messages) -> None:
-        # Every task appended and dispatched its rows before reporting success; nothing to publish.
-        return None
+        # Every task appended and dispatched its rows before reporting success.  A write without a
+        # writeId forgets its task entries (nothing can run it again); a named write keeps them.
+        self._forget_anonymous()
 
     def abort(self, messages) -> None:
-        # A message store is append-only: rows of tasks that succeeded stay in the store.
-        return None
+        # A message store is append-only: rows of tasks that succeeded stay in the store (running the
+        # write again with the same writeId appends only what is missing).
+        self._forget_anonymous()
+
+    def _forget_anonymous(self) -> None:
+        """Best effort: an entry left behind (disk full, store locked) is never used again and is
+        dropped by a later write after ANONYMOUS_ENTRY_DAYS; it must not fail the job or hide its error."""
+        root = self.opts.root
+        if self.opts.write_id or not os.path.isfile(SinkLog(root).path):
+            return
+        try:
+            with StoreLock(root, timeout_s=self.opts.lock_timeout_s):
+                log = SinkLog(root)
+                doc = log.load()
+                if doc.get("writes", {}).pop(self.write_key, None) is not None:
+                    log.save(doc)
+        except (OSError, RmqError):
+            pass
+
+
+@contextlib.contextmanager
+def _injected_disk_fault(root: str, pid: int, rows: RowSpill):
+    """Test hook (FAULT_ENV "disk-full:<partition>"): the disk fills after about half of the task's
+    bytes, for every file operation of this attempt (the close's checkpoint too); freed afterwards."""
+    if not _take_fault(root, f"disk-full:{pid}"):
+        yield
+        return
+    from ..io.faults import FaultyFileOps, disk_space
+    total = sum(t.column("body").nbytes for t in rows.tables())
+    with files.installed(FaultyFileOps(disk_space(total // 2))):
+        yield
 
 
 # --------------------------------------------------------------------------- sink log
@@ -405,8 +648,18 @@ def parse_sink_log(text: str, file: str) -> dict:
     def is_int(v) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
 
-    if not isinstance(doc, dict) or not isinstance(doc.get("queries", {}), dict):
-        bad('expected {"queries": {...}}')
+    if not isinstance(doc, dict) or not isinstance(doc.get("queries", {}), dict) or \
+            not isinstance(doc.get("writes", {}), dict):
+        bad('expected {"queries": {...}, "writes": {...}}')
+    for wid, w in doc.get("writes", {}).items():
+        if not isinstance(w, dict) or not isinstance(w.get("tasks"), dict) or not is_int(w.get("startedMs", 0)):
+            bad(f"write {str(wid)[:80]!r}: expected {{\"tasks\": {{...}}}}")
+        for key, task in w["tasks"].items():
+            if not (str(key).isdecimal() and str(key).isascii()):
+                bad(f"write {str(wid)[:80]!r}: task key {str(key)[:80]!r} is not a partition id")
+            if not isinstance(task, dict) or not all(is_int(task.get(f)) for f in ("start", "below", "rows")) \
+                    or not isinstance(task.get("done"), bool):
+                bad(f"write {str(wid)[:80]!r}: task {str(key)[:80]!r} needs int start, below, rows and a bool done")
     for qid, q in doc.get("queries", {}).items():
         if not isinstance(q, dict) or not is_int(q.get("committedBatch", -1)) or not isinstance(q.get("tasks", {}),
                                                                                                   dict):
@@ -453,9 +706,13 @@ def _stream_ids() -> tuple[str, int, int]:
 
 def find_appended(root: str, config: StoreConfig, start: int, end: int, tag: str, partition: int) -> set[int]:
     """Row indexes already in the CommitLog range [start, end) with ``__RMQSOURCE_BATCH == tag``."""
+    return set(appended_seqs(root, config, start, end, tag, partition))
+
+
+def appended_seqs(root: str, config: StoreConfig, start: int, end: int, tag: str, partition: int) -> Iterator[int]:
+    """The row indexes of ``partition`` in the CommitLog range [start, end) with ``__RMQSOURCE_BATCH == tag``."""
     from ..store.commitlog import CommitLog
     from ..store.layout import StoreLayout
-    seen: set[int] = set()
     layout = StoreLayout.for_config(root, config)
     cl = CommitLog(layout)
     prefix = f"{partition}:"
@@ -469,10 +726,9 @@ def find_appended(root: str, config: StoreConfig, start: int, end: int, tag: str
             if props.get(BATCH_PROPERTY) == tag:
                 seq = props.get(SEQ_PROPERTY, "")
                 if seq.startswith(prefix) and seq[len(prefix):].isdigit():
-                    seen.add(int(seq[len(prefix):]))
+                    yield int(seq[len(prefix):])
     finally:
         cl.close()
-    return seen
 
 
 class RmqStreamWriter(DataSourceStreamArrowWriter):
@@ -496,7 +752,7 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
         writer = open_store_writer(self.opts)
         t1 = time.monotonic()
         msg.lock_wait_s = t1 - t0
-        try:
+        with appending(writer, self.opts.root):
             log = SinkLog(self.opts.root)
             doc = log.load()
             q = doc["queries"].setdefault(query_id, {"committedBatch": -1, "tasks": {}})
@@ -520,9 +776,7 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
             tables = []
             seq = 0
             for b in batches:
-                tables.append(table_from_batch(
-                    b, chooser, seq_start=seq, skip=skip,
-                    extra_props=lambda s: {BATCH_PROPERTY: tag, SEQ_PROPERTY: f"{pid}:{s}"}))
+                tables.append(table_from_batch(b, chooser, seq_start=seq, skip=skip, stamp=(tag, pid)))
                 seq += b.num_rows
             msgs = pa.concat_tables(tables)
             if msgs.num_rows > 1 and _take_fault(self.opts.root, f"mid-append:{batch_id}"):
@@ -536,8 +790,6 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
             log.save(doc)
             msg.appended, msg.skipped = n, len(skip)
             msg.first_offset, msg.end_offset = first, end
-        finally:
-            writer.close()
         msg.append_s = time.monotonic() - t1
         return msg
 

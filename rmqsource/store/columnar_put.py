@@ -18,6 +18,7 @@ import numpy as np
 from .. import limits
 from ..format.javahash import tags_code as tags_code_of
 from ..format.message import MessageExtBrokerInner
+from ..io import files
 from ..format.record import BLANK_MAGIC, BORNHOST_V6_FLAG, STOREHOST_V6_FLAG, TRANSACTION_COMMIT_TYPE, \
     TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from .batch_results import OBJ, STATUS_CODE, BatchPutResults
@@ -98,7 +99,7 @@ class ColumnarPut:
         res = BatchPutResults(cols.n)
         with self._put_lock:
             if not self._writable:
-                why = "store is closed" if self._closed else f"store is not writable: {self._error!r}"
+                why = "store is closed" if self._closed else f"store is not writable: {files.describe(self._error)}"
                 for i in range(cols.n):
                     m = cols.message(i)
                     res.objects[i] = failed_result(m, PutMessageStatus.SERVICE_NOT_AVAILABLE, reason=why)
@@ -283,7 +284,8 @@ class ColumnarPut:
             status = self._written(seg, z if s_idx < len(plan) - 1 else pos + len(chunk))
             if b == a:
                 if not self._writable:
-                    self._fail_rows(c, res, rows[b:], PutMessageStatus.SERVICE_NOT_AVAILABLE, repr(self._error))
+                    self._fail_rows(c, res, rows[b:], PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                    files.describe(self._error))
                     break
                 continue
             r = rows[a:b]
@@ -311,7 +313,7 @@ class ColumnarPut:
                 self._error = exc
                 self._writable = False
             if not self._writable:      # (after a failed fsync nothing more may be acknowledged)
-                self._fail_rows(c, res, rows[b:], PutMessageStatus.SERVICE_NOT_AVAILABLE, repr(self._error))
+                self._fail_rows(c, res, rows[b:], PutMessageStatus.SERVICE_NOT_AVAILABLE, files.describe(self._error))
                 break
         self._input_view_fast(res, c, fast, props, fast_tags)
 

@@ -153,7 +153,7 @@ class CommitLogAppend:
                 if pos < z:
                     buf += BLANK.pack(z - pos, BLANK_MAGIC)
                 if buf and not self._commit_chunk(seg, buf, buf_pos, items, pending_qo, results, ends_segment=True):
-                    self._fail_rest(msgs, results, i, self._stop_status(), repr(self._error))
+                    self._fail_rest(msgs, results, i, self._stop_status(), files.describe(self._error))
                     return
                 items, pending_qo, buf = [], {}, bytearray()
                 try:
@@ -190,7 +190,7 @@ class CommitLogAppend:
             items.append((i, p, qo, phy, store_ts))
         if items or buf:
             if not self._commit_chunk(seg, buf, buf_pos, items, pending_qo, results):
-                self._fail_rest(msgs, results, n, self._stop_status(), repr(self._error))
+                self._fail_rest(msgs, results, n, self._stop_status(), files.describe(self._error))
 
     def _stop_status(self) -> PutMessageStatus:
         """Status of the messages a batch did not reach: the write failed (UNKNOWN_ERROR) or the

@@ -87,6 +87,13 @@ class QueueChooser:
         self._rr[topic] = i + 1
         return i % n
 
+    def round_robin(self, topic: str, count: int):
+        """The queues of the next ``count`` messages of ``topic`` without queueId or keys (numpy int64)."""
+        import numpy as np
+        i = self._rr.get(topic, self.seed)
+        self._rr[topic] = i + count
+        return (i + np.arange(count, dtype=np.int64)) % self.nums.queues_of(topic)
+
 
 def keys_string(keys) -> Optional[str]:
     """The KEYS property of a keys value: a string as it is, a list joined by spaces (empty items dropped)."""

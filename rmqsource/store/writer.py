@@ -160,7 +160,7 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         results: list[Optional[PutMessageResult]] = [None] * len(msgs)
         with self._put_lock:
             if not self._writable:
-                why = "store is closed" if self._closed else f"store is not writable: {self._error!r}"
+                why = "store is closed" if self._closed else f"store is not writable: {files.describe(self._error)}"
                 return [failed_result(m, PutMessageStatus.SERVICE_NOT_AVAILABLE, reason=why) for m in msgs]
             self._put_locked(msgs, results)
         return results  # type: ignore[return-value]

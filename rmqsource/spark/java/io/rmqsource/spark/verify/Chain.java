@@ -26,10 +26,12 @@ final class Chain {
     }
 
     /**
-     * Walk [start, start + n) of {@code b}; {@code segRemaining} bytes of the segment remain from
-     * {@code start}.  Every record whose totalSize fits goes to {@code visitor}.
+     * Walk [start, start + n) of {@code b}, the mapped file {@code path}; {@code segRemaining} bytes of the
+     * segment remain from {@code start}.  Every record whose totalSize fits goes to {@code visitor}.  A
+     * header in a page no earlier record reached is read with read(2), not from the map: past the data
+     * that page may be a hole of a sparse file, which a full file system cannot back (SIGBUS).
      */
-    static Chain walk(ByteBuffer b, int start, int n, long segRemaining, Visitor visitor) {
+    static Chain walk(ByteBuffer b, String path, int start, int n, long segRemaining, Visitor visitor) {
         Chain c = new Chain();
         long bufEnd = (long) start + n;
         long segEnd = start + segRemaining;
@@ -39,8 +41,16 @@ final class Chain {
                 return p + 8L > segEnd ? c.stop(p - start, END, "fewer than 8 bytes left in the segment", 0)
                         : c.stop(p - start, SHORT, "", 0);
             }
-            int total = b.getInt(p);
-            int magic = b.getInt(p + 4);
+            int total;
+            int magic;
+            if (FileReads.reachesNewPage(p, 8)) {
+                ByteBuffer h = FileReads.read(path, p, 8);
+                total = h.limit() >= 4 ? h.getInt(0) : 0;
+                magic = h.limit() >= 8 ? h.getInt(4) : 0;
+            } else {
+                total = b.getInt(p);
+                magic = b.getInt(p + 4);
+            }
             if (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) {
                 if (magic == Record.BLANK_MAGIC) return c.stop(p - start, BLANK, "", 0);
                 return c.stop(p - start, END, total == 0 && magic == 0 ? "zero bytes"

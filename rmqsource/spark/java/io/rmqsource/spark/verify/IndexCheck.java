@@ -1,7 +1,6 @@
 package io.rmqsource.spark.verify;
 
 import io.rmqsource.spark.format.IndexFile;
-import io.rmqsource.spark.store.Segments;
 import java.io.File;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -84,11 +83,9 @@ final class IndexCheck {
         }
     }
 
-    /** Up to {@code n} entries at {@code position}, read in place from the mapped file. */
+    /** Up to {@code n} entries at {@code position} (read(2): a sparse file's unused pages may be holes, see FileReads). */
     private static ByteBuffer entries(String path, long position, int n) {
-        ByteBuffer file = Segments.mapFile(path);
-        int at = (int) Math.min(position, file.capacity());
-        return file.slice(at, Math.min(n * ENTRY, file.capacity() - at));
+        return FileReads.read(path, position, n * ENTRY);
     }
 
     static List<String> indexFiles(File dir) {
@@ -127,7 +124,7 @@ final class IndexCheck {
                     Long.toString(size));
             return null;
         }
-        ByteBuffer file = Segments.mapFile(path);            // its size was checked above
+        ByteBuffer file = FileReads.read(path, 0, HEADER);
         long beginPhy = file.getLong(16);
         long endPhy = file.getLong(24);
         int hashSlotCount = file.getInt(32);
@@ -139,7 +136,7 @@ final class IndexCheck {
         }
         int slotsN = (int) hashSlotNum;
         long base = HEADER + hashSlotNum * 4;
-        ByteBuffer slotBytes = file.slice(HEADER, slotsN * 4);
+        ByteBuffer slotBytes = FileReads.read(path, HEADER, slotsN * 4);      // the size was checked above
         // One pass: each entry's slot, the newest entry of each slot, and links into another slot
         // (a lower entry's slot is known when a link to it is read).
         int[] entrySlot = new int[count];

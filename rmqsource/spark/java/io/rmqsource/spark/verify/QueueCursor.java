@@ -117,10 +117,10 @@ final class QueueCursor {
                 continue;
             }
             int n = (int) Math.min(BLOCK_UNITS, unitsPerFile - filePos);
-            ByteBuffer file = Segments.mapFile(seg.path);          // read in place: no copy, no open per block
             long at = filePos * UNIT;
-            int got = (int) Math.max(0, Math.min(n, (file.capacity() - at) / UNIT));
-            ByteBuffer raw = file.slice((int) Math.min(at, file.capacity()), got * UNIT);
+            // read(2), not the map: past the last unit a sparse file's pages may be holes (see FileReads)
+            ByteBuffer raw = FileReads.read(seg.path, at, n * UNIT);
+            int got = raw.limit() / UNIT;
             long firstUnit = seg.startOffset / UNIT + filePos;
             int k = 0;
             while (k < got && raw.getLong(k * UNIT) >= 0 && raw.getInt(k * UNIT + 8) > 0) k++;
@@ -191,7 +191,7 @@ final class QueueCursor {
     /** After a queue's last valid unit its file holds zeros; a later file means a hole. */
     private void checkRestIsZero(Segment seg, long unitPos) {
         long start = unitPos * UNIT;
-        long nonZero = FileReads.firstNonZero(Segments.mapFile(seg.path), start);   // no file is longer than fileSize
+        long nonZero = FileReads.firstNonZero(seg.path, start, fileSize);
         if (nonZero >= 0) {
             report.add("consumequeue", "cq-garbage", report.rel(seg.path), nonZero - nonZero % UNIT,
                     "non-zero bytes after the last valid unit of " + topic + "/" + queueId + " (the unit at " + start

@@ -298,7 +298,7 @@ final class Verifier {
                     + detail + "); recovery would drop every later segment", "a blank end-of-segment record",
                     detail.isEmpty() ? "no record" : detail);
         } else {
-            long nonZero = FileReads.firstNonZero(b, p);
+            long nonZero = FileReads.firstNonZero(seg.path, p, b.capacity());   // the tail may be holes: read(2)
             if (nonZero >= 0) {
                 report.add("commitlog", "tail-garbage", rel, nonZero, "non-zero bytes after the CommitLog's valid "
                         + "end at " + p + " (a torn or garbage tail; rmq recover zero-fills it)", "zeros",
@@ -325,7 +325,7 @@ final class Verifier {
         windowSegment = seg;
         windowLimit = pos + n;
         recordChecker.buffer = b;
-        return Chain.walk(b, pos, n, segRemaining, recordChecker);
+        return Chain.walk(b, seg.path, pos, n, segRemaining, recordChecker);
     }
 
     private void endWindow(String rel) {
