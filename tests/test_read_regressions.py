@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN_ROOT, copy_store
+from golden import GOLDEN_ROOT, case_id, copy_store, corpus_of, crash_cases
 
 pytestmark = pytest.mark.spark
 
@@ -99,3 +99,28 @@ def test_tags_code_of_units_after_a_truncated_consume_queue_file(spark, g1_store
     for o in live:
         phy, size, code = units[o]
         assert rows[o][0] == phy and rows[o][4] == code
+
+
+# ------------------------------------------------------------------ streams over crash stores
+
+CRASH_WITH_UNITS_AHEAD = [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail")]
+
+
+@pytest.mark.parametrize("case", CRASH_WITH_UNITS_AHEAD, ids=case_id)
+def test_stream_from_earliest_admits_no_unit_past_the_valid_end(spark, tmp_path, case):
+    """Several units of a queue point past the valid CommitLog end (crash stores): the stream stops
+    before the first of them, as the batch read does, and returns the batch read's rows."""
+    corpus = corpus_of(case)
+    config = str(corpus / "store.properties")
+    cols = ["topic", "queueId", "queueOffset", "commitLogOffset", "tags"]
+    batch = sorted(tuple(r) for r in spark.read.format("rmq").option("config", config)
+                   .option("topicPattern", ".*").load(str(case / "store")).select(*cols).collect())
+    got = []
+    q = (spark.readStream.format("rmq").option("config", config).option("topicPattern", ".*")
+         .option("startingOffsets", "earliest").load(str(case / "store")).select(*cols)
+         .writeStream.foreachBatch(lambda df, _: got.extend(tuple(r) for r in df.collect()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    assert q.awaitTermination(240), "query did not finish"
+    assert q.exception() is None, str(q.exception())
+    assert sorted(got) == batch
+    assert len(batch) > 500
