@@ -1,7 +1,7 @@
 """Reads of damaged or edge-case copies of the golden stores that once gave a wrong answer or a false error.
 
-Each case runs through the Spark source in the session's mode (the JVM scan or the Python path, see
-conftest) and compares with what the store holds.
+Spark cases run through the source in the session's mode (the JVM scan or the Python path, see
+conftest) and compare with what the store holds; ``rmq verify`` cases run both walks.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN_ROOT, case_id, copy_store, corpus_of, crash_cases
+from golden import GOLDEN_ROOT, case_id, copy_store, corpus_of, crash_cases, load_config
 
-pytestmark = pytest.mark.spark
 
 G1 = GOLDEN_ROOT / "rmq497-g1"
 I64_MAX = (1 << 63) - 1
@@ -44,6 +43,7 @@ def poke(path: Path, offset: int, data: bytes) -> None:
 
 # ------------------------------------------------------------------ pushed CommitLog offset bounds
 
+@pytest.mark.spark
 @pytest.mark.parametrize("where,keep", [
     ("commitLogOffset <= 300000", lambda p: p <= 300000),
     ("commitLogOffset < 300000", lambda p: p < 300000),
@@ -64,6 +64,7 @@ def test_offset_bound_inside_a_record_narrows_to_whole_records(spark, where, kee
 
 # ------------------------------------------------------------------ a record field at the int64 extreme
 
+@pytest.mark.spark
 def test_queue_offset_at_int64_max_is_a_row(spark, g1_store):
     """A record whose QUEUEOFFSET holds Long.MAX_VALUE is a valid record (the engine checks no
     queue offset when it reads one): a whole-store read returns it, in both modes."""
@@ -82,6 +83,7 @@ def test_queue_offset_at_int64_max_is_a_row(spark, g1_store):
 
 # ------------------------------------------------------------------ tagsCode past a truncated ConsumeQueue file
 
+@pytest.mark.spark
 @pytest.mark.parametrize("options", [{}, {"maxBytesPerPartition": str(1 << 18)}])
 def test_tags_code_of_units_after_a_truncated_consume_queue_file(spark, g1_store, options):
     """consumequeue/bench-topic_v2/0/00000000000000000000 cut to 972 bytes: units 48..59 are gone
@@ -106,6 +108,7 @@ def test_tags_code_of_units_after_a_truncated_consume_queue_file(spark, g1_store
 CRASH_WITH_UNITS_AHEAD = [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail")]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("case", CRASH_WITH_UNITS_AHEAD, ids=case_id)
 def test_stream_from_earliest_admits_no_unit_past_the_valid_end(spark, tmp_path, case):
     """Several units of a queue point past the valid CommitLog end (crash stores): the stream stops
@@ -124,3 +127,56 @@ def test_stream_from_earliest_admits_no_unit_past_the_valid_end(spark, tmp_path,
     assert q.exception() is None, str(q.exception())
     assert sorted(got) == batch
     assert len(batch) > 500
+
+
+# ------------------------------------------------------------------ errors name the file at fault
+
+def verify_files(store: Path) -> tuple[set, set]:
+    """Files named by the Python walk's problems and by the JVM walk's (the same when the jar is built)."""
+    from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
+    from rmqsource.store.verify import verify_store
+    config = load_config(G1)
+    python = verify_store(store, config)
+    jvm = verify_store_jvm(store, config) if jvm_command() is not None else python
+    assert [p.to_json() for p in jvm.problems] == [p.to_json() for p in python.problems]
+    return {p.file for p in python.problems}, {p.file for p in jvm.problems}
+
+
+@pytest.mark.unit
+def test_verify_names_the_commit_log_segment_that_grew(g1_store):
+    """One byte appended to the second of four segments: the segment size still comes out 262144
+    (the file names are 262144 apart), so only that file is reported, not the intact ones."""
+    with open(g1_store / "commitlog" / f"{262144:020d}", "ab") as f:
+        f.write(b"\0")
+    python, jvm = verify_files(g1_store)
+    assert python == jvm == {f"commitlog/{262144:020d}"}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name,extra", [(f"{0:020d}", 1), (f"{1200:020d}", 1), (f"{1200:020d}", 20)])
+def test_verify_names_the_consume_queue_file_that_grew(g1_store, name, extra):
+    with open(g1_store / "consumequeue" / "bench-topic_v2" / "0" / name, "ab") as f:
+        f.write(b"\0" * extra)
+    python, jvm = verify_files(g1_store)
+    assert python == jvm == {f"consumequeue/bench-topic_v2/0/{name}"}
+
+
+@pytest.mark.spark
+def test_read_of_a_store_whose_segment_grew_returns_every_row(spark, g1_store):
+    """The byte past the blank at the end of the grown segment is not data: every row is read (it
+    used to fail, naming the first segment as ending before the valid CommitLog end)."""
+    every = read(spark, G1 / "store")
+    with open(g1_store / "commitlog" / f"{262144:020d}", "ab") as f:
+        f.write(b"\0")
+    assert read(spark, g1_store) == every
+    assert read(spark, g1_store, "commitLogOffset >= 262144 AND commitLogOffset < 600000") == \
+        [r for r in every if 262144 <= r[0] < 600000]
+
+
+@pytest.mark.spark
+def test_topic_read_past_a_truncated_consume_queue_file_names_that_file(spark, g1_store):
+    qfile = g1_store / "consumequeue" / "bench-topic_v2" / "0" / f"{0:020d}"
+    os.truncate(qfile, 972)
+    with pytest.raises(Exception) as info:
+        read(spark, g1_store, topics="bench-topic_v2")
+    assert f"{qfile}, offset 960: ConsumeQueue bench-topic_v2:0 ends at unit 48" in str(info.value)

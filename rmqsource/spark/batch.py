@@ -650,9 +650,9 @@ def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRan
         count = min(step, part.end - off)
         units = q.read_units(off, count)
         if len(units) < count:
+            file, at = q.locate(off + len(units))
             raise CorruptRecordError(f"ConsumeQueue {part.topic}:{part.queue_id} ends at unit {off + len(units)}, "
-                                     f"the plan expected {part.end}", file=getattr(q, "directory", part.topic),
-                                     offset=(off + len(units)) * 20)
+                                     f"the plan expected {part.end}", file=file, offset=at)
         phy = units["phy_offset"].astype(np.int64)
         size = units["size"].astype(np.int64)
         code = units["tags_code"].astype(np.int64)
@@ -669,9 +669,9 @@ def _read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRan
         beyond = live & (phy + size > cl_max)
         if beyond.any():
             i = int(np.flatnonzero(beyond)[0])
+            file, at = q.locate(off + i)
             raise CorruptRecordError(f"ConsumeQueue unit {off + i} of {part.topic}:{part.queue_id} points past the "
-                                     f"valid CommitLog end {cl_max}", file=getattr(q, "directory", part.topic),
-                                     offset=(off + i) * 20)
+                                     f"valid CommitLog end {cl_max}", file=file, offset=at)
         keep = live & (size > 0)
         if tag_codes is not None:
             keep &= _tag_code_mask(code, tag_codes)
