@@ -180,3 +180,23 @@ def test_topic_read_past_a_truncated_consume_queue_file_names_that_file(spark, g
     with pytest.raises(Exception) as info:
         read(spark, g1_store, topics="bench-topic_v2")
     assert f"{qfile}, offset 960: ConsumeQueue bench-topic_v2:0 ends at unit 48" in str(info.value)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail", "torn_tail")],
+                         ids=case_id)
+def test_stream_tail_of_every_queue_is_the_batch_reads_max_offset(case):
+    """The Python stream's driver (no Spark): each queue's admitted tail on a crashed store is the
+    batch read's max offset, which stops at the first unit at or past the valid CommitLog end."""
+    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.store.reader import MessageStoreReader
+    corpus = corpus_of(case)
+    root = str(case / "store")
+    watcher = StoreWatcher(parse_stream_options({"path": root, "topicPattern": ".*",
+                                                 "config": str(corpus / "store.properties")}))
+    try:
+        with MessageStoreReader(root, load_config(corpus)) as reader:
+            for key in watcher.keys():
+                assert watcher.max_offset(key) == reader.queue_max_offset(reader.consume_queue(*key)), key
+    finally:
+        watcher.close()

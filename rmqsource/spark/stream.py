@@ -12,7 +12,9 @@ segments while a writer has ``abort`` present).  It follows each queue's
 ConsumeQueue tail instead, incrementally: the writer dispatches a unit only
 after the record's bytes are written, and the last unit found is checked
 against the record it points at (size, queueId, queueOffset) before it is
-admitted, so a unit caught half-written is never read.
+admitted, so a unit caught half-written is never read; when it fails, only the
+units before the first one its record does not confirm are admitted (after a
+crash, every unit past the valid CommitLog end fails, as the batch read caps them).
 
 Options (besides the batch ones: path, topics / topicPattern / queues,
 failOnDataLoss, decompress, batchSize, maxRecordsPerPartition, store config
