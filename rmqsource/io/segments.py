@@ -60,14 +60,22 @@ def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] 
 
 
 def common_segment_size(segments: list[Segment], configured: Optional[int] = None) -> Optional[int]:
-    """Segment size: the configured one, else the longest file's length.
+    """Segment size: the configured one, else the longest file's length or, when smaller, the
+    smallest distance between the start offsets in consecutive file names.
 
-    Segment files are created at their full size, so the longest one tells it even
-    when the first was cut short (and a missing file leaves no gap to misread).
+    Segment files are created at their full size, so the longest one tells it even when the first
+    was cut short (and a missing file leaves no gap to misread); the names tell it when a file has
+    grown past its size, so the file that has is the one found at fault, not its neighbours.
     """
     if configured:
         return configured
-    return max(s.size_bytes for s in segments) if segments else None
+    if not segments:
+        return None
+    size = max(s.size_bytes for s in segments)
+    for a, b in zip(segments, segments[1:]):
+        if 0 < b.start_offset - a.start_offset < size:
+            size = b.start_offset - a.start_offset
+    return size
 
 
 class SegmentReader:

@@ -12,7 +12,9 @@ segments while a writer has ``abort`` present).  It follows each queue's
 ConsumeQueue tail instead, incrementally: the writer dispatches a unit only
 after the record's bytes are written, and the last unit found is checked
 against the record it points at (size, queueId, queueOffset) before it is
-admitted, so a unit caught half-written is never read.
+admitted, so a unit caught half-written is never read; when it fails, only the
+units before the first one its record does not confirm are admitted (after a
+crash, every unit past the valid CommitLog end fails, as the batch read caps them).
 
 Options (besides the batch ones: path, topics / topicPattern / queues,
 failOnDataLoss, decompress, batchSize, maxRecordsPerPartition, store config
@@ -338,10 +340,33 @@ class StoreWatcher:
             if n < len(units) or len(data) < want:
                 break
         if off > known and last_unit is not None and not self._verify(key, off - 1, last_unit):
-            off -= 1            # caught half-written: admit it next time
+            off = self._first_unverified(key, known, off - 1)
         if off > known:
             self._tails[key] = off
         return max(off, known)
+
+    def _first_unverified(self, key: Key, lo: int, bad: int) -> int:
+        """The first unit in [lo, bad] its record does not confirm, given that unit ``bad`` fails.
+
+        A unit caught half-written is only the last one (admitted next time), but after a crash every
+        unit past the valid CommitLog end fails (a suffix of the queue, as units follow the
+        CommitLog) and none may be admitted: a binary search, as the batch read caps such units.
+        """
+        q = self.consume_queue(key)
+        try:
+            a, b = lo, bad
+            while a < b:
+                mid = (a + b) // 2
+                u = q.read_units(mid, 1)
+                ok = len(u) == 1 and int(u[0]["phy_offset"]) >= 0 and int(u[0]["size"]) > 0 \
+                    and self._verify(key, mid, u[0])
+                if ok:
+                    a = mid + 1
+                else:
+                    b = mid
+            return a
+        finally:
+            q.close()
 
     def _verify(self, key: Key, offset: int, unit) -> bool:
         size = int(unit["size"])

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import CorruptRecordError
 from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, units_from_bytes
-from ..io.segments import Segment, SegmentReader, common_segment_size, list_segments
+from ..io.segments import Segment, SegmentReader, common_segment_size, list_segments, offset_to_file_name
 
 DEFAULT_CQ_FILE_SIZE = 300_000 * CQ_UNIT_SIZE
 
@@ -42,6 +42,10 @@ class ConsumeQueueBase:
 
     def has_file_for(self, offset: int) -> bool:
         return True
+
+    def locate(self, offset: int) -> tuple[str, int]:
+        """(file, byte position) that holds, or would hold, unit ``offset``: errors name the file."""
+        return f"{self.topic}:{self.queue_id} (re-derived from the CommitLog)", offset * CQ_UNIT_SIZE
 
     def _unit_or_none(self, offset: int):
         """The unit at ``offset``, or None where no file holds it (a deleted or short file in the middle)."""
@@ -180,6 +184,11 @@ class ConsumeQueue(ConsumeQueueBase):
 
     def has_file_for(self, offset: int) -> bool:
         return self.reader.find(offset * CQ_UNIT_SIZE) is not None
+
+    def locate(self, offset: int) -> tuple[str, int]:
+        start = offset // self.units_per_file * self.units_per_file
+        return (os.path.join(self.directory, offset_to_file_name(start * CQ_UNIT_SIZE)),
+                (offset - start) * CQ_UNIT_SIZE)
 
     def _read(self, start: int, count: int) -> np.ndarray:
         out = []

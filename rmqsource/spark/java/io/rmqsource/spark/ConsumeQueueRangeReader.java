@@ -95,7 +95,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         int n = queue.read(off, count, phy, size, code);
         if (n < count) {
             throw new CorruptRecordError("ConsumeQueue " + range.topic + ":" + range.queueId + " ends at unit " + (off + n)
-                    + ", the plan expected " + range.end, queue.where(), (off + n) * ConsumeQueue.UNIT_SIZE);
+                    + ", the plan expected " + range.end, queue.fileOf(off + n), queue.positionOf(off + n));
         }
         long clMin = store.commitLogMin;
         int firstLost = -1;
@@ -118,8 +118,8 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         }
         if (firstPastEnd >= 0) {
             throw new CorruptRecordError("ConsumeQueue unit " + (off + firstPastEnd) + " of " + range.topic + ":"
-                    + range.queueId + " points past the valid CommitLog end " + store.commitLogMax, queue.where(),
-                    (off + firstPastEnd) * ConsumeQueue.UNIT_SIZE);
+                    + range.queueId + " points past the valid CommitLog end " + store.commitLogMax,
+                    queue.fileOf(off + firstPastEnd), queue.positionOf(off + firstPastEnd));
         }
         // The units whose records are read: live (not pre-blank, not deleted), tagsCode matching, in the pushed range.
         wantedLen = 0;

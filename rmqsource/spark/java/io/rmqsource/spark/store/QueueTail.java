@@ -57,6 +57,17 @@ public final class QueueTail extends QueueUnits {
     }
 
     @Override
+    public String fileOf(long offset) {
+        long start = Math.floorDiv(offset, (long) unitsPerFile) * unitsPerFile;
+        return new java.io.File(directory, String.format("%020d", start * ConsumeQueue.UNIT_SIZE)).getPath();
+    }
+
+    @Override
+    public long positionOf(long offset) {
+        return Math.floorMod(offset, (long) unitsPerFile) * ConsumeQueue.UNIT_SIZE;
+    }
+
+    @Override
     public int unitsPerFile() {
         return unitsPerFile;
     }
@@ -106,7 +117,8 @@ public final class QueueTail extends QueueUnits {
     /**
      * Moves the tail over the units written since the last call (valid: phyOffset >= 0 and size >
      * 0); the last one is admitted only when {@code verifier} accepts it (a unit caught half-written
-     * is left for the next call).  Returns the tail.
+     * is left for the next call; units pointing past the valid CommitLog end are never admitted).
+     * Returns the tail.
      */
     public long advance(Verifier verifier) {
         long off = Math.max(tail, firstFileStartOffset());
@@ -133,9 +145,39 @@ public final class QueueTail extends QueueUnits {
             off = fs[0] + i;
             if (stopped || i < unitsPerFile) break;
         }
-        if (off > tail && lastSize != 0 && !verifier.verify(this, off - 1, lastPhy, lastSize)) off--;
+        if (off > tail && lastSize != 0 && !verifier.verify(this, off - 1, lastPhy, lastSize)) {
+            off = firstUnverified(verifier, tail, off - 1);
+        }
         if (off > tail) tail = off;
         return tail;
+    }
+
+    /**
+     * The first unit in [lo, bad] that its record does not confirm, given that unit {@code bad}
+     * fails: a unit caught half-written is only the last one, but after a crash every unit past the
+     * valid CommitLog end fails (a suffix of the queue, as units follow the CommitLog), and none of
+     * them may be admitted; a binary search, as the batch read's cap on such units.
+     */
+    private long firstUnverified(Verifier verifier, long lo, long bad) {
+        long[] fs = new long[1];
+        long a = lo;
+        long b = bad;
+        while (a < b) {
+            long mid = (a + b) >>> 1;
+            ByteBuffer buf = fileFor(mid, fs);
+            boolean ok = false;
+            if (buf != null) {
+                int p = (int) ((mid - fs[0]) * ConsumeQueue.UNIT_SIZE);
+                if (p + ConsumeQueue.UNIT_SIZE <= buf.capacity()) {
+                    long phy = buf.getLong(p);
+                    int size = buf.getInt(p + 8);
+                    ok = phy >= 0 && size > 0 && verifier.verify(this, mid, phy, size);
+                }
+            }
+            if (ok) a = mid + 1;
+            else b = mid;
+        }
+        return a;
     }
 
     @Override

@@ -27,6 +27,16 @@ public abstract class QueueUnits {
     /** Where errors point: the queue's directory. */
     public abstract String where();
 
+    /** The file that holds (or would hold) unit {@code offset}: errors name it; a re-derived queue has none. */
+    public String fileOf(long offset) {
+        return where();
+    }
+
+    /** Byte position of unit {@code offset} in {@link #fileOf}. */
+    public long positionOf(long offset) {
+        return offset * ConsumeQueue.UNIT_SIZE;
+    }
+
     /** Units [start, start + count) clipped to [0, maxOffset); returns how many were read. */
     public abstract int read(long start, int count, long[] phy, int[] size, long[] code);
 

@@ -31,14 +31,20 @@ public final class Segments {
     }
 
     /**
-     * The configured size, else the longest file's length (twin of common_segment_size): files are
-     * created at their full size, so this holds even when the first was cut short or one is missing.
+     * The configured size, else the longest file's length or, when smaller, the smallest distance
+     * between the start offsets of consecutive files (twin of common_segment_size): files are
+     * created at their full size, so this holds even when the first was cut short or one is
+     * missing, and a file grown past its size is the one found at fault, not its neighbours.
      */
     public static long commonSize(List<Segment> segments, long configuredSize) {
         if (configuredSize > 0) return configuredSize;
-        long longest = 0;
-        for (Segment s : segments) longest = Math.max(longest, s.sizeBytes);
-        return longest;
+        long size = 0;
+        for (Segment s : segments) size = Math.max(size, s.sizeBytes);
+        for (int i = 0; i + 1 < segments.size(); i++) {
+            long gap = segments.get(i + 1).startOffset - segments.get(i).startOffset;
+            if (gap > 0 && gap < size) size = gap;
+        }
+        return size;
     }
 
     /** Sorted segments of one directory; zero-length files and other names are skipped. */

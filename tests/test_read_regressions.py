@@ -1,0 +1,202 @@
+"""Reads of damaged or edge-case copies of the golden stores that once gave a wrong answer or a false error.
+
+Spark cases run through the source in the session's mode (the JVM scan or the Python path, see
+conftest) and compare with what the store holds; ``rmq verify`` cases run both walks.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from golden import GOLDEN_ROOT, case_id, copy_store, corpus_of, crash_cases, load_config
+
+
+G1 = GOLDEN_ROOT / "rmq497-g1"
+I64_MAX = (1 << 63) - 1
+ROW = ("commitLogOffset", "topic", "queueId", "queueOffset", "tagsCode")
+
+
+@pytest.fixture
+def g1_store(tmp_path) -> Path:
+    return copy_store(G1 / "store", tmp_path / "store")
+
+
+def read(spark, store: Path, where: str | None = None, **options):
+    r = spark.read.format("rmq").option("config", str(G1 / "store.properties"))
+    for k, v in options.items():
+        r = r.option(k, v)
+    df = r.load(str(store))
+    if where:
+        df = df.where(where)
+    return sorted(tuple(x) for x in df.select(*ROW).collect())
+
+
+def poke(path: Path, offset: int, data: bytes) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+# ------------------------------------------------------------------ pushed CommitLog offset bounds
+
+@pytest.mark.spark
+@pytest.mark.parametrize("where,keep", [
+    ("commitLogOffset <= 300000", lambda p: p <= 300000),
+    ("commitLogOffset < 300000", lambda p: p < 300000),
+    ("commitLogOffset > 300000", lambda p: p > 300000),
+    ("commitLogOffset >= 300000", lambda p: p >= 300000),
+    ("commitLogOffset > 300000 AND commitLogOffset < 600000", lambda p: 300000 < p < 600000),
+    ("commitLogOffset >= 262144 AND commitLogOffset <= 262145", lambda p: 262144 <= p <= 262145),
+])
+def test_offset_bound_inside_a_record_narrows_to_whole_records(spark, where, keep):
+    """300000 falls inside the record at 262144 (69075 bytes): the range ends at a record start,
+    never inside that record, and the rows are exactly those the bound admits."""
+    store = G1 / "store"
+    every = read(spark, store)
+    got = read(spark, store, where)
+    assert got == [r for r in every if keep(r[0])]
+    assert got
+
+
+# ------------------------------------------------------------------ a record field at the int64 extreme
+
+@pytest.mark.spark
+def test_queue_offset_at_int64_max_is_a_row(spark, g1_store):
+    """A record whose QUEUEOFFSET holds Long.MAX_VALUE is a valid record (the engine checks no
+    queue offset when it reads one): a whole-store read returns it, in both modes."""
+    every = read(spark, g1_store)
+    segment = g1_store / "commitlog" / f"{262144:020d}"
+    phy = 262144 + 83758 - 20                 # the record whose QUEUEOFFSET field is at 83758
+    assert any(r[0] == phy for r in every)
+    poke(segment, 83758, struct.pack(">q", I64_MAX))
+    got = read(spark, g1_store)
+    assert len(got) == len(every) == 892
+    assert [r for r in got if r[0] == phy][0][3] == I64_MAX
+    assert [r[0] for r in read(spark, g1_store, f"queueOffset = {I64_MAX}")] == [phy]
+    assert [r[0] for r in read(spark, g1_store, f"queueOffset >= {I64_MAX}")] == [phy]
+    assert read(spark, g1_store, f"queueOffset > {I64_MAX - 1} AND queueOffset < 0") == []
+
+
+# ------------------------------------------------------------------ tagsCode past a truncated ConsumeQueue file
+
+@pytest.mark.spark
+@pytest.mark.parametrize("options", [{}, {"maxBytesPerPartition": str(1 << 18)}])
+def test_tags_code_of_units_after_a_truncated_consume_queue_file(spark, g1_store, options):
+    """consumequeue/bench-topic_v2/0/00000000000000000000 cut to 972 bytes: units 48..59 are gone
+    (tagsCode null, as for any record without a unit), units 60.. in the next file are intact and
+    give their tagsCode in both modes."""
+    qdir = g1_store / "consumequeue" / "bench-topic_v2" / "0"
+    first, second = sorted(qdir.iterdir())
+    os.truncate(first, 972)
+    data = second.read_bytes()
+    units = {60 + i: struct.unpack_from(">qiq", data, i * 20) for i in range(len(data) // 20)}
+    rows = {r[3]: r for r in read(spark, g1_store, **options) if r[1] == "bench-topic_v2" and r[2] == 0}
+    assert all(rows[o][4] is None for o in range(48, 60))
+    live = [o for o, (phy, size, _) in units.items() if size > 0 and o in rows]
+    assert len(live) >= 8
+    for o in live:
+        phy, size, code = units[o]
+        assert rows[o][0] == phy and rows[o][4] == code
+
+
+# ------------------------------------------------------------------ streams over crash stores
+
+CRASH_WITH_UNITS_AHEAD = [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail")]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", CRASH_WITH_UNITS_AHEAD, ids=case_id)
+def test_stream_from_earliest_admits_no_unit_past_the_valid_end(spark, tmp_path, case):
+    """Several units of a queue point past the valid CommitLog end (crash stores): the stream stops
+    before the first of them, as the batch read does, and returns the batch read's rows."""
+    corpus = corpus_of(case)
+    config = str(corpus / "store.properties")
+    cols = ["topic", "queueId", "queueOffset", "commitLogOffset", "tags"]
+    batch = sorted(tuple(r) for r in spark.read.format("rmq").option("config", config)
+                   .option("topicPattern", ".*").load(str(case / "store")).select(*cols).collect())
+    got = []
+    q = (spark.readStream.format("rmq").option("config", config).option("topicPattern", ".*")
+         .option("startingOffsets", "earliest").load(str(case / "store")).select(*cols)
+         .writeStream.foreachBatch(lambda df, _: got.extend(tuple(r) for r in df.collect()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    assert q.awaitTermination(240), "query did not finish"
+    assert q.exception() is None, str(q.exception())
+    assert sorted(got) == batch
+    assert len(batch) > 500
+
+
+# ------------------------------------------------------------------ errors name the file at fault
+
+def verify_files(store: Path) -> tuple[set, set]:
+    """Files named by the Python walk's problems and by the JVM walk's (the same when the jar is built)."""
+    from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
+    from rmqsource.store.verify import verify_store
+    config = load_config(G1)
+    python = verify_store(store, config)
+    jvm = verify_store_jvm(store, config) if jvm_command() is not None else python
+    assert [p.to_json() for p in jvm.problems] == [p.to_json() for p in python.problems]
+    return {p.file for p in python.problems}, {p.file for p in jvm.problems}
+
+
+@pytest.mark.unit
+def test_verify_names_the_commit_log_segment_that_grew(g1_store):
+    """One byte appended to the second of four segments: the segment size still comes out 262144
+    (the file names are 262144 apart), so only that file is reported, not the intact ones."""
+    with open(g1_store / "commitlog" / f"{262144:020d}", "ab") as f:
+        f.write(b"\0")
+    python, jvm = verify_files(g1_store)
+    assert python == jvm == {f"commitlog/{262144:020d}"}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name,extra", [(f"{0:020d}", 1), (f"{1200:020d}", 1), (f"{1200:020d}", 20)])
+def test_verify_names_the_consume_queue_file_that_grew(g1_store, name, extra):
+    with open(g1_store / "consumequeue" / "bench-topic_v2" / "0" / name, "ab") as f:
+        f.write(b"\0" * extra)
+    python, jvm = verify_files(g1_store)
+    assert python == jvm == {f"consumequeue/bench-topic_v2/0/{name}"}
+
+
+@pytest.mark.spark
+def test_read_of_a_store_whose_segment_grew_returns_every_row(spark, g1_store):
+    """The byte past the blank at the end of the grown segment is not data: every row is read (it
+    used to fail, naming the first segment as ending before the valid CommitLog end)."""
+    every = read(spark, G1 / "store")
+    with open(g1_store / "commitlog" / f"{262144:020d}", "ab") as f:
+        f.write(b"\0")
+    assert read(spark, g1_store) == every
+    assert read(spark, g1_store, "commitLogOffset >= 262144 AND commitLogOffset < 600000") == \
+        [r for r in every if 262144 <= r[0] < 600000]
+
+
+@pytest.mark.spark
+def test_topic_read_past_a_truncated_consume_queue_file_names_that_file(spark, g1_store):
+    qfile = g1_store / "consumequeue" / "bench-topic_v2" / "0" / f"{0:020d}"
+    os.truncate(qfile, 972)
+    with pytest.raises(Exception) as info:
+        read(spark, g1_store, topics="bench-topic_v2")
+    assert f"{qfile}, offset 960: ConsumeQueue bench-topic_v2:0 ends at unit 48" in str(info.value)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail", "torn_tail")],
+                         ids=case_id)
+def test_stream_tail_of_every_queue_is_the_batch_reads_max_offset(case):
+    """The Python stream's driver (no Spark): each queue's admitted tail on a crashed store is the
+    batch read's max offset, which stops at the first unit at or past the valid CommitLog end."""
+    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.store.reader import MessageStoreReader
+    corpus = corpus_of(case)
+    root = str(case / "store")
+    watcher = StoreWatcher(parse_stream_options({"path": root, "topicPattern": ".*",
+                                                 "config": str(corpus / "store.properties")}))
+    try:
+        with MessageStoreReader(root, load_config(corpus)) as reader:
+            for key in watcher.keys():
+                assert watcher.max_offset(key) == reader.queue_max_offset(reader.consume_queue(*key)), key
+    finally:
+        watcher.close()
