@@ -324,21 +324,6 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mnt)], capture_output=True)
-    if p.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
 def test_full_filesystem_is_a_put_status_not_sigbus(small_tmpfs):
     """Row 2: default index geometry, the disk fills while the writer appends: before, SIGBUS in a
     sparse IndexFile page; now puts fail with a status, close reports, reopen and ``rmq put`` are clean."""
