@@ -13,10 +13,12 @@ JSON) and one read path:
   path, by :func:`rmqsource.spark.batch.read_partition` over the planned
   partitions (no Spark session: the task side runs in this process);
 * ``jvm_commitlog`` / ``jvm_queues`` / ``jvm_lookup``: the same three reads by the JVM scan in a
-  local Spark session the worker starts once (``format("rmq")`` with the jar; the rows go to
-  Spark's ``noop`` sink, so every chosen column is decoded); a task or planning error is typed when
-  its Java class is in ``io.rmqsource.spark.errors``. Without the jar these cases run the Python
-  twin of the path;
+  local Spark session the worker starts once (``format("rmq")`` with the jar; the rows are
+  collected as Arrow, so every chosen column is decoded); a task or planning error is typed when
+  its Java class is in ``io.rmqsource.spark.errors``.  Then the differential check: the Python
+  path reads the store with the same options, columns and pushed filter, and where both succeed
+  the rows must be equal (outcome ``differ`` otherwise).  Without the jar these cases run the
+  Python twin of the path;
 * ``recovery``: ``recover_store`` on a full copy, then getMessage over the result;
 * ``verify``: ``rmq verify``'s Python walk, and with the jar its JVM walk, whose report must equal
   the Python one problem for problem;
@@ -24,7 +26,7 @@ JSON) and one read path:
 
 Cases run in worker processes, one at a time each, under a per-case deadline.
 Outcomes: ``ok``, ``typed`` (an :class:`~rmqsource.errors.RmqError` with a
-bounded message), ``untyped`` (any other exception), ``hang`` (deadline
+bounded message), ``differ`` (the JVM scan's rows are not the Python path's), ``untyped`` (any other exception), ``hang`` (deadline
 passed: the worker is killed and replaced), ``crash`` (the worker died, e.g.
 by a signal).  Read paths run with a guard that fails any open-for-writing
 of a file inside the store (readers never write).

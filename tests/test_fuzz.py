@@ -70,3 +70,27 @@ def test_fuzz_full_disk_short(small_tmpfs):
 @pytest.mark.slow
 def test_fuzz_full_disk_long(small_tmpfs):
     _fuzz(small_tmpfs, LONG_FULL_DISK_CASES, workers=1, default_seed=LONG_SEED, full_disk=True)
+
+
+@pytest.mark.unit
+def test_differential_names_the_first_differing_row_and_column():
+    """The comparison the JVM-scan cases make: order-insensitive, every column, the first difference said."""
+    import pyarrow as pa
+
+    from fuzz_stores import first_difference, scan_rows
+    columns = ("topic", "commitLogOffset", "tagsCode", "bornTimestamp", "properties")
+    ts = pa.array([1_000_000, 2_000_000], pa.timestamp("us", tz="UTC"))
+    props = pa.array([[("a", "1")], [("b", None)]], pa.map_(pa.string(), pa.string()))
+
+    def table(offsets, codes, stamps=ts):
+        return pa.table({"topic": ["T", "T"], "commitLogOffset": offsets, "tagsCode": codes,
+                         "bornTimestamp": stamps, "properties": props})
+    python = scan_rows(table([100, 7], [5, None]), columns)
+    # Row order and the time zone Spark hands timestamps over in do not count.
+    assert first_difference(scan_rows(table([100, 7], [5, None], ts.cast(pa.timestamp("us", tz="Asia/Tokyo"))),
+                                      columns), python, columns) is None
+    differ = first_difference(scan_rows(table([100, 7], [5, 9]), columns), python, columns)
+    assert differ == "row 0 of 2 (commitLogOffset 7), column tagsCode: JVM 9, Python None"
+    lost = first_difference(scan_rows(table([100, 7], [5, None]).slice(0, 1), columns), python, columns)
+    assert lost.startswith("1 JVM rows, 2 Python rows; first row only in the Python read: topic='T', "
+                           "commitLogOffset=7, tagsCode=None"), lost
