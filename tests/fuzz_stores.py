@@ -415,8 +415,9 @@ class Applied:
 
 
 def _queue_offset_extreme(rng, facts: CorpusFacts, store: Path):
-    """A record's queueOffset at an int64 extreme, or a ConsumeQueue file renamed so that its units' queue
-    offsets (the file's start / 20) sit at the top of the int64 range or past it."""
+    """A record's queueOffset at an int64 extreme; or a queue's ConsumeQueue files renamed, in order and
+    without a gap, so that its units' queue offsets (file start / 20) reach the top of the int64 range;
+    or its last file named past the int64 range."""
     if rng.random() < 0.6 or not facts.files.get("consumequeue"):
         r = rng.choice(facts.records)
         at, width = r.fields["queueOffset"]
@@ -424,16 +425,24 @@ def _queue_offset_extreme(rng, facts: CorpusFacts, store: Path):
         v = rng.choice(INT64_EXTREMES)
         _put_int(data, r.pos + at, width, v)
         return r.segment, data, f"queueOffset={v}@{r.pos}"
-    rel = rng.choice(facts.files["consumequeue"])
-    path = store / rel
-    size = path.stat().st_size or 1
-    top = (1 << 63) - 1
-    name = rng.choice([f"{top // size * size:020d}", f"{top - top % 20:020d}", f"{top - size + 1:020d}",
-                       "99999999999999999999"])
-    target = path.parent / name
-    target.unlink(missing_ok=True)
-    path.rename(target)
-    return Applied(f"rename {rel} -> {name}", (rel, str(target.relative_to(store))))
+    queue = Path(rng.choice(facts.files["consumequeue"])).parent
+    files = sorted(p.name for p in (store / queue).iterdir() if p.name.isdigit())
+    if not files:
+        raise FileNotFoundError(queue)
+    size = (store / queue / files[0]).stat().st_size or 1200
+    if rng.random() < 0.25:
+        names = files[:-1] + ["99999999999999999999"]
+    else:       # the last file ends at the highest multiple of the file size below 2^63
+        top = (1 << 63) // size * size - len(files) * size
+        names = [f"{top + i * size:020d}" for i in range(len(files))]
+    staged = []
+    for old, new in zip(files, names):
+        staged.append((store / queue / f"{new}.moving", new))
+        (store / queue / old).rename(staged[-1][0])
+    for tmp, new in staged:
+        tmp.rename(store / queue / new)
+    touched = {str(queue / n) for n in files + names}
+    return Applied(f"rename {queue}/{files[0]}.. -> {names[0]}..{names[-1]}", tuple(sorted(touched)))
 
 
 def _truncate_consumequeue(rng, facts: CorpusFacts, store: Path) -> tuple[str, bytearray, str]:
