@@ -994,6 +994,10 @@ class FuzzSummary:
     failures: list = field(default_factory=list)
     one_sided: list = field(default_factory=list)      # JVM-twin cases where only one implementation failed
 
+    def failure_line(self, f: CaseResult) -> str:
+        return (f"FAIL case {f.index} (RMQ_FUZZ_SEED={self.seed} RMQ_FUZZ_ONLY={f.index}) {f.outcome} "
+                f"{f.path} {list(f.mutations)}: {f.detail}")
+
     def report(self) -> str:
         lines = [f"fuzz seed={self.seed} cases={self.cases} in {self.seconds:.1f} s "
                  f"({self.cases / max(self.seconds, 1e-9):.0f} cases/s): " +
@@ -1001,9 +1005,7 @@ class FuzzSummary:
                  "per path (cases, mean ms): " + ", ".join(
                      f"{k} {v} {1000 * self.path_seconds[k] / v:.0f}" for k, v in sorted(self.per_path.items())),
                  "typed errors: " + ", ".join(f"{k} {v}" for k, v in self.errors.most_common())]
-        for f in self.failures[:20]:
-            lines.append(f"FAIL case {f.index} (RMQ_FUZZ_SEED={self.seed} RMQ_FUZZ_ONLY={f.index}) {f.outcome} "
-                         f"{f.path} {list(f.mutations)}: {f.detail}")
+        lines += [self.failure_line(f) for f in self.failures[:20]]
         if self.one_sided:
             lines.append(f"one implementation failed where the other read rows: {len(self.one_sided)} cases")
         for f in self.one_sided[:10]:
@@ -1051,11 +1053,12 @@ class _Worker:
 
 
 def run_fuzz(seed: int, cases: int, work: Path, *, workers: int = 1, timeout_s: float = 20.0,
-             only: Optional[int] = None, full_disk: bool = False) -> FuzzSummary:
+             only: Optional[int] = None, full_disk: bool = False, progress: int = 0) -> FuzzSummary:
     """Run cases ``range(cases)`` (or just ``only``) of ``seed`` in ``workers`` processes.
 
     ``full_disk``: ``work`` is on a small file system of its own (a tmpfs); each case adds a sparse
     CommitLog tail to its mutations and fills the file system before the read (no recovery cases).
+    ``progress``: print a line every that many cases, and each failure as it happens.
     """
     work.mkdir(parents=True, exist_ok=True)
     facts_list = prepare_corpora(work)
@@ -1098,6 +1101,13 @@ def run_fuzz(seed: int, cases: int, work: Path, *, workers: int = 1, timeout_s: 
                 if result is None:
                     continue
                 _record(summary, result)
+                if progress:
+                    if result.outcome not in ("ok", "typed"):
+                        print(summary.failure_line(result), flush=True)
+                    done = sum(summary.outcomes.values())
+                    if done % progress == 0:
+                        print(f"{done}/{len(todo)} cases in {time.monotonic() - t0:.0f} s: "
+                              + ", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items())), flush=True)
                 if result.outcome in ("hang", "crash"):
                     w.kill()
                     respawns += 1

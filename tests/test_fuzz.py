@@ -46,7 +46,7 @@ def _fuzz(tmp_path, default_cases: int, workers: int, default_seed: int, full_di
     print(f"fuzz seed {seed} (RMQ_FUZZ_SEED={seed} to repeat), {cases} cases{', full disk' if full_disk else ''}",
           flush=True)
     summary = run_fuzz(seed, cases, tmp_path, workers=workers, only=int(only) if only else None,
-                       full_disk=full_disk)
+                       full_disk=full_disk, progress=1000 if cases >= 5000 else 0)
     print(summary.report())
     assert not summary.failures, summary.report()
     assert summary.outcomes["ok"] + summary.outcomes["typed"] == summary.cases
