@@ -262,22 +262,28 @@ def _cq_tags_codes(reader: MessageStoreReader, buf, h: col.Headers, rows: np.nda
         if q is None:
             continue
         offs = qoff[g]
-        lo, hi = int(offs.min()), int(offs.max()) + 1
-        if lo < 0:
+        g, offs = g[offs >= 0], offs[offs >= 0]        # a negative queueOffset has no unit
+        if len(g) == 0:
             continue
+        lo, hi = int(offs.min()), int(offs.max()) + 1
+        gis, us = [], []
         if hi - lo <= 4 * len(g) + 4096:
             units = q.read_units(lo, hi - lo)
             rel = offs - lo
             ok = rel < len(units)
-            gi, rel = g[ok], rel[ok]
-            u = units[rel]
-        else:   # scattered offsets: one unit at a time
-            pairs = [(i, q.read_units(int(o), 1)) for i, o in zip(g.tolist(), offs.tolist())]
-            pairs = [(i, u) for i, u in pairs if len(u)]
-            if not pairs:
-                continue
-            gi = np.array([i for i, _ in pairs], dtype=np.int64)
-            u = np.concatenate([u for _, u in pairs])
+            gis.append(g[ok])
+            us.append(units[rel[ok]])
+            # The read stops at a hole (a short or missing file): units past it are read one by one.
+            g, offs = g[~ok], offs[~ok]
+        for i, o in zip(g.tolist(), offs.tolist()):      # scattered offsets: one unit at a time
+            u = q.read_units(int(o), 1)
+            if len(u):
+                gis.append(np.array([i], dtype=np.int64))
+                us.append(u)
+        if not gis:
+            continue
+        gi = np.concatenate(gis)
+        u = np.concatenate(us)
         match = (u["phy_offset"].astype(np.int64) == phys[gi]) & (u["size"].astype(np.int64) == sizes[gi])
         codes[gi[match]] = u["tags_code"][match].astype(np.int64)
         valid[gi[match]] = True

@@ -436,13 +436,27 @@ def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
                     best = p
             return best
 
+        def boundary_at_or_after(target: int, limit: int, bounds=bounds) -> int:
+            """The first record start known from any ConsumeQueue in [target, limit), else ``limit``."""
+            best = limit
+            for q, lo, hi in bounds:
+                i = first_index_with_phy_at_least(q, lo, hi, target)
+                u = _unit(q, i) if i < hi else None
+                if u is not None and u[1] != PRE_BLANK_SIZE and target <= u[0] < best:
+                    best = u[0]
+            return best
+
         plo, phi = pushed.phy_offset
         for seg in reader.commitlog.segments:
             seg_end = seg.start_offset + max(seg.size_bytes, reader.commitlog.segment_size)
             a = max(seg.start_offset, ref.commit_log_min)
             b = min(seg_end, ref.commit_log_max)
+            if phi <= a:
+                continue
             if phi < b:
-                b = max(a, phi)
+                # A bound inside a record must not cut it: end at a record start (rows past the
+                # bound are dropped by the row filter).
+                b = boundary_at_or_after(phi, b)
             if a >= b:
                 continue
             if plo > a:

@@ -26,7 +26,7 @@ class Pushed:
     tags: Optional[frozenset] = None
     topics: Optional[frozenset] = None
     queue_ids: Optional[frozenset] = None
-    queue_offset: tuple = (_MIN, _MAX)          # [lo, hi)
+    queue_offset: tuple = (_MIN, _MAX)          # [lo, hi); hi = _MAX: no upper bound (a field may hold _MAX)
     phy_offset: tuple = (_MIN, _MAX)            # [lo, hi)
     store_ts: tuple = (_MIN, _MAX)              # [lo, hi) in ms
     msg_ids: Optional[frozenset] = None
@@ -37,7 +37,8 @@ class Pushed:
     def empty(self) -> bool:
         return any(s is not None and not s for s in (self.tags, self.topics, self.queue_ids, self.msg_ids,
                                                      self.uniq_keys)) \
-            or any(lo >= hi for lo, hi in (self.queue_offset, self.phy_offset, self.store_ts))
+            or any(lo > hi or (lo == hi and hi != _MAX) for lo, hi in (self.queue_offset, self.phy_offset,
+                                                                        self.store_ts))
 
     @property
     def any(self) -> bool:

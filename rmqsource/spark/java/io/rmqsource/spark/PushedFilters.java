@@ -51,7 +51,12 @@ public final class PushedFilters implements Serializable {
         for (Set<?> s : new Set<?>[] {tags, topics, queueIds, msgIds, uniqKeys}) {
             if (s != null && s.isEmpty()) return true;
         }
-        return queueOffset[0] >= queueOffset[1] || phyOffset[0] >= phyOffset[1] || storeTs[0] >= storeTs[1];
+        return emptyRange(queueOffset) || emptyRange(phyOffset) || emptyRange(storeTs);
+    }
+
+    /** [lo, hi) holds nothing; hi = MAX means no upper bound, so {MAX, MAX} holds MAX itself. */
+    private static boolean emptyRange(long[] r) {
+        return r[1] == MAX ? r[0] > r[1] : r[0] >= r[1];
     }
 
     /** No filter was pushed: every record of the read is a row. */
@@ -209,7 +214,7 @@ public final class PushedFilters implements Serializable {
     private static long[] range(Filter f) {
         Long v = integral(value(f));
         if (v == null) return null;
-        if (f instanceof EqualTo) return v == MAX ? new long[] {0, 0} : new long[] {v, v + 1};
+        if (f instanceof EqualTo) return v == MAX ? new long[] {MAX, MAX} : new long[] {v, v + 1};
         if (f instanceof GreaterThan) return v == MAX ? new long[] {0, 0} : new long[] {v + 1, MAX};
         if (f instanceof GreaterThanOrEqual) return new long[] {v, MAX};
         if (f instanceof LessThan) return new long[] {MIN, v};

@@ -165,9 +165,16 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         PushedFilters p = spec.pushed;
         if (wholeStore && !spec.options.includeTransactional && r.isPreparedOrRollback()) return false;
         if (p.queueIds != null && !p.queueIds.contains(r.queueId)) return false;
-        return r.queueOffset >= p.queueOffset[0] && r.queueOffset < p.queueOffset[1]
-                && r.phyOffset >= p.phyOffset[0] && r.phyOffset < p.phyOffset[1]
-                && r.storeTimestamp >= p.storeTs[0] && r.storeTimestamp < p.storeTs[1];
+        return inRange(r.queueOffset, p.queueOffset) && inRange(r.phyOffset, p.phyOffset)
+                && inRange(r.storeTimestamp, p.storeTs);
+    }
+
+    /**
+     * v in [lo, hi), where MIN / MAX mean no bound (as in _row_mask): a record field holding
+     * Long.MAX_VALUE is a row like any other, not one past an exclusive end.
+     */
+    private static boolean inRange(long v, long[] range) {
+        return (range[0] == PushedFilters.MIN || v >= range[0]) && (range[1] == PushedFilters.MAX || v < range[1]);
     }
 
     private static boolean contains(List<byte[]> values, ByteBuffer b, int pos, int len) {

@@ -423,7 +423,10 @@ final class RmqPlanner {
                 long segEnd = seg.startOffset + reader.commitLog.segments.lengthOf(seg);
                 long a = Math.max(seg.startOffset, ref.commitLogMin);
                 long b = Math.min(segEnd, ref.commitLogMax);
-                if (phi < b) b = Math.max(a, phi);
+                if (phi <= a) continue;
+                // A bound inside a record must not cut it: end at a record start (rows past the
+                // bound are dropped by the row filter).
+                if (phi < b) b = boundaryAtOrAfter(queues, phi, b);
                 if (a >= b) continue;
                 if (plo > a) {
                     if (plo >= b) continue;
@@ -473,6 +476,19 @@ final class RmqPlanner {
         for (QueueUnits q : queues) {
             long p = lastUnitAtOrBefore(q, q.firstFileStartOffset(), q.maxOffset(), target);
             if (p >= 0 && segStart <= p && p <= target && p > best) best = p;
+        }
+        return best;
+    }
+
+    /** The first record start known from any ConsumeQueue in [target, limit), else limit. */
+    private long boundaryAtOrAfter(List<QueueUnits> queues, long target, long limit) {
+        long best = limit;
+        for (QueueUnits q : queues) {
+            long hi = q.maxOffset();
+            long i = firstIndexWithPhyAtLeast(q, q.firstFileStartOffset(), hi, target);
+            if (i < hi && unit(q, i) && s1[0] != ConsumeQueue.PRE_BLANK_SIZE && target <= p1[0] && p1[0] < best) {
+                best = p1[0];
+            }
         }
         return best;
     }
