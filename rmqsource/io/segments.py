@@ -18,6 +18,7 @@ from .. import limits
 from ..errors import CorruptRecordError, FormatError
 
 SEGMENT_NAME = re.compile(r"^\d{20}$")
+INT64_MAX = (1 << 63) - 1
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -52,7 +53,10 @@ def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] 
             size = entry.stat().st_size
             if size == 0:
                 continue
-            segments.append(Segment(int(entry.name), entry.path, size))
+            start = int(entry.name)
+            if start > INT64_MAX:       # the broker parses names as a long (spec 1.1)
+                raise FormatError("segment file name is past the int64 range", file=entry.path)
+            segments.append(Segment(start, entry.path, size))
             if len(segments) > limits.MAX_SEGMENTS:
                 raise FormatError(f"more than {limits.MAX_SEGMENTS} segment files", file=str(d))
     segments.sort(key=lambda s: s.start_offset)

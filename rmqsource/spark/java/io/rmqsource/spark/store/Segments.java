@@ -58,7 +58,13 @@ public final class Segments {
             if (!NAME.matcher(name).matches() || !f.isFile()) continue;
             long size = f.length();
             if (size == 0) continue;
-            out.add(new Segment(Long.parseLong(name), f.getPath(), size));
+            long start;
+            try {
+                start = Long.parseLong(name);
+            } catch (NumberFormatException e) {     // the broker parses names as a long (spec 1.1)
+                throw new FormatError("segment file name is past the int64 range", f.getPath(), -1);
+            }
+            out.add(new Segment(start, f.getPath(), size));
             if (out.size() > MAX_SEGMENTS) {
                 throw new FormatError("more than " + MAX_SEGMENTS + " segment files", directory, -1);
             }
