@@ -341,7 +341,7 @@ def test_kafka_names_file_uris_and_stream_options_as_in_python(jvm):
 
 def test_first_consume_queue_file_cut_short_in_both_modes(spark, tmp_path):
     """A cut-short first ConsumeQueue file does not shrink the file size the others are read with:
-    the whole-store scan reads every record; the queue scan fails naming the file and the cut."""
+    the whole-store scan reads every record; the queue scan fails naming the cut file and the offset in it."""
     from rmqsource.store.writer import Message, MessageStoreWriter
     store = tmp_path / "store"
     config = _small_config()
@@ -354,5 +354,5 @@ def test_first_consume_queue_file_cut_short_in_both_modes(spark, tmp_path):
     read = spark.read.format("rmq")        # no sizes given: they come from the files
     split = read.option("maxBytesPerPartition", "65536")             # cuts are placed by ConsumeQueue units
     assert split.load(str(store)).count() == 3 * per_file               # the CommitLog is whole
-    with pytest.raises(Exception, match=rf"{first.parent}, offset {(per_file - 9) * 20}: ConsumeQueue Cut:0 ends"):
+    with pytest.raises(Exception, match=rf"{first}, offset {(per_file - 9) * 20}: ConsumeQueue Cut:0 ends"):
         read.option("topics", "Cut").load(str(store)).select("queueOffset").collect()
