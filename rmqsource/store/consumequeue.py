@@ -27,6 +27,9 @@ class ConsumeQueueBase:
     units_per_file: int
 
     # Subclasses provide: max_offset, max_physic_offset, first_file_start_offset, _read(start, count)
+    def require_contiguous(self) -> None:
+        """Raises CorruptRecordError where the queue's files leave a gap (units in memory have none)."""
+
     def read_units(self, start_offset: int, count: int) -> np.ndarray:
         """Units [start_offset, start_offset + count) clipped to [0, max_offset)."""
         start = max(0, start_offset)
@@ -136,6 +139,20 @@ class ConsumeQueue(ConsumeQueueBase):
     @cached_property
     def first_file_start_offset(self) -> int:
         return self.segments[0].start_offset // CQ_UNIT_SIZE if self.segments else 0
+
+    def require_contiguous(self) -> None:
+        """A gap between the queue's files is corruption (spec §3): the error names the missing file.
+
+        Checked from the file names alone, so a file named far past the others (a range of
+        ~1e17 units) is refused at once, never walked unit by unit.
+        """
+        for prev, nxt in zip(self.segments, self.segments[1:]):
+            expected = prev.start_offset + self.file_size
+            if nxt.start_offset != expected:
+                raise CorruptRecordError(
+                    f"ConsumeQueue {self.topic}:{self.queue_id} has a gap: file {os.path.basename(prev.path)} is "
+                    f"followed by {os.path.basename(nxt.path)}, not {offset_to_file_name(expected)}",
+                    file=os.path.join(self.directory, offset_to_file_name(expected)), offset=0)
 
     @cached_property
     def _tail(self) -> tuple[int, int]:

@@ -4,6 +4,7 @@ import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.format.MsgId;
 import io.rmqsource.spark.format.Properties;
 import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.store.MappedFaults;
 import io.rmqsource.spark.store.QueueUnits;
 import io.rmqsource.spark.store.StoreReader;
 import java.nio.ByteBuffer;
@@ -60,6 +61,14 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public boolean next() {
+        try {
+            return nextBatch();
+        } catch (InternalError e) {
+            throw MappedFaults.convert(e);
+        }
+    }
+
+    private boolean nextBatch() {
         if (done) return false;
         columns.reset();
         while (!columns.full()) {
@@ -73,7 +82,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public ColumnarBatch get() {
-        return columns.finish();
+        return MappedFaults.guard(columns::finish);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.store.MappedFaults;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.Batch;
@@ -26,8 +27,8 @@ final class RmqBatch implements Batch {
     @Override
     public InputPartition[] planInputPartitions() {
         if (partitions == null) {
-            List<RmqInputPartition> planned = new RmqPlanner(spec.options, spec.pushed, defaultParallelism())
-                    .plan(groupBy != null);
+            List<RmqInputPartition> planned = MappedFaults.guard(() ->
+                    new RmqPlanner(spec.options, spec.pushed, defaultParallelism()).plan(groupBy != null));
             partitions = planned.toArray(new InputPartition[0]);
         }
         return partitions;

@@ -2,6 +2,7 @@ package io.rmqsource.spark;
 
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.Repr;
+import io.rmqsource.spark.store.MappedFaults;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -138,7 +139,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
             String[] group = countGroups(aggregation);
             if (group != null && !RmqPlanner.queueMode(opts, pushed) && pushed.none()) {
                 int n = aggregation.aggregateExpressions().length;
-                wholeStoreCount = RmqCountScan.plan(opts, group, n, countSchema(group, n), aggregation.toString());
+                wholeStoreCount = MappedFaults.guard(() ->
+                        RmqCountScan.plan(opts, group, n, countSchema(group, n), aggregation.toString()));
             }
         }
         return wholeStoreCount;
@@ -175,7 +177,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
             RmqOptions opts = RmqOptions.parse(options);
             if (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable())) {
-                Scan local = RmqLocalScan.plan(opts, pushed, required, pushedFilters);
+                Scan local = MappedFaults.guard(() -> RmqLocalScan.plan(opts, pushed, required, pushedFilters));
                 if (local != null) return local;
             }
         }

@@ -3,6 +3,7 @@ package io.rmqsource.spark;
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.store.CommitLog;
+import io.rmqsource.spark.store.MappedFaults;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueTail;
 import io.rmqsource.spark.store.Segment;
@@ -128,7 +129,7 @@ final class StoreWatcher implements QueueTail.Verifier {
 
     /** Queue offset after the last unit that is written and verified (forward-only). */
     long maxOffset(QueueKey key) {
-        return tail(key).advance(this);
+        return MappedFaults.guard(() -> tail(key).advance(this));
     }
 
     @Override

@@ -47,6 +47,7 @@ final class MappedFiles {
     }
 
     static ByteBuffer get(String path) {
+        MappedFaults.mapped(path);
         Path p = Path.of(path);
         BasicFileAttributes attrs;
         try {

@@ -17,6 +17,10 @@ public abstract class QueueUnits {
 
     public abstract long maxOffset();
 
+    /** Throws CorruptRecordError where the queue's files leave a gap (units in memory have none). */
+    public void requireContiguous() {
+    }
+
     /** End (phyOffset + size) of the last valid unit's record; -1 when empty. */
     public abstract long maxPhysicOffset();
 

@@ -113,6 +113,7 @@ public final class Segments {
      * that vanished is a DataLossError, as in the Python reader.
      */
     public ByteBuffer map(Segment seg) {
+        MappedFaults.mapped(seg.path);
         ByteBuffer b = maps.get(seg.path);
         if (b == null) {
             b = mapFile(seg.path);

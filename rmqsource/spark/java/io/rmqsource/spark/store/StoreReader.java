@@ -200,6 +200,7 @@ public final class StoreReader implements AutoCloseable {
     }
 
     public long queueMaxOffset(QueueUnits q) {
+        q.requireContiguous();
         return q.cappedMaxOffset(commitLogMaxOffset());
     }
 
