@@ -200,3 +200,38 @@ def test_stream_tail_of_every_queue_is_the_batch_reads_max_offset(case):
                 assert watcher.max_offset(key) == reader.queue_max_offset(reader.consume_queue(*key)), key
     finally:
         watcher.close()
+
+
+# ------------------------------------------------------------------ a gap between ConsumeQueue files
+
+G2 = GOLDEN_ROOT / "rmq533-g2"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("action", ["collect", "count"])
+def test_consumequeue_gap_is_refused_at_planning_naming_the_missing_file(spark, tmp_path, action):
+    """A queue file named far past the others (a gap of ~4.6e17 units, inside int64) is corruption
+    (spec §3): planning and the count from ConsumeQueue offsets refuse it at once from the file
+    names, naming the missing file, instead of splitting the range unit by unit (which never ended)."""
+    import signal
+    store = copy_store(G2 / "store", tmp_path / "store")
+    qdir = store / "consumequeue" / "OrderTopic" / "0"
+    (qdir / "00000000000000001200").rename(qdir / "09223372036854775200")
+    df = (spark.read.format("rmq").option("config", str(G2 / "store.properties"))
+          .option("topics", "OrderTopic").load(str(store)))
+
+    def too_slow(*_):
+        raise TimeoutError("the read did not answer within 120 s")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(120)
+    try:
+        with pytest.raises(Exception) as err:
+            df.count() if action == "count" else df.collect()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    text = str(err.value)
+    assert not isinstance(err.value, TimeoutError), text
+    assert "CorruptRecordError" in text and "has a gap" in text, text
+    assert str(qdir / "00000000000000001200") in text, text
