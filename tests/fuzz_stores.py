@@ -604,11 +604,6 @@ JVM_ERRORS = "io.rmqsource.spark.errors."
 # Paths a full-disk run leaves out, and why.
 FULL_DISK_EXCLUDED = {
     "recovery": "it writes: ENOSPC during writes is tests/test_faults.py's subject",
-    # Known defect: the JVM scan reads segments through read-only maps, and touching a hole of a
-    # full tmpfs through a map is SIGBUS (java.lang.InternalError; toArrow's serving thread dies and
-    # the query never answers).  The verify walk reads such parts with read(2); the scan does not yet.
-    **{p: "the JVM scan maps holes of a full tmpfs (SIGBUS)" for p in ("jvm_commitlog", "jvm_queues",
-                                                                      "jvm_lookup")},
 }
 
 
