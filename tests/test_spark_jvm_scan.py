@@ -356,3 +356,41 @@ def test_first_consume_queue_file_cut_short_in_both_modes(spark, tmp_path):
     assert split.load(str(store)).count() == 3 * per_file               # the CommitLog is whole
     with pytest.raises(Exception, match=rf"{first}, offset {(per_file - 9) * 20}: ConsumeQueue Cut:0 ends"):
         read.option("topics", "Cut").load(str(store)).select("queueOffset").collect()
+
+
+@pytest.mark.parametrize("topics", ["OrderTopic", None])
+def test_a_hole_of_a_sparse_commitlog_on_a_full_file_system_is_a_store_error(jvm, small_tmpfs, topics):
+    """Touching a hole of a sparse CommitLog file through a map on a full tmpfs is SIGBUS, which the JVM
+    raises as java.lang.InternalError (a fatal VirtualMachineError to Spark).  Here the end-of-CommitLog
+    walk of planning starts at a hole (the last ConsumeQueue unit points into the sparse tail); the
+    query fails with a StoreError naming the file instead."""
+    import os
+    import struct
+    corpus = next(c for c in CORPORA if c.name == "rmq533-g2")
+    store = copy_store(corpus / "store", small_tmpfs / "store")
+    last = store / "commitlog" / "00000000000000786432"
+    os.truncate(last, 1310720)                                # extended sparse: a hole of 1 MiB
+    cq = store / "consumequeue" / "OrderTopic" / "0" / "00000000000000001200"
+    units = bytearray(cq.read_bytes())
+    n = max(i for i in range(len(units) // 20) if struct.unpack_from(">qi", units, i * 20)[1] > 0)
+    struct.pack_into(">qi", units, n * 20, 786432 + 700000, 200)
+    cq.write_bytes(bytes(units))
+    filler = small_tmpfs / "filler"
+    with open(filler, "wb", buffering=0) as f:                # fill the file system to the last block
+        for chunk in (1 << 20, 4096, 1):
+            try:
+                while True:
+                    f.write(bytes(chunk))
+            except OSError:
+                pass
+    r = jvm.read.format("rmq").option("config", str(corpus / "store.properties"))
+    if topics:
+        r = r.option("topics", topics)
+    try:
+        with pytest.raises(Exception) as err:
+            r.load(str(store)).write.format("noop").mode("overwrite").save()
+    finally:
+        filler.unlink()
+    text = str(err.value)
+    assert "io.rmqsource.spark.errors.StoreError" in text and str(last) in text, text
+    assert "java.lang.InternalError" not in text.split("Caused by")[0], text
