@@ -293,6 +293,7 @@ def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, 
                  store_root: str) -> tuple[int, int]:
     """[start, end) of a queue after options and pushed filters (may be empty)."""
     q = reader.consume_queue(topic, qid)
+    q.require_contiguous()              # a read across a gap would split ~1e17 units (spec: corruption)
     mx = reader.queue_max_offset(q)
     mn = reader.queue_min_offset(q, mx)
     where = f"{topic}:{qid} in {store_root}"

@@ -300,7 +300,6 @@ class MessageStoreReader:
         return cp.min_timestamp_ms()
 
     def queue_max_offset(self, q: ConsumeQueueBase) -> int:
-        q.require_contiguous()
         return q.capped_max_offset(self.commit_log_max_offset)
 
     def queue_min_offset(self, q: ConsumeQueueBase, max_offset: Optional[int] = None) -> int:

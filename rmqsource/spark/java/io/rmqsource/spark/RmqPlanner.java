@@ -272,6 +272,7 @@ final class RmqPlanner {
     /** [start, end) of a queue after options and pushed filters (may be empty); queue_bounds. */
     long[] queueBounds(StoreReader reader, String topic, int qid, String storeRoot) {
         QueueUnits q = reader.consumeQueue(topic, qid);
+        q.requireContiguous();              // a read across a gap would split ~1e17 units (spec: corruption)
         long mx = reader.queueMaxOffset(q);
         long mn = reader.queueMinOffset(q, mx);
         String where = topic + ":" + qid + " in " + storeRoot;

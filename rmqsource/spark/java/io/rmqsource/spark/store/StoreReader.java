@@ -200,7 +200,6 @@ public final class StoreReader implements AutoCloseable {
     }
 
     public long queueMaxOffset(QueueUnits q) {
-        q.requireContiguous();
         return q.cappedMaxOffset(commitLogMaxOffset());
     }
 
