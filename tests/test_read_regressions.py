@@ -174,6 +174,21 @@ def test_read_of_a_store_whose_segment_grew_returns_every_row(spark, g1_store):
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("split", ["262144", "65536"])
+def test_a_segment_file_longer_than_its_segment_reads_no_record_twice(spark, g1_store, split):
+    """A first segment cut inside its records and extended sparse over the next segments' range:
+    split CommitLog partitions stay inside the segment (they once read the next files' records
+    through the long file's range as well, returning rows twice)."""
+    first = g1_store / "commitlog" / f"{0:020d}"
+    os.truncate(first, 245760)
+    os.truncate(first, 4 * 262144)
+    once = read(spark, g1_store)
+    rows = read(spark, g1_store, maxBytesPerPartition=split)
+    assert len({r[0] for r in rows}) == len(rows)
+    assert rows == once
+
+
+@pytest.mark.spark
 def test_topic_read_past_a_truncated_consume_queue_file_names_that_file(spark, g1_store):
     qfile = g1_store / "consumequeue" / "bench-topic_v2" / "0" / f"{0:020d}"
     os.truncate(qfile, 972)

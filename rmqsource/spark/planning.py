@@ -448,8 +448,13 @@ def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
             return best
 
         plo, phi = pushed.phy_offset
-        for seg in reader.commitlog.segments:
+        segments = reader.commitlog.segments
+        for i, seg in enumerate(segments):
             seg_end = seg.start_offset + max(seg.size_bytes, reader.commitlog.segment_size)
+            if i + 1 < len(segments):
+                # A file longer than its segment must not overlap the next one: its records would be
+                # read twice, once from each file.
+                seg_end = min(seg_end, segments[i + 1].start_offset)
             a = max(seg.start_offset, ref.commit_log_min)
             b = min(seg_end, ref.commit_log_max)
             if phi <= a:

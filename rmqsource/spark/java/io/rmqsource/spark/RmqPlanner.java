@@ -420,8 +420,13 @@ final class RmqPlanner {
             queuesOf.add(queues);
             long plo = pushed.phyOffset[0];
             long phi = pushed.phyOffset[1];
-            for (Segment seg : reader.commitLog.list()) {
+            List<Segment> segs = reader.commitLog.list();
+            for (int segIndex = 0; segIndex < segs.size(); segIndex++) {
+                Segment seg = segs.get(segIndex);
                 long segEnd = seg.startOffset + reader.commitLog.segments.lengthOf(seg);
+                // A file longer than its segment must not overlap the next one: its records would be
+                // read twice, once from each file.
+                if (segIndex + 1 < segs.size()) segEnd = Math.min(segEnd, segs.get(segIndex + 1).startOffset);
                 long a = Math.max(seg.startOffset, ref.commitLogMin);
                 long b = Math.min(segEnd, ref.commitLogMax);
                 if (phi <= a) continue;
