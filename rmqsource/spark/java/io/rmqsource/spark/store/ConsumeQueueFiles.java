@@ -36,13 +36,12 @@ public final class ConsumeQueueFiles extends QueueUnits {
 
     @Override
     public String fileOf(long offset) {
-        long start = Math.floorDiv(offset, (long) unitsPerFile) * unitsPerFile;
-        return new java.io.File(directory, String.format("%020d", start * ConsumeQueue.UNIT_SIZE)).getPath();
+        return queueFileOf(offset);
     }
 
     @Override
     public long positionOf(long offset) {
-        return Math.floorMod(offset, (long) unitsPerFile) * ConsumeQueue.UNIT_SIZE;
+        return positionInQueueFile(offset);
     }
 
     @Override

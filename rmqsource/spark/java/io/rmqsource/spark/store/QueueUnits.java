@@ -41,6 +41,17 @@ public abstract class QueueUnits {
         return offset * ConsumeQueue.UNIT_SIZE;
     }
 
+    /** The ConsumeQueue file of unit {@code offset} for queues kept in files of {@link #unitsPerFile} units. */
+    protected final String queueFileOf(long offset) {
+        long start = Math.floorDiv(offset, (long) unitsPerFile()) * unitsPerFile();
+        return new java.io.File(where(), String.format("%020d", start * ConsumeQueue.UNIT_SIZE)).getPath();
+    }
+
+    /** Byte position of unit {@code offset} in {@link #queueFileOf}. */
+    protected final long positionInQueueFile(long offset) {
+        return Math.floorMod(offset, (long) unitsPerFile()) * ConsumeQueue.UNIT_SIZE;
+    }
+
     /** Units [start, start + count) clipped to [0, maxOffset); returns how many were read. */
     public abstract int read(long start, int count, long[] phy, int[] size, long[] code);
 
