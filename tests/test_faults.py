@@ -224,7 +224,7 @@ def run_fault_rounds(tmp_path: Path, seed: int, faults_wanted: int, corpus: Path
     print(f"fault rounds: seed={seed} corpus={corpus.name}")
     rng = random.Random(seed)
     clock = itertools.count(1_800_000_000_000).__next__           # the same work for the same seed
-    injected = rounds = 0
+    injected = rounds = rounds_acking = 0
     next_id = 0
     while injected < faults_wanted:
         if rounds % 40 == 0:                    # a fresh copy now and then keeps recovery walks short
@@ -234,6 +234,7 @@ def run_fault_rounds(tmp_path: Path, seed: int, faults_wanted: int, corpus: Path
             sent: dict[str, MessageExtBrokerInner] = {}
             acked: set[str] = set()
         rounds += 1
+        acked_before = len(acked)
         ops = FaultyFileOps(random_plan(rng, rng.choice((0.05, 0.1, 0.2)), kinds=("short", "short", "ENOSPC", "EIO")),
                             track_unsynced=True)
         with files.installed(ops):
@@ -270,7 +271,10 @@ def run_fault_rounds(tmp_path: Path, seed: int, faults_wanted: int, corpus: Path
         injected += len(ops.injected)
         ops.lose_unsynced(rng)                          # ... and the page cache with it
         check(sent, acked)
-    assert acked or rounds % 40 == 1, "no message was acknowledged"
+        rounds_acking += len(acked) > acked_before
+    # About half the rounds acknowledge something (measured); a tenth guards against a run whose
+    # faults leave nothing acknowledged to check, without failing on a streak of unlucky rounds.
+    assert rounds_acking >= rounds // 10, f"only {rounds_acking} of {rounds} rounds acknowledged a message"
     return injected, rounds
 
 
