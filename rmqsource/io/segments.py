@@ -30,13 +30,15 @@ class Segment:
     start_offset: int
     path: str
     size_bytes: int        # length of the file on disk
+    dledger: bool = False  # a DLedger data file: 48-byte entry headers before the records
 
     @property
     def end_offset(self) -> int:
         return self.start_offset + self.size_bytes
 
 
-def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] = None) -> list[Segment]:
+def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] = None,
+                  dledger: bool = False) -> list[Segment]:
     """Sorted segments of one queue directory; files not named by 20 digits are ignored.
 
     Zero-length files (a 5.x broker deletes a zero-length last file on load)
@@ -56,7 +58,7 @@ def list_segments(directory: str | os.PathLike, *, expected_size: Optional[int] 
             start = int(entry.name)
             if start > INT64_MAX:       # the broker parses names as a long (spec 1.1)
                 raise FormatError("segment file name is past the int64 range", file=entry.path)
-            segments.append(Segment(start, entry.path, size))
+            segments.append(Segment(start, entry.path, size, dledger))
             if len(segments) > limits.MAX_SEGMENTS:
                 raise FormatError(f"more than {limits.MAX_SEGMENTS} segment files", file=str(d))
     segments.sort(key=lambda s: s.start_offset)

@@ -4,6 +4,11 @@ The valid end follows RocketMQ's recovery loop (spec §7.3): walk records from a
 start segment; a blank record moves to the next segment; the first position
 that is not a valid record (zeros, unknown magic, size mismatch, bad CRC) is
 the end.  Nothing after it is ever returned as a message.
+
+A DLedger store continues the offsets in ``dledger-<id>/data/`` files (segments
+marked ``dledger``): there every record follows a 48-byte entry header, the
+record's offset is its own file position (entry pos + 48), and the end is where
+the entry headers stop passing DLedger recovery's checks (format/dledger.py).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from .. import limits
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, FormatError
+from ..format.dledger import ENTRY_HEADER_BYTES, EntryHeader, EntryKind, decode_entry, header_problem
 from ..format.record import Decoded, Kind, MessageRecord, decode_record
 from ..io.segments import Segment, SegmentReader, list_segments
 from .layout import StoreLayout
@@ -30,6 +36,22 @@ class WalkStep:
     segment: Segment
 
 
+@dataclass(frozen=True)
+class EntryStep:
+    """One position of a DLedger data walk: an entry header, a DLedger blank or the end of the data.
+
+    ``problem`` is (field, reason) when the header fails a recovery check: the data ends there.
+    ``buf[rel:]`` holds the entry (its whole record when the walk was asked for bodies).
+    """
+    kind: EntryKind
+    entry_offset: int
+    segment: Segment
+    header: Optional[EntryHeader] = None
+    problem: Optional[tuple[str, str]] = None
+    buf: bytes = b""
+    rel: int = 0
+
+
 class CommitLog:
     """Read access to the CommitLog of a store (all segment directories merged)."""
 
@@ -39,7 +61,15 @@ class CommitLog:
         for d in layout.commitlog_dirs:
             segments.extend(list_segments(d))
         segments.sort(key=lambda s: s.start_offset)
-        self.reader = SegmentReader(segments, segment_size)
+        data_dir = layout.dledger_data_dir
+        dledger = list_segments(data_dir, dledger=True) if data_dir is not None else []
+        if dledger and segments and segments[-1].start_offset >= dledger[0].start_offset:
+            late = next(s for s in segments if s.start_offset >= dledger[0].start_offset)
+            raise FormatError(f"CommitLog file starts at {late.start_offset}, not below the first DLedger data "
+                              f"file {dledger[0].path} (offsets at and past it are DLedger's)", file=late.path)
+        # dividedCommitlogOffset: where the DLedger data files take over the offsets (None: no DLedger data).
+        self.divided_offset: Optional[int] = dledger[0].start_offset if dledger else None
+        self.reader = SegmentReader(segments + dledger, segment_size)
         self.segment_size = self.reader.segment_size
 
     @property
@@ -123,6 +153,10 @@ class CommitLog:
         pos = start_offset - self.segments[seg_index].start_offset
         while seg_index < len(self.segments):
             seg = self.segments[seg_index]
+            if seg.dledger:
+                yield from self._walk_dledger(seg_index, pos, check_crc=check_crc, keep_raw=keep_raw,
+                                              stop_offset=stop_offset)
+                return
             seg_len = max(seg.size_bytes, self.segment_size)
             chunk_start, chunk = pos, b""
             while True:
@@ -151,6 +185,116 @@ class CommitLog:
                 return
             seg_index += 1
             pos = 0
+
+    # -- DLedger data -----------------------------------------------------------
+    @property
+    def dledger_segments(self) -> list[Segment]:
+        return [s for s in self.segments if s.dledger]
+
+    def dledger_entries(self, seg_index: int, pos: int = 0, *, with_body: bool = False) -> Iterator[EntryStep]:
+        """Walk DLedger entries from the entry at ``pos`` of segment ``seg_index`` (DLedger recovery's walk).
+
+        Yields every entry header (stopping after the first that fails a check), a BLANK step
+        per DLedger blank (then the next file), and one END step where the data ends.  The
+        first entry walked sets the index the next must follow.
+        """
+        prev_index = prev_term = None
+        while seg_index < len(self.segments):
+            seg = self.segments[seg_index]
+            seg_len = max(seg.size_bytes, self.segment_size)
+            chunk_start, chunk = pos, b""
+            while True:
+                entry = seg.start_offset + pos
+                rel = pos - chunk_start
+                if rel + ENTRY_HEADER_BYTES > len(chunk):
+                    chunk_start, chunk, rel = pos, self.reader.pread(seg, pos, min(WALK_CHUNK_BYTES, seg_len - pos)), 0
+                decoded = decode_entry(chunk, rel, len(chunk))
+                if decoded.kind is EntryKind.END:
+                    yield EntryStep(EntryKind.END, entry, seg)
+                    return
+                if decoded.kind is EntryKind.BLANK:
+                    yield EntryStep(EntryKind.BLANK, entry, seg)
+                    break
+                h = decoded.header
+                problem = header_problem(h, entry, prev_index, prev_term)
+                if problem is None and h.size > seg_len - pos:
+                    problem = ("size", f"entry size {h.size} runs past the end of the file ({seg_len - pos} "
+                                       f"bytes left)")
+                if problem is None and with_body and rel + h.size > len(chunk):
+                    chunk_start, chunk, rel = pos, self.reader.pread(seg, pos, min(max(WALK_CHUNK_BYTES, h.size),
+                                                                                   seg_len - pos)), 0
+                yield EntryStep(EntryKind.ENTRY, entry, seg, h, problem, chunk, rel)
+                if problem is not None:
+                    return
+                prev_index, prev_term = h.index, h.term
+                pos += h.size
+            seg_index += 1
+            pos = 0
+
+    def dledger_valid_end(self) -> int:
+        """End of the last entry whose header passes DLedger recovery, walking from the 3rd-from-last data
+        file as the engine does (the first DLedger file's start when none does)."""
+        dledger = self.dledger_segments
+        first = len(self.segments) - len(dledger) + max(0, len(dledger) - 3)
+        end = self.segments[first].start_offset
+        for step in self.dledger_entries(first):
+            if step.kind is EntryKind.ENTRY and step.problem is None:
+                end = step.entry_offset + step.header.size
+            elif step.kind is EntryKind.BLANK and step.segment is not self.segments[-1]:
+                end = step.segment.start_offset + max(step.segment.size_bytes, self.segment_size)
+        return end
+
+    def _dledger_walk_start(self, seg_index: int, pos: int) -> tuple[int, int]:
+        """(entry position to walk from, record offset to yield from) for a walk starting at ``pos``:
+        a file start, or a record's offset (its entry header 48 bytes before it)."""
+        seg = self.segments[seg_index]
+        if pos >= ENTRY_HEADER_BYTES:
+            decoded = decode_entry(self.reader.pread(seg, pos - ENTRY_HEADER_BYTES, ENTRY_HEADER_BYTES), 0,
+                                   ENTRY_HEADER_BYTES)
+            entry = seg.start_offset + pos - ENTRY_HEADER_BYTES
+            if decoded.kind is EntryKind.ENTRY and header_problem(decoded.header, entry, None, None) is None:
+                return pos - ENTRY_HEADER_BYTES, seg.start_offset + pos
+        return 0, seg.start_offset + pos
+
+    def _walk_dledger(self, seg_index: int, pos: int, *, check_crc: bool, keep_raw: bool,
+                      stop_offset: Optional[int]) -> Iterator[WalkStep]:
+        """:meth:`walk` through DLedger data: the record of every entry whose header passes the checks.
+
+        A record that is not valid inside a valid header is a CorruptRecordError naming the data
+        file and the record's position (the engine would serve it as garbage).
+        """
+        entry_pos, first_record = self._dledger_walk_start(seg_index, pos)
+        for step in self.dledger_entries(seg_index, entry_pos, with_body=True):
+            seg = step.segment
+            if step.kind is not EntryKind.ENTRY or step.problem is not None:
+                reason = step.problem[1] if step.problem else "end of the DLedger data"
+                kind = Kind.BLANK if step.kind is EntryKind.BLANK else Kind.END
+                size = seg.start_offset + max(seg.size_bytes, self.segment_size) - step.entry_offset \
+                    if kind is Kind.BLANK else 0
+                if stop_offset is not None and step.entry_offset >= stop_offset:
+                    return
+                yield WalkStep(step.entry_offset, Decoded(kind, size, None, reason), seg)
+                if kind is Kind.END:
+                    return
+                continue
+            h = step.header
+            phy = step.entry_offset + ENTRY_HEADER_BYTES
+            if stop_offset is not None and phy >= stop_offset:
+                return
+            if phy < first_record:
+                continue
+            start = step.rel + ENTRY_HEADER_BYTES
+            decoded = decode_record(step.buf, start, start + h.body_len, check_crc=check_crc, keep_raw=keep_raw)
+            reason = decoded.reason
+            if decoded.kind is Kind.MESSAGE and decoded.size != h.body_len:
+                reason = f"record totalSize {decoded.size} but the entry holds {h.body_len} bytes"
+            elif decoded.kind is Kind.MESSAGE and decoded.record.phy_offset != phy:
+                reason = f"record PHYSICALOFFSET {decoded.record.phy_offset} is not its offset {phy}"
+            elif decoded.kind is Kind.MESSAGE:
+                yield WalkStep(phy, decoded, seg)
+                continue
+            raise CorruptRecordError(f"no valid message at CommitLog offset {phy} inside DLedger entry {h.index}: "
+                                     f"{reason or decoded.kind.name}", file=seg.path, offset=phy - seg.start_offset)
 
     def _segment_index(self, offset: int) -> Optional[int]:
         seg = self.reader.find(offset)

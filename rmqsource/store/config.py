@@ -262,6 +262,7 @@ _KEYS: dict[str, _Key] = {
     "enableDLegerCommitLog": _Key("enable_dleger_commit_log", _bool_value),
     "storePathDLedgerCommitLog": _Key("store_path_dledger_commit_log",
                                       lambda k, v: _str_value(k, v, optional=True)),
+    "dLegerSelfId": _Key("dleger_self_id", lambda k, v: _str_value(k, v, optional=True)),
     "fileReservedTime": _Key("file_reserved_time_hours", _nonneg),
     "deleteWhen": _Key("delete_when", lambda k, v: _str_value(k, v, optional=False)),
     "diskMaxUsedSpaceRatio": _Key("disk_max_used_space_ratio_percent", _nonneg),
@@ -296,10 +297,11 @@ class StoreConfig:
     auto_message_version_on_topic_len: bool = True                       # autoMessageVersionOnTopicLen
     store_path_root_dir: Optional[str] = None                            # storePathRootDir ($HOME/store)
     store_path_commit_log: Optional[str] = None                          # storePathCommitLog (root/commitlog)
-    # Layout keys: read only to refuse the layouts they announce (layout.py, "Store layouts" in the README).
+    # Layout keys: they name the data folders of a layout (layout.py, "Store layouts" in the README).
     read_only_commit_log_store_paths: Optional[str] = None               # readOnlyCommitLogStorePaths
     enable_dleger_commit_log: bool = False                               # enableDLegerCommitLog
     store_path_dledger_commit_log: Optional[str] = None                  # storePathDLedgerCommitLog (5.x)
+    dleger_self_id: Optional[str] = None                                 # dLegerSelfId (which dledger-<id>/)
     file_reserved_time_hours: int = 72                                   # fileReservedTime
     delete_when: str = "04"                                              # deleteWhen
     disk_max_used_space_ratio_percent: int = 75                          # diskMaxUsedSpaceRatio

@@ -2,21 +2,24 @@
 
 ``{root}/commitlog/`` (or one ``storePathCommitLog`` directory),
 ``consumequeue/{topic}/{queueId}/``, ``index/``, ``checkpoint``, ``abort``,
-``lock``, ``config/``.
+``lock``, ``config/``; in DLedger mode also ``{root}/dledger-{selfId}/`` (``data/``,
+``index/``, ``checkpoint``), whose data files continue the CommitLog's offsets.
 
 :meth:`StoreLayout.check_supported` is the one place that decides whether the
 files (and the store config) are a layout this package reads; every reader,
 writer, planner and stream goes through it (twin: StoreLayout.java).  A store
-holding data files of another layout (DLedger, RocksDB or batch ConsumeQueues,
+holding data files of another layout (RocksDB or batch ConsumeQueues,
 ConsumeQueueExt, compacted topics, tiered storage, several CommitLog
 directories) is refused with one UnsupportedLayoutError naming the folder,
-never read in part (README "Store layouts").
+never read in part (README "Store layouts").  DLedger stores are read;
+:meth:`StoreLayout.check_writable` refuses to write them.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -24,8 +27,9 @@ from ..errors import NotAStoreError, UnsupportedLayoutError
 from ..names import is_safe_dir_name, safe_join
 
 ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")
-# Folders of data rmqsource does not read (RocketMQ StorePathConfigHelper names, DLedgerConfig's "dledger-").
-DLEDGER_PREFIX = "dledger-"
+DLEDGER_PREFIX = "dledger-"           # DLedgerConfig: {storeBaseDir}/dledger-{selfId}/
+DEFAULT_DLEDGER_SELF_ID = "n0"        # MessageStoreConfig.dLegerSelfId
+# Folders of data rmqsource does not read (RocketMQ StorePathConfigHelper names).
 ROCKSDB_CONSUME_QUEUE_DIRS = ("consumequeue", "consumequeue_rocksdb")
 BATCH_CONSUME_QUEUE_DIR = "batchconsumequeue"
 CONSUME_QUEUE_EXT_DIR = "consumequeue_ext"
@@ -40,6 +44,7 @@ class LayoutKeys:
     read_only_commit_log_store_paths: Optional[str] = None
     enable_dleger_commit_log: bool = False
     store_path_dledger_commit_log: Optional[str] = None
+    dleger_self_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class StoreLayout:
         """The layout of ``root`` as ``config`` (a StoreConfig) describes it."""
         layout = cls.for_root(root, config.store_path_commit_log or None)
         keys = LayoutKeys(config.read_only_commit_log_store_paths, config.enable_dleger_commit_log,
-                          config.store_path_dledger_commit_log)
+                          config.store_path_dledger_commit_log, config.dleger_self_id)
         return cls(layout.root, layout.commitlog_dirs, keys)
 
     @property
@@ -89,6 +94,59 @@ class StoreLayout:
     def lock_path(self) -> Path:
         return self.root / "lock"
 
+    # -- DLedger ----------------------------------------------------------------
+    @cached_property
+    def dledger_dir(self) -> Optional[Path]:
+        """The ``dledger-<selfId>/`` folder of a DLedger store (it may not exist yet), else None.
+
+        Found from the files (one ``dledger-*`` folder under the root, or under
+        ``storePathDLedgerCommitLog``), or announced by the config (``enableDLegerCommitLog``,
+        ``storePathDLedgerCommitLog``).  Several folders need ``dLegerSelfId`` to choose one.
+        """
+        keys = self.keys
+        base = Path(keys.store_path_dledger_commit_log) if keys.store_path_dledger_commit_log else self.root
+        if base != self.root and (base / "data").is_dir() and not base.name.startswith(DLEDGER_PREFIX) \
+                and not any(n.startswith(DLEDGER_PREFIX) for n in _dir_names(base)):
+            return base                 # storePathDLedgerCommitLog names the folder itself
+        folders = sorted(n for n in _dir_names(base) if n.startswith(DLEDGER_PREFIX))
+        announced = keys.enable_dleger_commit_log or bool(keys.store_path_dledger_commit_log)
+        if keys.dleger_self_id:
+            name = DLEDGER_PREFIX + keys.dleger_self_id
+            if name not in folders and not announced:
+                raise UnsupportedLayoutError(
+                    f"dLegerSelfId {keys.dleger_self_id} names no DLedger folder: no {name} under {base}"
+                    + (f" (DLedger folders: {', '.join(folders)})" if folders else ""), file=str(self.root))
+            return base / name
+        if len(folders) > 1:
+            raise UnsupportedLayoutError(f"several DLedger folders ({', '.join(folders)}): choose one with the "
+                                         f"dLegerSelfId option", file=str(self.root))
+        if folders:
+            return base / folders[0]
+        return base / (DLEDGER_PREFIX + DEFAULT_DLEDGER_SELF_ID) if announced else None
+
+    @property
+    def is_dledger(self) -> bool:
+        return self.dledger_dir is not None
+
+    @property
+    def dledger_data_dir(self) -> Optional[Path]:
+        return self.dledger_dir / "data" if self.dledger_dir is not None else None
+
+    @property
+    def dledger_index_dir(self) -> Optional[Path]:
+        return self.dledger_dir / "index" if self.dledger_dir is not None else None
+
+    @property
+    def dledger_checkpoint_path(self) -> Optional[Path]:
+        return self.dledger_dir / "checkpoint" if self.dledger_dir is not None else None
+
+    def check_writable(self) -> None:
+        """UnsupportedLayoutError when the store is one rmqsource reads but does not write (DLedger)."""
+        self.check_supported()
+        if self.dledger_dir is not None:
+            raise UnsupportedLayoutError(f"a DLedger store ({self.dledger_dir.name}) is written by its Raft group; "
+                                         f"rmqsource reads it but does not write it", file=str(self.root))
+
     def queue_dir(self, topic: str, queue_id: int) -> Path:
         return safe_join(self.consumequeue_dir, topic, str(int(queue_id)))
 
@@ -100,7 +158,8 @@ class StoreLayout:
         if not self.root.is_dir():
             raise NotAStoreError(f"{self.root} is not a directory")
         self.check_supported()
-        has_commitlog = any(d.is_dir() for d in self.commitlog_dirs)
+        has_commitlog = any(d.is_dir() for d in self.commitlog_dirs) or \
+            (self.dledger_data_dir is not None and self.dledger_data_dir.is_dir())
         if not has_commitlog:
             raise NotAStoreError(
                 f"{self.root} is not a RocketMQ store: no commitlog directory "
@@ -121,16 +180,7 @@ class StoreLayout:
     def _unsupported(self) -> Optional[tuple[Path, str]]:
         """(folder, reason) of the first layout found that is not read, else None."""
         keys = self.keys
-        dledger = sorted(n for n in _dir_names(self.root) if n.startswith(DLEDGER_PREFIX))
-        if dledger:
-            return self.root / dledger[0], ("DLedger CommitLog (enableDLegerCommitLog=true"
-                                            + (f"; folders {', '.join(dledger)}" if len(dledger) > 1 else "")
-                                            + ") is not read")
-        if keys.store_path_dledger_commit_log:
-            return Path(keys.store_path_dledger_commit_log), \
-                "DLedger CommitLog (storePathDLedgerCommitLog) is not read"
-        if keys.enable_dleger_commit_log:
-            return self.root, "DLedger CommitLog (the store config sets enableDLegerCommitLog=true) is not read"
+        self.dledger_dir                # several dledger-* folders, or a dLegerSelfId naming none: refused
         if len(self.commitlog_dirs) > 1:
             return self.commitlog_dirs[0], (f"multi-path CommitLog (storePathCommitLog names "
                                             f"{len(self.commitlog_dirs)} directories) is not read")

@@ -243,6 +243,9 @@ class MessageStoreReader:
         cl = self.commitlog
         if not cl.segments:
             return 0
+        if cl.divided_offset is not None:
+            # DLedger: what the leader serves once it re-commits its own tail (README "DLedger stores").
+            return cl.dledger_valid_end()
         check_crc = self.config.check_crc_on_recover
         if self.abort_file_existed and not self.live:
             start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
