@@ -514,7 +514,9 @@ def run_recovery(args, config) -> dict:
     from .store.reader import MessageStoreReader
     from .store.shapes import queue_json
     if args.dry_run:
+        from .store.layout import StoreLayout
         from .store.recovery_plan import plan_recovery
+        StoreLayout.for_config(args.store, config).check_recoverable()
         with MessageStoreReader(args.store, config) as reader:
             doc = recover_report_readonly(reader, config, all_queues=args.all)
         doc["dryRun"] = True
@@ -523,7 +525,7 @@ def run_recovery(args, config) -> dict:
     from .io.lock import StoreLock
     from .store.layout import StoreLayout
     from .store.recovery import recover_store
-    StoreLayout.for_config(args.store, config).check_is_store()
+    StoreLayout.for_config(args.store, config).check_recoverable()
     refuse_read_only_store(args.store, "recover")
     with StoreLock(args.store):
         report = recover_store(args.store, config, mark_clean=True)

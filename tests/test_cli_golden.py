@@ -23,8 +23,8 @@ import pytest
 
 from rmqsource import cli
 
-from golden import (PROJECT_ROOT, case_id, copy_store, corpora, corpus_of, crash_cases, expected_get_files,
-                    read_jsonl, tag_expression_from_file_name)
+from golden import (PROJECT_ROOT, case_id, copy_store, corpora, corpus_of, crash_cases, default_layout_corpora,
+                    engine_json, expected_get_files, read_jsonl, tag_expression_from_file_name, writable)
 
 pytestmark = pytest.mark.golden
 
@@ -85,7 +85,7 @@ def test_get_loop_every_queue(corpus):
     files = expected_get_files(corpus / "expected")
     assert files
     for topic, queue_id, path in files:
-        want = read_jsonl(path)
+        want = engine_json(read_jsonl(path))
         got = run_json(get_argv(corpus, corpus / "store", topic, queue_id, 0, 100000))
         assert got[-1] == want[-1], (topic, queue_id)
         assert len(got) == len(want), (topic, queue_id)
@@ -101,7 +101,7 @@ def test_tag_filtered_gets(corpus):
     for entry in index:
         stem = entry["file"].rsplit("/", 1)[1][:-len(".jsonl")]
         assert tag_expression_from_file_name(stem.split("__", 1)[1]) == entry["tagExpression"]
-        want = read_jsonl(tag_dir / entry["file"])
+        want = engine_json(read_jsonl(tag_dir / entry["file"]))
         got = run_json(get_argv(corpus, corpus / "store", entry["topic"], entry["queueId"], 0, 100000,
                                 tag=entry["tagExpression"]))
         assert got == want, entry["file"]
@@ -121,22 +121,27 @@ def _check_edge_calls(corpus, store, calls):
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_edge_gets(corpus):
-    _check_edge_calls(corpus, corpus / "store", read_jsonl(corpus / "expected" / "get_edge.jsonl"))
+    _check_edge_calls(corpus, corpus / "store", engine_json(read_jsonl(corpus / "expected" / "get_edge.jsonl")))
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_view_every_msgid(corpus):
-    calls = read_jsonl(corpus / "expected" / "view.jsonl")
+    calls = engine_json(read_jsonl(corpus / "expected" / "view.jsonl"))
     assert calls
     for call in calls:
+        want = call["result"]
+        if (want.get("message") or {}).get("decodeError"):
+            # The engine returns a DLedger entry header's first byte as a message; rmqsource never
+            # returns header bytes as a message (test_reader_golden.py): not found.
+            want = {k: v for k, v in want.items() if k != "message"} | {"found": False}
         got = run_json(["view", "--json", *cfg(corpus), "--", corpus / "store", call["msgId"]],
-                       codes=(0,) if call["result"]["found"] else (3,))
-        assert got == [call["result"]], call["label"]
+                       codes=(0,) if want["found"] else (3,))
+        assert got == [want], call["label"]
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_query_every_key(corpus):
-    calls = read_jsonl(corpus / "expected" / "query.jsonl")
+    calls = engine_json(read_jsonl(corpus / "expected" / "query.jsonl"))
     assert calls
     for call in calls:
         argv = ["query", "--json", *cfg(corpus), "--", corpus / "store", call["topic"], call["key"], call["maxNum"]]
@@ -165,7 +170,7 @@ def _assert_recover_doc(got: dict, want: dict, label: str):
     assert got["queues"] == want["queues"], label
 
 
-@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+@pytest.mark.parametrize("corpus", writable(CORPORA))
 def test_recover_clean_store_copy(corpus, tmp_path):
     want = json.loads((corpus / "expected" / "recover.json").read_text())
     store = writable_copy(corpus / "store", tmp_path / "store")
@@ -179,7 +184,7 @@ def test_recover_clean_store_copy(corpus, tmp_path):
                 assert (store / f.relative_to(corpus / "store")).read_bytes() == f.read_bytes(), f
 
 
-@pytest.mark.parametrize("case", CRASH_CASES, ids=case_id)
+@pytest.mark.parametrize("case", writable(CRASH_CASES))
 def test_recover_dry_run_matches_engine(case):
     """--dry-run only reads (MessageStoreReader), so it runs on the golden store in place."""
     corpus = corpus_of(case)
@@ -189,7 +194,7 @@ def test_recover_dry_run_matches_engine(case):
     assert got["dryRun"] is True
 
 
-@pytest.mark.parametrize("case", CRASH_CASES, ids=case_id)
+@pytest.mark.parametrize("case", writable(CRASH_CASES))
 def test_recover_crash_case_copy(case, tmp_path):
     corpus = corpus_of(case)
     want = json.loads((case / "expected" / "recover.json").read_text())
@@ -221,7 +226,7 @@ def _compare_put(got: list[dict], want: list[dict]):
         assert g == w, w["i"]
 
 
-@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+@pytest.mark.parametrize("corpus", writable(CORPORA))
 def test_put_json_equals_engine(corpus, tmp_path):
     store = tmp_path / "store"
     got = run_json(["put", "--json", *cfg(corpus), store], stdin=(corpus / "inputs.jsonl").read_bytes())
@@ -261,7 +266,7 @@ def test_subprocess_get_loop_and_view():
 
 
 def test_subprocess_put_and_recover(tmp_path):
-    corpus = CORPORA[-1]
+    corpus = default_layout_corpora()[-1]
     store = tmp_path / "store"
     p = _subprocess(["put", "--json", *cfg(corpus), store], stdin=(corpus / "inputs.jsonl").read_bytes())
     assert p.returncode == 0, p.stderr

@@ -12,8 +12,8 @@ from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.recovery import recover_store
 from rmqsource.store.shapes import queue_json
 
-from golden import (case_id, copy_store, corpora, corpus_of, crash_cases, expected_get_files, load_config,
-                    read_jsonl)
+from golden import (case_id, copy_store, corpora, corpus_of, crash_cases, expected_get_files, is_dledger,
+                    load_config, read_jsonl, tree_bytes, writable)
 
 pytestmark = [pytest.mark.golden, pytest.mark.crash]
 
@@ -39,7 +39,7 @@ def expected_recover(path: Path) -> dict:
     return doc
 
 
-@pytest.mark.parametrize("corpus", corpora(), ids=case_id)
+@pytest.mark.parametrize("corpus", writable(corpora()))
 def test_recover_clean_store(corpus, tmp_path):
     store = copy_store(corpus / "store", tmp_path / "store")
     report = recover_store(store, load_config(corpus))
@@ -54,7 +54,7 @@ def cq_files(store: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("case", crash_cases(), ids=case_id)
+@pytest.mark.parametrize("case", writable(crash_cases()))
 def test_recover_crash_case(case, tmp_path):
     corpus = corpus_of(case)
     config = load_config(corpus)
@@ -84,7 +84,7 @@ def test_recover_crash_case(case, tmp_path):
         assert cq_files(store) == cq_files(corpus / "store")
 
 
-@pytest.mark.parametrize("case", crash_cases(), ids=case_id)
+@pytest.mark.parametrize("case", writable(crash_cases()))
 def test_recovery_is_idempotent(case, tmp_path):
     config = load_config(corpus_of(case))
     store = copy_store(case / "store", tmp_path / "store")
@@ -93,3 +93,24 @@ def test_recovery_is_idempotent(case, tmp_path):
     second = report_json(recover_store(store, config))
     assert second["queues"] == first["queues"]
     assert {p: p.read_bytes() for p in snapshot} == snapshot
+
+
+DLEDGER_STORES = [c / "store" for c in corpora() if is_dledger(c)] + [c / "store" for c in crash_cases()
+                                                                       if is_dledger(c)]
+
+
+@pytest.mark.parametrize("store", DLEDGER_STORES, ids=lambda p: case_id(p.parent))
+def test_recover_refuses_a_dledger_store_and_writes_nothing(store, tmp_path):
+    """DLedger recovery rebuilds the DLedger index and missing ConsumeQueues, which recover does not do:
+    it refuses with one line and leaves every byte as it was (reads see the recovered view without it)."""
+    from rmqsource.errors import UnsupportedLayoutError
+    from rmqsource.store.recovery_plan import plan_recovery
+    corpus = corpus_of(store.parent) if store.parent.parent.name == "crash" else store.parent
+    copy = copy_store(store, tmp_path / "store")
+    before = tree_bytes(copy)
+    for recover in (recover_store, plan_recovery):
+        with pytest.raises(UnsupportedLayoutError, match="recovery of a DLedger store .dledger-n0. is not "
+                                                         "supported") as e:
+            recover(copy, load_config(corpus))
+        assert e.value.file == str(copy)
+    assert tree_bytes(copy) == before

@@ -410,7 +410,7 @@ def _put_all(writer, table: pa.Table) -> tuple[int, int, int]:
 def refuse_unsupported_layout(opts: SinkOptions) -> None:
     """At planning, on the driver: a store of another layout fails the write before any task runs."""
     from ..store.layout import StoreLayout
-    StoreLayout.for_config(opts.root, opts.config).check_supported()
+    StoreLayout.for_config(opts.root, opts.config).check_writable()
 
 
 def open_store_writer(opts: SinkOptions):

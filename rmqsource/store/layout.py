@@ -147,6 +147,16 @@ class StoreLayout:
             raise UnsupportedLayoutError(f"a DLedger store ({self.dledger_dir.name}) is written by its Raft group; "
                                          f"rmqsource reads it but does not write it", file=str(self.root))
 
+    def check_recoverable(self) -> None:
+        """UnsupportedLayoutError when ``rmq recover`` cannot do what the store's engine would (DLedger)."""
+        self.check_is_store()
+        if self.dledger_dir is not None:
+            raise UnsupportedLayoutError(
+                f"recovery of a DLedger store ({self.dledger_dir.name}) is not supported: the engine's DLedger "
+                f"recovery rebuilds a missing DLedger index and re-dispatches missing ConsumeQueues, which "
+                f"rmqsource does not do; reads need no recovery (they see the store as that recovery would)",
+                file=str(self.root))
+
     def queue_dir(self, topic: str, queue_id: int) -> Path:
         return safe_join(self.consumequeue_dir, topic, str(int(queue_id)))
 

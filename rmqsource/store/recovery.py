@@ -110,7 +110,7 @@ def recover_store(root: str | os.PathLike, config: Optional[StoreConfig] = None,
     """
     config = config or StoreConfig()
     layout = StoreLayout.for_config(root, config)
-    layout.check_is_store()
+    layout.check_recoverable()
     abort = layout.abort_exists()
     try:
         checkpoint = Checkpoint.decode(layout.checkpoint_path.read_bytes())

@@ -121,7 +121,7 @@ def plan_recovery(root: str | os.PathLike, config: Optional[StoreConfig] = None)
     """The changes ``recover_store(root, config)`` would make (nothing is written)."""
     config = config or StoreConfig()
     layout = StoreLayout.for_config(root, config)
-    layout.check_is_store()
+    layout.check_recoverable()
     root_s = os.fspath(layout.root)
     rel = lambda p: os.path.relpath(os.fspath(p), root_s)  # noqa: E731
     abort = layout.abort_exists()

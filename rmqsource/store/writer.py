@@ -83,8 +83,9 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         self._writable = False
         self._closed = False
         self._error: Optional[BaseException] = None
-        # A store of another layout is written by its own engine: refuse before creating anything.
-        StoreLayout.for_config(self.root, c).check_supported()
+        # A store of another layout (or a DLedger store) is written by its own engine: refuse before creating
+        # anything.
+        StoreLayout.for_config(self.root, c).check_writable()
         os.makedirs(self.root, exist_ok=True)
         self._lock = StoreLock(self.root, timeout_s=lock_timeout_s).acquire()
         self._flusher: Optional[threading.Thread] = None
