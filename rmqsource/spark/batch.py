@@ -19,6 +19,7 @@ from ..errors import CorruptRecordError, DataLossError, DecompressionError
 from ..format import columnar as col
 from ..format.compression import inflate_body
 from ..format.consumequeue import PRE_BLANK_SIZE
+from ..format.dledger import ENTRY_HEADER_BYTES, EntryKind, decode_entry, header_problem
 from ..format.javahash import java_string_hash
 from ..format.record import COMPRESSED_FLAG, TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..format.tagscode import SCHEDULE_TOPIC
@@ -440,7 +441,7 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
         for k in keys:
             q = reader.consume_queue(*k)
             queues.append((q, q.first_file_start_offset, q.max_offset) if q is not None else (None, 0, 0))
-    state = {"first": True}
+    state = {"first": not seg.dledger}     # a DLedger range may start at its file start, an entry header
 
     def emit(pb: col.PaddedBuffer, rel_pos: np.ndarray, h: col.Headers, file_pos: int, units=None, ua=0, ub=0):
         """Filters, tagsCode and the output batch for records ``h`` read at ``file_pos``."""
@@ -479,6 +480,9 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
             return ()
         return _finish(spec, part.store, buf, h, rows, codes, valid, topics, words=pb.words)
 
+    if seg.dledger:
+        yield from _scan_dledger_segment(spec, part, seg, fd, emit)
+        return
     pos = part.start - base          # position inside the segment file
     end = part.end - base
     while pos < end:
@@ -565,6 +569,67 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
     if pos != end:
         raise CorruptRecordError(f"records run past the split point {part.end}: the last record ends at "
                                  f"{seg.start_offset + pos}", file=seg.path, offset=pos)
+
+
+def _scan_dledger_segment(spec: ReadSpec, part: CommitLogRange, seg, fd: int, emit):
+    """The records of a DLedger data file in ``part`` (record offsets in [start, end)): walk the entry
+    headers as DLedger recovery does, decode the records behind them as a normal scan does.
+
+    ``part.start`` is the file start or a record offset (its entry 48 bytes before); a header failing a
+    check or the data ending below ``part.end`` (at most the valid end) means the file changed since
+    planning; a record that does not fill its entry exactly or does not carry its own offset is corrupt.
+    """
+    base, batch = seg.start_offset, spec.options.batch_size
+    seg_len = part.segment_end - part.segment_start
+    pos = part.start - base - ENTRY_HEADER_BYTES if part.start > base else 0
+    end = part.end - base                # record positions below this are in the range
+    prev_index = prev_term = None
+    while pos + ENTRY_HEADER_BYTES < end:
+        pb = col.read_padded(fd, min(max(CHUNK_BYTES, ENTRY_HEADER_BYTES), seg_len - pos), pos)
+        data, rel, positions, sizes, done = pb.view, 0, [], [], False
+        while len(positions) < batch and pos + rel + ENTRY_HEADER_BYTES < end:
+            entry = decode_entry(data, rel, pb.n)
+            at = pos + rel
+            if entry.kind is EntryKind.BLANK:
+                done = True
+                break
+            if entry.kind is EntryKind.END:
+                raise CorruptRecordError(f"the DLedger data ends at CommitLog offset {base + at}, below the end "
+                                         f"{part.end} this read was planned with", file=seg.path, offset=at)
+            h = entry.header
+            problem = header_problem(h, base + at, prev_index, prev_term)
+            if problem is None and at + h.size > seg_len:
+                problem = ("size", f"entry size {h.size} runs past the end of the file")
+            if problem is not None:
+                raise CorruptRecordError(f"DLedger entry header below the end {part.end} this read was planned "
+                                         f"with: {problem[1]}", file=seg.path, offset=at)
+            if rel + h.size > pb.n:
+                if rel == 0:             # one entry longer than a chunk: read exactly that entry
+                    pb = col.read_padded(fd, h.size, pos)
+                    data = pb.view
+                    if pb.n < h.size:
+                        raise CorruptRecordError(f"the file ends inside the DLedger entry of {h.size} bytes that "
+                                                 f"starts here", file=seg.path, offset=pos)
+                else:
+                    break
+            positions.append(rel + ENTRY_HEADER_BYTES)
+            sizes.append(h.body_len)
+            prev_index, prev_term = h.index, h.term
+            rel += h.size
+        if positions:
+            rel_pos = np.array(positions, dtype=np.int64)
+            buf = _Buffer(data, [0], [seg.path], [pos])
+            h = col.decode_headers(data, rel_pos, locate=buf.locate, words=pb.words,
+                                   expected_sizes=np.array(sizes, dtype=np.int64))
+            wrong = np.flatnonzero(h.phy_offset != rel_pos + (base + pos))
+            if len(wrong):
+                i = int(wrong[0])
+                raise CorruptRecordError(f"record PHYSICALOFFSET {int(h.phy_offset[i])} is not its offset "
+                                         f"{base + pos + int(rel_pos[i])}", file=seg.path, offset=pos + int(rel_pos[i]))
+            yield from emit(pb, rel_pos, h, pos)
+        pos += rel
+        if done:
+            return
 
 
 # --------------------------------------------------------------------------- reads by offset
