@@ -231,11 +231,13 @@ class CommitLog:
             seg_index += 1
             pos = 0
 
-    def dledger_valid_end(self) -> int:
+    def dledger_valid_end(self, first: Optional[int] = None) -> int:
         """End of the last entry whose header passes DLedger recovery, walking from the 3rd-from-last data
-        file as the engine does (the first DLedger file's start when none does)."""
-        dledger = self.dledger_segments
-        first = len(self.segments) - len(dledger) + max(0, len(dledger) - 3)
+        file as the engine does, or from segment ``first`` (the start of the first file walked when no
+        entry passes)."""
+        if first is None:
+            dledger = self.dledger_segments
+            first = len(self.segments) - len(dledger) + max(0, len(dledger) - 3)
         end = self.segments[first].start_offset
         for step in self.dledger_entries(first):
             if step.kind is EntryKind.ENTRY and step.problem is None:
@@ -311,6 +313,9 @@ class CommitLog:
 
     def find_valid_end_from(self, start_offset: int, *, check_crc: bool = True) -> int:
         """Valid end scanning from a known record boundary (a segment start or a record's offset)."""
+        if self.divided_offset is not None:
+            # DLedger data follows the normal part: its entry headers decide the end.
+            return self.dledger_valid_end(self._segment_index(max(start_offset, self.divided_offset)))
         end = start_offset
         for step in self.walk(start_offset, check_crc=check_crc):
             if step.decoded.kind is Kind.MESSAGE:
