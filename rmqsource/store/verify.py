@@ -12,7 +12,9 @@ One pass over the CommitLog, window by window (CHUNK_BYTES of one segment):
 * IndexFile entries pointing into the window: a record starts there
   (structure and chains: :mod:`rmqsource.store.verify_index`);
 
-then the checkpoint and the config JSON files.  Record starts come from the
+then the checkpoint and the config JSON files.  DLedger data files are walked by their
+entry headers (DLedger recovery's checks, component ``dledger``), the record inside each
+valid entry checked as above; then the DLedger index and checkpoint (verify_dledger.py).  Record starts come from the
 ConsumeQueue units where they tile the CommitLog (a vectorized check of
 totalSize and contiguity), so the per-record Python walk runs only over gaps
 (records without units); the chain is proven either way.  Units expired by
@@ -37,6 +39,7 @@ from ..errors import CorruptRecordError, FormatError, RmqError
 from ..format import columnar as col
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
 from ..format.configjson import loads_fastjson
+from ..format.dledger import ENTRY_HEADER_BYTES, EntryKind, decode_entry, header_problem
 from ..format.crc32 import crc32_spans
 from ..format.javahash import java_string_hash
 from ..format.properties import parse_properties
@@ -48,6 +51,7 @@ from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout
 from .verify_cursors import IndexCursor, QueueCursor, note
+from .verify_dledger import check_dledger_files
 from .verify_index import check_index_file, index_files, index_geometry
 from .verify_report import ERROR, WARNING, Problem, VerifyReport
 
@@ -96,6 +100,7 @@ class _Verifier:
         self.max_store_ts = 0
         self.unmatched: dict[tuple[int, int], list] = {}     # (topic id, queueId) -> [count, first phy]
         self.invalid_at = 1 << 62       # first record recovery would stop at (fields that do not add up)
+        self.dledger_entries: list[tuple[int, int, int, int, int]] = []   # (index, pos, size, term, magic)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> None:
@@ -106,10 +111,14 @@ class _Verifier:
             self.cl_min = cl.min_offset
             self._check_segment_files(cl)
             self._open_cursors()
-            end = min(self._walk_commitlog(cl), self.invalid_at)
+            end = self._walk_commitlog(cl)
+            if cl.divided_offset is None:
+                end = min(end, self.invalid_at)   # DLedger recovery checks entry headers only
             self._drain_cursors(end)
         finally:
             cl.close()
+        if self.layout.dledger_dir is not None:
+            check_dledger_files(self.layout, self.report, self.dledger_entries)
         self._report_unmatched_records()
         check_checkpoint(self.layout, self.config, self.report, end, self.records, self.max_store_ts)
         check_config(self.layout, self.config, self.report,
@@ -180,7 +189,8 @@ class _Verifier:
             last = si == len(cl.segments) - 1
             fd = os.open(seg.path, os.O_RDONLY)
             try:
-                seg_end = self._walk_segment(fd, seg, seg_len, last)
+                walk = self._walk_dledger_segment if seg.dledger else self._walk_segment
+                seg_end = walk(fd, seg, seg_len, last)
             finally:
                 os.close(fd)
             if seg_end is not None:
@@ -238,6 +248,85 @@ class _Verifier:
                 return seg.start_offset + p
             return self._data_ends(fd, rel, seg, p, seg_len, last, stop.detail)
         return seg.start_offset + pos
+
+    def _walk_dledger_segment(self, fd: int, seg, seg_len: int, last: bool) -> Optional[int]:
+        """Windows of one DLedger data file: entry headers as DLedger recovery checks them (the first one
+        failing a check ends the data: ``entry-header``), the record inside each valid entry as any record."""
+        rep = self.report
+        rel = rep.rel(seg.path)
+        pos = 0
+        prev = self.dledger_entries[-1] if self.dledger_entries else None
+        for _ in range(seg_len // ENTRY_HEADER_BYTES + 2):              # each round advances or returns
+            if pos >= seg_len:
+                return None
+            pb = col.read_padded(fd, min(CHUNK_BYTES, seg_len - pos), pos)
+            n, r, positions, sizes, stop = pb.n, 0, [], [], None
+            while stop is None:
+                at = pos + r
+                if r + ENTRY_HEADER_BYTES > n and pos + n < seg_len:
+                    break                                  # the header continues in the next window
+                entry = decode_entry(pb.view, r, n)
+                if entry.kind is not EntryKind.ENTRY:
+                    stop = entry.kind
+                    break
+                h = entry.header
+                problem = header_problem(h, seg.start_offset + at, prev[0] if prev else None,
+                                         prev[3] if prev else None)
+                if problem is None and h.size > seg_len - at:
+                    problem = ("size", f"entry size {h.size} runs past the end of the file ({seg_len - at} bytes left)")
+                if problem is not None:
+                    rep.add(Problem("dledger", "entry-header", rel, at,
+                                    f"DLedger entry header fails recovery's {problem[0]} check: {problem[1]}; the "
+                                    f"data ends here", None, problem[0]))
+                    stop = "header"
+                    break
+                if r + h.size > n:
+                    if r > 0:
+                        break                              # the entry continues in the next window
+                    pb = col.read_padded(fd, h.size, pos)  # one entry larger than a window
+                    n = pb.n
+                    if n < h.size:
+                        rep.add(Problem("commitlog", "record-length", rel, at + ENTRY_HEADER_BYTES,
+                                        "record runs past the end of the data file", str(h.body_len),
+                                        str(n - ENTRY_HEADER_BYTES)))
+                        stop = "header"
+                        break
+                positions.append(r + ENTRY_HEADER_BYTES)
+                sizes.append(h.body_len)
+                prev = (h.index, seg.start_offset + at, h.size, h.term, h.magic)
+                self.dledger_entries.append(prev)
+                r += h.size
+            self._take_units(seg.start_offset + pos + n)
+            self._check_records(pb, self._records_filling_entries(pb, positions, sizes, rel, pos), seg, pos)
+            self._check_units_and_entries(seg.start_offset + pos + r)
+            self.progress(r)
+            if stop is None:
+                pos += r
+                continue
+            p = pos + r
+            self.progress(seg_len - p)
+            if stop is EntryKind.BLANK:
+                return seg.start_offset + p if last else None
+            if stop is EntryKind.END:
+                return self._data_ends(fd, rel, seg, p, seg_len, last, "zero bytes")
+            return seg.start_offset + p
+        return seg.start_offset + pos
+
+    def _records_filling_entries(self, pb, positions: list, sizes: list, rel: str, chunk_pos: int) -> np.ndarray:
+        """Record positions whose totalSize is the entry's bodyLen; each other one is a record-length problem."""
+        pos = np.array(positions, dtype=np.int64)
+        if not len(pos):
+            return pos
+        b = np.frombuffer(pb.view, dtype=np.uint8)
+        total = ((b[pos].astype(np.int64) << 24) | (b[pos + 1].astype(np.int64) << 16)
+                 | (b[pos + 2].astype(np.int64) << 8) | b[pos + 3].astype(np.int64))
+        total = np.where(total >= 1 << 31, total - (1 << 32), total)
+        want = np.array(sizes, dtype=np.int64)
+        for i in self._listed(total != want, "record-length"):
+            self.report.add(Problem("commitlog", "record-length", rel, chunk_pos + int(pos[i]),
+                                    "record totalSize is not the DLedger entry's bodyLen", str(int(want[i])),
+                                    str(int(total[i]))))
+        return pos[total == want]
 
     def _data_ends(self, fd: int, rel: str, seg, p: int, seg_len: int, last: bool, detail: str) -> int:
         """No record starts at ``p`` (zeros, an unknown magic, the file's end): the valid data ends there."""
