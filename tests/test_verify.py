@@ -29,14 +29,22 @@ from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
 from rmqsource.store.verify import verify_store
 
 from fuzz_stores import verify_facts
-from golden import case_id, copy_store, corpora, corpus_of, crash_cases, load_config, read_jsonl, tree_bytes
+from golden import (case_id, copy_store, corpora, corpus_of, crash_cases, is_dledger, load_config, read_jsonl,
+                    tree_bytes, writable)
 
 pytestmark = [pytest.mark.golden, pytest.mark.crash]
 
 CORPORA = corpora()
 CRASH = crash_cases()
-# Retention states, not damage: a deleted first segment, ConsumeQueues rebuilt with pre-blank units.
-CLEAN_CRASH_STATES = [c for c in CRASH if c.name in ("deleted_first_segment", "preblank_cq")]
+# Retention states, not damage: a deleted first segment, ConsumeQueues rebuilt with pre-blank units; DLedger
+# states the engine serves in full without repair: a missing DLedger checkpoint (a warning), a checkpoint whose
+# committedIndex lags entries the leader re-commits.
+CLEAN_CRASH_STATES = [c for c in CRASH if c.name in ("deleted_first_segment", "preblank_cq")
+                      or (is_dledger(c) and c.name in ("no_dledger_checkpoint", "uncommitted_tail"))]
+# The problems each damaged DLedger crash case must show (DLedger recovery stops at the first bad header).
+DLEDGER_CRASH_CHECKS = {"torn_tail": {"record-fields"}, "torn_header": {"entry-header", "checkpoint"},
+                        "garbage_tail": {"entry-header", "checkpoint"}, "cq_ahead": {"entry-header", "checkpoint"},
+                        "no_dledger_index": {"index-missing"}, "no_consumequeue": {"cq-missing-unit"}}
 
 
 ENGINES = ["python", pytest.param("jvm", marks=pytest.mark.skipif(
@@ -168,7 +176,9 @@ def test_damaged_crash_cases_fail(case, engine):
     report = walk(engine)(case / "store", load_config(corpus_of(case)))
     assert not report.ok
     checks = set(report.summary_json()["byCheck"])
-    if case.name == "no_consumequeue":
+    if is_dledger(case):
+        assert DLEDGER_CRASH_CHECKS[case.name] <= checks, checks
+    elif case.name == "no_consumequeue":
         assert checks == {"cq-missing-unit"}
     else:
         assert "unclean-shutdown" in checks
@@ -339,7 +349,7 @@ def _expected_after(before: dict, plan, cq_file_size: int) -> tuple[dict, set, b
     return after, deleted, index_changes
 
 
-@pytest.mark.parametrize("case", CRASH, ids=case_id)
+@pytest.mark.parametrize("case", writable(CRASH))
 def test_recover_dry_run_lists_exactly_what_recover_changes(case, tmp_path):
     config = load_config(corpus_of(case))
     store = copy_store(case / "store", tmp_path / "store")
@@ -376,3 +386,57 @@ def test_recover_dry_run_names_files_under_a_symlinked_root(tmp_path):
     through_link = plan_recovery(tmp_path / "link" / "store", config)
     assert through_link.changes
     assert through_link.to_json()["changes"] == plan_recovery(case / "store", config).to_json()["changes"]
+
+
+# ------------------------------------------------------------------ DLedger files
+
+DLEDGER_CORPORA = [c for c in CORPORA if is_dledger(c)]
+
+
+def dledger_entry_positions(data_file: Path) -> list[int]:
+    """Entry positions of one DLedger data file (header chain: size at +4, blank magic -1, zeros end)."""
+    data, pos, out = data_file.read_bytes(), 0, []
+    while pos + 8 <= len(data):
+        magic, size = struct.unpack_from(">ii", data, pos)
+        if magic == -1 or (magic == 0 and size == 0):
+            break
+        out.append(pos)
+        pos += size
+    return out
+
+
+@pytest.mark.parametrize("corpus", DLEDGER_CORPORA, ids=case_id)
+@pytest.mark.parametrize("field, at, value", [("index", 8, 7), ("term", 16, -1), ("pos", 24, 0), ("magic", 0, 2)])
+def test_dledger_entry_header_damage_is_found_where_recovery_stops(corpus, tmp_path, engine, field, at, value):
+    """A header failing a recovery check ends the data there: entry-header names the file, entry and field;
+    the ConsumeQueue units past it are past the end; the DLedger checkpoint is past the last valid entry."""
+    store = copy_store(corpus / "store", tmp_path / "store")
+    data_file = sorted((store / "dledger-n0" / "data").iterdir())[1]
+    entry = dledger_entry_positions(data_file)[10]
+    raw = bytearray(data_file.read_bytes())
+    struct.pack_into(">q" if at >= 8 else ">i", raw, entry + at, value)
+    data_file.write_bytes(bytes(raw))
+    report = walk(engine)(store, load_config(corpus))
+    rel = f"dledger-n0/data/{data_file.name}"
+    header = [p for p in report.problems if p.check == "entry-header"]
+    assert [(p.area, p.file, p.offset, p.found) for p in header] == [("dledger", rel, entry, field)]
+    assert report.stats["commitLogEnd"] == int(data_file.name) + entry
+    assert "cq-past-end" in report.summary_json()["byCheck"]
+    assert problems(report, "checkpoint") == [("dledger-n0/checkpoint", None)] * 2
+
+
+@pytest.mark.parametrize("corpus", DLEDGER_CORPORA, ids=case_id)
+def test_dledger_index_entry_and_checkpoint_damage_is_found(corpus, tmp_path, engine):
+    store = copy_store(corpus / "store", tmp_path / "store")
+    index_file = sorted((store / "dledger-n0" / "index").iterdir())[1]
+    raw = bytearray(index_file.read_bytes())
+    k = 5
+    struct.pack_into(">q", raw, k * 32 + 4, 12345)              # the pos of entry 256 + 5
+    index_file.write_bytes(bytes(raw))
+    (store / "dledger-n0" / "checkpoint").write_text("committedIndex=749\nendIndex=800\n")
+    report = walk(engine)(store, load_config(corpus))
+    assert [(p.area, p.file, p.offset, p.found) for p in report.problems if p.check == "index-entry"] == \
+        [("dledger", f"dledger-n0/index/{index_file.name}", k * 32, "12345")]
+    assert [(p.message.split(" is ")[0], p.found) for p in report.problems if p.check == "checkpoint"] == \
+        [("DLedger checkpoint endIndex", "800")]
+    assert report.stats["commitLogEnd"] == 1181362 and not report.ok

@@ -101,6 +101,7 @@ class _Verifier:
         self.unmatched: dict[tuple[int, int], list] = {}     # (topic id, queueId) -> [count, first phy]
         self.invalid_at = 1 << 62       # first record recovery would stop at (fields that do not add up)
         self.dledger_entries: list[tuple[int, int, int, int, int]] = []   # (index, pos, size, term, magic)
+        self.dledger_ended = False      # DLedger recovery stopped: later data files are past the end
 
     # ------------------------------------------------------------------ driver
     def run(self) -> None:
@@ -255,6 +256,9 @@ class _Verifier:
         rep = self.report
         rel = rep.rel(seg.path)
         pos = 0
+        if self.dledger_ended:
+            self.progress(seg_len)
+            return None
         prev = self.dledger_entries[-1] if self.dledger_entries else None
         for _ in range(seg_len // ENTRY_HEADER_BYTES + 2):              # each round advances or returns
             if pos >= seg_len:
@@ -307,6 +311,7 @@ class _Verifier:
             self.progress(seg_len - p)
             if stop is EntryKind.BLANK:
                 return seg.start_offset + p if last else None
+            self.dledger_ended = True
             if stop is EntryKind.END:
                 return self._data_ends(fd, rel, seg, p, seg_len, last, "zero bytes")
             return seg.start_offset + p
