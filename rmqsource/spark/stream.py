@@ -277,7 +277,13 @@ class StoreWatcher:
         return self._pattern.fullmatch(topic) is not None
 
     def keys(self) -> list[Key]:
-        self.layout.check_supported()       # every trigger: a broker restarted in DLedger mode changes the layout
+        # Every trigger: the store may have gained a folder of a layout not read, or (a broker restarted in
+        # DLedger mode) DLedger data files that continue the CommitLog.
+        fresh = StoreLayout(self.layout.root, self.layout.commitlog_dirs, self.layout.keys)
+        fresh.check_supported()
+        if fresh.dledger_dir != self.layout.dledger_dir:
+            self.close()
+            self.layout = fresh
         return [k for k in self.layout.list_queues() if self.wanted(k)]
 
     # -- CommitLog --------------------------------------------------------------
@@ -289,10 +295,8 @@ class StoreWatcher:
         return self._commitlog
 
     def commit_log_min(self) -> int:
-        segs = []
-        for d in self.layout.commitlog_dirs:
-            segs.extend(list_segments(d))
-        return min((s.start_offset for s in segs), default=0)
+        segs = commitlog_segments(self.layout)
+        return segs[0].start_offset if segs else 0
 
     def close(self) -> None:
         if self._commitlog is not None:
@@ -378,7 +382,7 @@ class StoreWatcher:
             if cl.reader.find(phy) is None:
                 continue
             decoded, _ = cl.decode_at(phy, size_hint=size)
-            if decoded.kind is not Kind.MESSAGE or decoded.size != size:
+            if decoded.kind is not Kind.MESSAGE or decoded.size != size or not cl.entry_holds_record(phy, size):
                 return False
             r = decoded.record
             if key[0].startswith("%LMQ%"):
@@ -457,10 +461,7 @@ def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamR
 
     config = opts.read.store_config
     layout = StoreLayout.for_config(opts.root, config)
-    segs = []
-    for d in layout.commitlog_dirs:
-        segs.extend(list_segments(d))
-    segs.sort(key=lambda s: s.start_offset)
+    segs = commitlog_segments(layout)
     cl_min = segs[0].start_offset if segs else 0
     cl_end = (segs[-1].start_offset + segs[-1].size_bytes) if segs else 0
     start = part.start
@@ -491,6 +492,13 @@ def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamR
     except DataLossError as exc:
         raise DataLossError(f"topic {part.topic} queue {part.queue_id}, offsets [{part.start}, {part.end}): "
                             f"{exc}") from None
+
+
+def commitlog_segments(layout: StoreLayout) -> list:
+    """CommitLog segments of the store in offset order (DLedger data files included)."""
+    cl = CommitLog(layout)
+    cl.close()
+    return cl.segments
 
 
 def _check_group_start(o: StreamOptions, keys: set, committed: dict) -> None:

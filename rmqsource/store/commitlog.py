@@ -246,6 +246,22 @@ class CommitLog:
                 end = step.segment.start_offset + max(step.segment.size_bytes, self.segment_size)
         return end
 
+    def entry_holds_record(self, phy_offset: int, size: int) -> bool:
+        """Whether the record of ``size`` bytes at ``phy_offset`` has an entry header DLedger recovery keeps
+        (magic, pos, size = bodyLen + 48, bodyLen = ``size``); always true in a normal segment.
+
+        The local part of recovery's checks (the index and term chain need the whole walk): what a
+        reader that cannot afford the walk (a stream's trigger) checks before admitting a unit."""
+        seg = self.reader.find(phy_offset)
+        if seg is None or not seg.dledger:
+            return True
+        pos = phy_offset - seg.start_offset - ENTRY_HEADER_BYTES
+        if pos < 0:
+            return False
+        decoded = decode_entry(self.reader.pread(seg, pos, ENTRY_HEADER_BYTES), 0, ENTRY_HEADER_BYTES)
+        return decoded.kind is EntryKind.ENTRY and decoded.header.body_len == size and \
+            header_problem(decoded.header, phy_offset - ENTRY_HEADER_BYTES, None, None) is None
+
     def _dledger_walk_start(self, seg_index: int, pos: int) -> tuple[int, int]:
         """(entry position to walk from, record offset to yield from) for a walk starting at ``pos``:
         a file start, or a record's offset (its entry header 48 bytes before it)."""
