@@ -107,6 +107,13 @@ def corpus_names() -> list[str]:
     return [p.name for p in corpora()]
 
 
+def writable_names() -> list:
+    """Corpus names as pytest parameters for tests that write stores, a DLedger one skipped with the reason."""
+    import pytest
+    return [pytest.param(p.name, id=p.name, marks=pytest.mark.skip(reason=DLEDGER_WRITE_SKIP)) if is_dledger(p)
+            else p.name for p in corpora()]
+
+
 def tree_bytes(base: Path) -> dict[str, bytes]:
     """Every file under ``base`` (relative path -> bytes), to compare two stores' files."""
     base = Path(base)

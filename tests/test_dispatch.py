@@ -21,12 +21,12 @@ from rmqsource.store.index_service import IndexService
 from rmqsource.store.layout import StoreLayout
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
-from golden import GOLDEN_ROOT, corpus_names, index_file_contents, tree_bytes
+from golden import GOLDEN_ROOT, index_file_contents, tree_bytes, writable_names
 
 pytestmark = pytest.mark.unit
 
 GOLDEN = GOLDEN_ROOT
-CORPORA = corpus_names()
+CORPORA = writable_names()
 
 
 @pytest.fixture(scope="module", params=CORPORA)

@@ -17,7 +17,7 @@ from rmqsource.format.javahash import java_string_hash
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.file_sizes import fit_config_to_files
 
-from golden import case_id, copy_store, corpora, read_jsonl
+from golden import case_id, copy_store, corpora, read_jsonl, writable
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +65,7 @@ def test_store_with_64mib_segments_takes_put_without_settings(tmp_path, capsys):
 
 
 @pytest.mark.golden
-@pytest.mark.parametrize("corpus", corpora(), ids=case_id)
+@pytest.mark.parametrize("corpus", writable(corpora()))
 def test_golden_copy_takes_put_with_only_the_index_geometry(corpus, tmp_path):
     """CommitLog (256 KiB) and ConsumeQueue (1200 B) sizes come from the files; IndexFile geometry
     (512 slots, 600 entries: not the 1:4 ratio a size can be read back from) is given."""

@@ -198,8 +198,8 @@ def test_topic_read_past_a_truncated_consume_queue_file_names_that_file(spark, g
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("case", [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail", "torn_tail")],
-                         ids=case_id)
+@pytest.mark.parametrize("case", [c for c in crash_cases() if c.name in ("cq_ahead", "garbage_tail", "torn_tail",
+                                                                         "torn_header")], ids=case_id)
 def test_stream_tail_of_every_queue_is_the_batch_reads_max_offset(case):
     """The Python stream's driver (no Spark): each queue's admitted tail on a crashed store is the
     batch read's max offset, which stops at the first unit at or past the valid CommitLog end."""

@@ -18,12 +18,12 @@ import pytest
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
-from golden import GOLDEN_ROOT, corpus_names, index_file_contents, tree_bytes
+from golden import GOLDEN_ROOT, index_file_contents, tree_bytes, writable_names
 
 pytestmark = pytest.mark.golden
 
 GOLDEN = GOLDEN_ROOT
-CORPORA = corpus_names()
+CORPORA = writable_names()
 PUT_FIELDS = ("status", "appendStatus", "msgId", "commitLogOffset", "queueOffset", "size", "storeTimestamp",
               "topic", "queueId", "sysFlag")
 

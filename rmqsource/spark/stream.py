@@ -382,7 +382,13 @@ class StoreWatcher:
             if cl.reader.find(phy) is None:
                 continue
             decoded, _ = cl.decode_at(phy, size_hint=size)
-            if decoded.kind is not Kind.MESSAGE or decoded.size != size or not cl.entry_holds_record(phy, size):
+            if not cl.entry_holds_record(phy, size):
+                return False
+            if decoded.kind is Kind.CORRUPT and decoded.size == size and cl.reader.find(phy).dledger:
+                # A whole DLedger entry whose record is damaged stays below DLedger's end: admitted, and
+                # reading it fails with the typed error a batch read gives (never skipped in silence).
+                return True
+            if decoded.kind is not Kind.MESSAGE or decoded.size != size:
                 return False
             r = decoded.record
             if key[0].startswith("%LMQ%"):
