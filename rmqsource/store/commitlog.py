@@ -302,6 +302,10 @@ class CommitLog:
             if phy < first_record:
                 continue
             start = step.rel + ENTRY_HEADER_BYTES
+            if start + h.body_len > len(step.buf):
+                raise CorruptRecordError(f"the file ends inside DLedger entry {h.index} ({h.size} bytes from "
+                                         f"{step.entry_offset})", file=seg.path,
+                                         offset=step.entry_offset - seg.start_offset)
             decoded = decode_record(step.buf, start, start + h.body_len, check_crc=check_crc, keep_raw=keep_raw)
             reason = decoded.reason
             if decoded.kind is Kind.MESSAGE and decoded.size != h.body_len:
