@@ -148,6 +148,8 @@ class CorpusFacts:
     uniq_keys: list = field(default_factory=list)
     queues: list = field(default_factory=list)        # (topic, queueId)
     files: dict = field(default_factory=dict)         # kind -> [relative paths]
+    entries: list = field(default_factory=list)       # DLedger entry headers: (data file, position)
+    blanks: list = field(default_factory=list)        # DLedger blanks: (data file, position)
 
 
 def _record_fields(rec) -> dict:
@@ -206,6 +208,15 @@ def prepare_corpora(work: Path) -> list[CorpusFacts]:
                 for k in (rec.keys or "").split(" "):
                     if k:
                         facts.keys.append((rec.topic, k))
+            if cl.divided_offset is not None:
+                from rmqsource.format.dledger import EntryKind
+                first = next(i for i, s in enumerate(cl.segments) if s.dledger)
+                for step in cl.dledger_entries(first):
+                    where = (os.path.relpath(step.segment.path, pristine), step.entry_offset - step.segment.start_offset)
+                    if step.kind is EntryKind.ENTRY:
+                        facts.entries.append(where)
+                    elif step.kind is EntryKind.BLANK:
+                        facts.blanks.append(where)
         finally:
             cl.close()
         facts.queues = StoreLayout.for_root(pristine).list_queues()
@@ -291,6 +302,55 @@ def _mutate_commitlog(rng, facts: CorpusFacts, store: Path) -> tuple[str, bytear
         data[at:at + width] = chunk
         return r.segment, data, f"{name} {choice}@{r.pos}"
     rel = rng.choice(facts.files["commitlog"])
+    data = bytearray((store / rel).read_bytes())
+    return rel, data, _raw_mutation(rng, data)
+
+
+_DLEDGER_HEADER = [("magic", 0, 4), ("size", 4, 4), ("index", 8, 8), ("term", 16, 8), ("pos", 24, 8),
+                   ("channel", 32, 4), ("chainCrc", 36, 4), ("bodyCrc", 40, 4), ("bodyLen", 44, 4)]
+_DLEDGER_INDEX_ENTRY = [("magic", 0, 4), ("pos", 4, 8), ("size", 12, 4), ("index", 16, 8), ("term", 24, 8)]
+_DLEDGER_CHECKPOINTS = [b"", b"committedIndex=\nendIndex=\n", b"committedIndex=abc\n", b"committedIndex=-1\nendIndex=-1\n",
+                        b"committedIndex=99999999999999999999\n", b"committedIndex=1e3\n", b"\xff\xfe\x00=\x01\n",
+                        b"endIndex=100000\ncommittedIndex=100000\n", b"committedIndex=0\n" * 1000]
+
+
+def _mutate_dledger(rng, facts: CorpusFacts, store: Path) -> tuple[str, bytearray, str]:
+    """DLedger files: an entry header field, a DLedger blank, the entry index, the checkpoint, raw bytes.
+
+    IndexError on a corpus without DLedger files (the case then skips this mutation)."""
+    kind = rng.choice(["header", "header", "header", "blank", "index", "checkpoint", "raw"])
+    if kind == "header":
+        rel, pos = rng.choice(facts.entries)
+        name, at, width = rng.choice(_DLEDGER_HEADER)
+        data = bytearray((store / rel).read_bytes())
+        v = _interesting(rng, width, _get_int(data, pos + at, width))
+        _put_int(data, pos + at, width, v)
+        return rel, data, f"entry {name}={v}@{pos}"
+    if kind == "blank":
+        rel, pos = rng.choice(facts.blanks)
+        at = rng.choice([0, 4])
+        data = bytearray((store / rel).read_bytes())
+        v = _interesting(rng, 4, _get_int(data, pos + at, 4))
+        _put_int(data, pos + at, 4, v)
+        return rel, data, f"blank {'magic' if at == 0 else 'length'}={v}@{pos}"
+    dledger = next((k for k in facts.files if k.startswith("dledger-")), None)
+    if dledger is None:
+        raise IndexError("no DLedger files in this corpus")
+    files = facts.files[dledger]
+    if kind == "index":
+        rel = rng.choice([f for f in files if f.split(os.sep)[1:2] == ["index"]])
+        data = bytearray((store / rel).read_bytes())
+        if rng.random() < 0.3:
+            return rel, data, _raw_mutation(rng, data)
+        k = rng.randrange(max(1, len(data) // 32))
+        name, at, width = rng.choice(_DLEDGER_INDEX_ENTRY)
+        v = _interesting(rng, width, _get_int(data, k * 32 + at, width))
+        _put_int(data, k * 32 + at, width, v)
+        return rel, data, f"index entry {k} {name}={v}"
+    if kind == "checkpoint":
+        rel = os.path.join(dledger, "checkpoint")
+        return rel, bytearray(rng.choice(_DLEDGER_CHECKPOINTS)), "DLedger checkpoint"
+    rel = rng.choice([f for f in files if f.split(os.sep)[1:2] == ["data"]])
     data = bytearray((store / rel).read_bytes())
     return rel, data, _raw_mutation(rng, data)
 
@@ -388,7 +448,8 @@ def _structural(rng, facts: CorpusFacts, store: Path) -> tuple[str, str]:
     if kind == "abort":
         (store / "abort").write_bytes(b"")
         return "abort file", "abort"
-    rel = rng.choice([f for k in ("commitlog", "consumequeue", "index", "checkpoint") for f in facts.files.get(k, [])])
+    rel = rng.choice([f for k in facts.files if k in ("commitlog", "consumequeue", "index", "checkpoint")
+                      or k.startswith("dledger-") for f in facts.files[k]])
     path = store / rel
     if kind == "delete":
         path.unlink(missing_ok=True)
@@ -489,7 +550,7 @@ def _sparse_tail(rng, facts: CorpusFacts, store: Path) -> Applied:
 
 
 MUTATORS = [(_mutate_commitlog, 40), (_mutate_consumequeue, 20), (_mutate_index, 15), (_mutate_checkpoint, 5),
-            (_mutate_config, 8), (None, 12),      # None: structural (delete, stray file, abort ...)
+            (_mutate_config, 8), (_mutate_dledger, 12), (None, 12),      # None: structural (delete, stray file, abort ...)
             (_queue_offset_extreme, 6), (_truncate_consumequeue, 5), (_append_bytes, 5), (_sparse_tail, 4)]
 
 
@@ -630,7 +691,8 @@ def _picker(rng: random.Random, touched: set):
     """
     if rng.random() < 0.2:
         return None
-    segments = {int(Path(t).name) for t in touched if t.startswith("commitlog") and Path(t).name.isdigit()}
+    segments = {int(Path(t).name) for t in touched if Path(t).name.isdigit()
+                and (t.startswith("commitlog") or (t.startswith("dledger-") and Path(t).parent.name == "data"))}
     queues = {tuple(Path(t).parts[1:3]) for t in touched if t.startswith("consumequeue") and len(Path(t).parts) > 3}
 
     def covers(part) -> bool:

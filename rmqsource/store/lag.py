@@ -23,7 +23,6 @@ import os
 from typing import Optional
 
 from ..errors import OptionError
-from ..io.segments import list_segments
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue
 from .consumer_offsets import ConsumerOffsets
@@ -75,8 +74,7 @@ def group_lag(root: str | os.PathLike, config: Optional[StoreConfig] = None, gro
         from .reader import MessageStoreReader
         reader = MessageStoreReader(root, config)
     try:
-        cl_min = reader.commitlog.min_offset if reader else min(
-            (s.start_offset for d in layout.commitlog_dirs for s in list_segments(d)), default=0)
+        cl_min = reader.commitlog.min_offset if reader else _commit_log_min_offset(layout)
 
         def queue_bounds(topic: str, qid: int) -> tuple[int, int]:
             key = (topic, qid)
@@ -125,3 +123,11 @@ def lag_rows_text(rows: list[dict]) -> str:
         total += r["diff"]
     lines.append(f"Diff Total: {total}")
     return "\n".join(lines)
+
+
+def _commit_log_min_offset(layout) -> int:
+    """The CommitLog's first offset from the file names (DLedger data files included), 0 when there is none."""
+    from .commitlog import CommitLog
+    cl = CommitLog(layout)
+    cl.close()
+    return cl.min_offset
