@@ -482,3 +482,15 @@ def test_a_running_stream_fails_when_the_store_changes_layout(spark, tmp_path):
                                                        "with the dLegerSelfId option")
     finally:
         q.stop()
+
+
+@pytest.mark.parametrize("names", ["base", "folder"])
+def test_dledger_folder_moved_by_store_path_dledger_commit_log(names, tmp_path):
+    """storePathDLedgerCommitLog names the folder holding dledger-<selfId>/ (DLedgerConfig's storeBaseDir),
+    or that folder itself."""
+    corpus = dledger_corpora()[0]
+    store = copy_store(corpus / "store", tmp_path / "store")
+    shutil.move(store / "dledger-n0", tmp_path / "elsewhere" / "dledger-n0")
+    key = tmp_path / "elsewhere" if names == "base" else tmp_path / "elsewhere" / "dledger-n0"
+    code, out, err = run_cli(["topics", "-C", f"storePathDLedgerCommitLog={key}", str(store)])
+    assert code == 0 and "messages 1142  commitLogMaxOffset 1181362" in out, err

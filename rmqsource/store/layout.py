@@ -105,8 +105,7 @@ class StoreLayout:
         """
         keys = self.keys
         base = Path(keys.store_path_dledger_commit_log) if keys.store_path_dledger_commit_log else self.root
-        if base != self.root and (base / "data").is_dir() and not base.name.startswith(DLEDGER_PREFIX) \
-                and not any(n.startswith(DLEDGER_PREFIX) for n in _dir_names(base)):
+        if base != self.root and (base / "data").is_dir():
             return base                 # storePathDLedgerCommitLog names the folder itself
         folders = sorted(n for n in _dir_names(base) if n.startswith(DLEDGER_PREFIX))
         announced = keys.enable_dleger_commit_log or bool(keys.store_path_dledger_commit_log)
@@ -123,10 +122,6 @@ class StoreLayout:
         if folders:
             return base / folders[0]
         return base / (DLEDGER_PREFIX + DEFAULT_DLEDGER_SELF_ID) if announced else None
-
-    @property
-    def is_dledger(self) -> bool:
-        return self.dledger_dir is not None
 
     @property
     def dledger_data_dir(self) -> Optional[Path]:
