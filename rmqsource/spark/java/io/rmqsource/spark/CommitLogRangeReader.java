@@ -4,8 +4,10 @@ import io.rmqsource.spark.RmqInputPartition.CommitLogRange;
 import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
+import io.rmqsource.spark.store.DLedgerLog;
 import io.rmqsource.spark.store.Segment;
 import java.nio.ByteBuffer;
 import org.apache.spark.sql.types.StructType;
@@ -26,6 +28,10 @@ final class CommitLogRangeReader extends RecordBatchReader {
     private final boolean tagsCodeNeeded;
     private long pos;
     private boolean first = true;
+    // DLedger data file: pos is the position of the next entry header; index/term follow from entry to entry.
+    private final DLedgerFormat.Header entry;
+    private Long prevIndex;
+    private Long prevTerm;
 
     CommitLogRangeReader(ReadSpec spec, CommitLogRange part, StructType schema) {
         super(spec, part.store, schema);
@@ -41,6 +47,9 @@ final class CommitLogRangeReader extends RecordBatchReader {
         pos = part.start - base;
         end = part.end - base;
         tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
+        entry = seg.dledger ? new DLedgerFormat.Header() : null;
+        // A range of a DLedger file starts at a record (its entry header is 48 bytes before) or at the file start.
+        if (seg.dledger && pos >= DLedgerFormat.ENTRY_HEADER_BYTES) pos -= DLedgerFormat.ENTRY_HEADER_BYTES;
     }
 
     private CorruptRecordError noRecord(String detail) {
@@ -50,6 +59,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
 
     @Override
     protected boolean fill() {
+        if (entry != null) return fillDLedger();
         long fileLen = b.capacity();
         long bufEnd = Math.min(fileLen, end);          // what a read of the range can return
         while (pos < end) {
@@ -97,6 +107,54 @@ final class CommitLogRangeReader extends RecordBatchReader {
             pos += total;
             offerWholeStore();
         }
+        return false;
+    }
+
+    /**
+     * The records of a DLedger data file in [start, end): entry by entry, each header checked as DLedger
+     * recovery checks it and its record as any CommitLog record at its own offset.  Below the valid end
+     * every entry must hold (the end was found by the same header walk); a blank ends the file.
+     */
+    private boolean fillDLedger() {
+        long limit = Math.min(segLen, b.capacity());
+        while (pos + DLedgerFormat.ENTRY_HEADER_BYTES < end) {     // the next record starts inside the range
+            if (columns.full()) return true;
+            DLedgerFormat.decodeEntry(b, pos, limit, entry);
+            if (entry.kind == DLedgerFormat.BLANK) break;
+            if (entry.kind == DLedgerFormat.END) throw noRecord("the DLedger data ends here (zero bytes)");
+            String[] problem = DLedgerFormat.headerProblem(entry, base + pos, prevIndex, prevTerm);
+            if (problem != null) {
+                if (first) {
+                    throw new CorruptRecordError("no record starts at CommitLog offset " + part.start + " (no valid "
+                            + "DLedger entry header before it: " + problem[1] + ")", seg.path, pos);
+                }
+                throw noRecord("DLedger entry header: " + problem[1]);
+            }
+            prevIndex = entry.index;
+            prevTerm = entry.term;
+            long rec = pos + DLedgerFormat.ENTRY_HEADER_BYTES;
+            if (rec + entry.bodyLen > end) {
+                throw new CorruptRecordError("record of " + entry.bodyLen + " bytes runs past the range end " + part.end
+                        + " (the valid CommitLog end or a split point)", seg.path, rec);
+            }
+            if (rec + entry.bodyLen > limit) {
+                throw DLedgerLog.corruptRecord(seg, rec, "the entry's record of " + entry.bodyLen
+                        + " bytes runs past the file end " + limit);
+            }
+            String bad = record.decode(b, (int) rec, entry.bodyLen, -1);
+            if (bad == null && record.totalSize != entry.bodyLen) {
+                bad = "record totalSize " + record.totalSize + " is not the entry's bodyLen " + entry.bodyLen;
+            } else if (bad == null && record.phyOffset != base + rec) {
+                bad = "record PHYSICALOFFSET " + record.phyOffset + " is not its offset " + (base + rec);
+            }
+            if (bad != null) throw DLedgerLog.corruptRecord(seg, rec, bad);
+            recordsRead++;
+            bytesRead += record.totalSize;
+            first = false;
+            pos = rec + entry.bodyLen;
+            offerWholeStore();
+        }
+        pos = end;
         return false;
     }
 

@@ -1,6 +1,7 @@
 package io.rmqsource.spark.store;
 
 import io.rmqsource.spark.format.Record;
+import java.io.File;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,15 +9,33 @@ import java.util.List;
 /**
  * CommitLog, read side (twin of rmqsource/store/commitlog.py): segments of every CommitLog
  * directory, records at offsets, and the valid end by RocketMQ's recovery walk (spec 7.3).
+ * A DLedger store adds its data files ({@code dledger-<id>/data/}) to the same offset space: they
+ * hold the offsets from the first of them on (dividedCommitlogOffset), each record behind a
+ * 48-byte entry header (see {@link DLedgerLog}).
  */
 public final class CommitLog {
     public final Segments segments;
+    /** Index of the first DLedger data file in the segment list, or -1 for a store without one. */
+    public final int firstDLedgerSegment;
 
     public CommitLog(StoreLayout layout) {
         List<Segment> all = new ArrayList<>();
         for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(d));
         all.sort(Segment.BY_START_OFFSET);
+        File dledgerData = layout.dledgerDataDir();
+        List<Segment> dledger = dledgerData == null ? List.of() : Segments.listDirectory(dledgerData.getPath(), true);
+        if (!dledger.isEmpty()) {
+            // commitlog/ files below dividedCommitlogOffset only: the rest of the space is DLedger's.
+            long divided = dledger.get(0).startOffset;
+            all.removeIf(seg -> seg.startOffset >= divided);
+            all.addAll(dledger);
+        }
+        this.firstDLedgerSegment = dledger.isEmpty() ? -1 : all.size() - dledger.size();
         this.segments = new Segments(all, 0);
+    }
+
+    public boolean isDLedger() {
+        return firstDLedgerSegment >= 0;
     }
 
     public long minOffset() {
@@ -47,10 +66,18 @@ public final class CommitLog {
         int idx = segments.indexOf(seg);
         long pos = start - seg.startOffset;
         Record.Check c = lastStep != null ? lastStep : new Record.Check();
+        DLedgerLog.Walk entries = isDLedger() ? new DLedgerLog.Walk(segments, checkCrc) : null;
         while (idx >= 0 && idx < segments.list.size()) {
             seg = segments.list.get(idx);
             ByteBuffer b = segments.map(seg);
             long limit = Math.min(segments.lengthOf(seg), b.capacity());
+            if (seg.dledger) {
+                long stop = entries.segment(seg, b, pos, limit, visitor, c);
+                if (stop >= 0) return stop;
+                idx++;
+                pos = 0;
+                continue;
+            }
             while (true) {
                 if (pos + 8 > limit) {
                     c.kind = Record.END;
