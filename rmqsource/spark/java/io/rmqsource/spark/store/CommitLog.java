@@ -19,19 +19,30 @@ public final class CommitLog {
     public final int firstDLedgerSegment;
 
     public CommitLog(StoreLayout layout) {
+        List<Segment> all = listFiles(layout);
+        int first = -1;
+        for (int i = all.size() - 1; i >= 0 && all.get(i).dledger; i--) first = i;
+        this.firstDLedgerSegment = first;
+        this.segments = new Segments(all, 0);
+    }
+
+    /**
+     * The files of the CommitLog's offset space, sorted: the CommitLog directories' and, in a DLedger
+     * store, the DLedger data files, which hold the offsets from the first of them on
+     * (dividedCommitlogOffset).
+     */
+    public static List<Segment> listFiles(StoreLayout layout) {
         List<Segment> all = new ArrayList<>();
         for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(d));
         all.sort(Segment.BY_START_OFFSET);
         File dledgerData = layout.dledgerDataDir();
         List<Segment> dledger = dledgerData == null ? List.of() : Segments.listDirectory(dledgerData.getPath(), true);
         if (!dledger.isEmpty()) {
-            // commitlog/ files below dividedCommitlogOffset only: the rest of the space is DLedger's.
             long divided = dledger.get(0).startOffset;
             all.removeIf(seg -> seg.startOffset >= divided);
             all.addAll(dledger);
         }
-        this.firstDLedgerSegment = dledger.isEmpty() ? -1 : all.size() - dledger.size();
-        this.segments = new Segments(all, 0);
+        return all;
     }
 
     public boolean isDLedger() {

@@ -75,6 +75,19 @@ public final class DLedgerLog {
         return null;
     }
 
+    /**
+     * Whether a valid entry header (magic, pos, size, bodyLen) precedes the {@code size}-byte record at
+     * file position {@code rec} of a DLedger data file starting at {@code fileStart}: a ConsumeQueue unit
+     * pointing there names a record DLedger wrote.
+     */
+    public static boolean entryHoldsRecord(ByteBuffer b, long rec, long fileStart, int size) {
+        long e = rec - DLedgerFormat.ENTRY_HEADER_BYTES;
+        if (e < 0 || rec > b.capacity()) return false;
+        DLedgerFormat.Header h = DLedgerFormat.decodeEntry(b, e, rec, new DLedgerFormat.Header());
+        return h.kind == DLedgerFormat.ENTRY && DLedgerFormat.headerProblem(h, fileStart + e, null, null) == null
+                && h.bodyLen == size;
+    }
+
     /** The CorruptRecordError for a record failing inside a valid DLedger entry header. */
     public static CorruptRecordError corruptRecord(Segment seg, long rec, String reason) {
         return new CorruptRecordError("no valid record in the DLedger entry at CommitLog offset "
