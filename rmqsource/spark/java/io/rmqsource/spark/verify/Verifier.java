@@ -1,5 +1,6 @@
 package io.rmqsource.spark.verify;
 
+import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.JsonText;
 import io.rmqsource.spark.format.Properties;
 import io.rmqsource.spark.format.Record;
@@ -108,6 +109,8 @@ final class Verifier {
     String run() {
         cl = new CommitLog(layout);
         long end;
+        File dledgerDir = cl.isDLedger() ? layout.dledgerDir() : null;
+        dledger = dledgerDir == null ? null : new DLedgerCheck(dledgerDir, report);
         try {
             clMin = cl.minOffset();
             checkSegmentFiles();
@@ -116,8 +119,10 @@ final class Verifier {
             drainCursors(end);
         } finally {
             cl.segments.close();
+            if (dledger != null) dledger.close();
         }
         reportUnmatchedRecords();
+        if (dledger != null) dledger.finish();
         long cqUnits = 0;
         long cqExpired = 0;
         StringBuilder maxOffsets = new StringBuilder();
@@ -226,10 +231,85 @@ final class Verifier {
         List<Segment> segs = cl.list();
         for (int si = 0; si < segs.size(); si++) {
             Segment seg = segs.get(si);
-            long segEnd = walkSegment(seg, cl.segments.lengthOf(seg), si == segs.size() - 1);
-            if (segEnd >= 0) end = segEnd;
+            boolean last = si == segs.size() - 1;
+            long segEnd = seg.dledger ? walkDLedgerSegment(seg, cl.segments.lengthOf(seg), last)
+                    : walkSegment(seg, cl.segments.lengthOf(seg), last);
+            if (segEnd >= 0) {
+                end = segEnd;
+                if (seg.dledger) break;                 // DLedger recovery drops every later entry
+            }
         }
         return end;
+    }
+
+    // DLedger walk state: entries carry index and term across files.
+    private final DLedgerFormat.Header entry = new DLedgerFormat.Header();
+    private Long prevEntryIndex;
+    private Long prevEntryTerm;
+    private DLedgerCheck dledger;
+
+    /**
+     * Windows of entries of one DLedger data file (each a 48-byte header, then one CommitLog record checked
+     * as any record); returns the valid end when the data ends inside it, else -1.  The first header failing
+     * a DLedger recovery check ends the data (entry-header); a record failing its checks is a commitlog
+     * problem of the data file but does not end the data (recovery reads headers only).
+     */
+    private long walkDLedgerSegment(Segment seg, long segLen, boolean last) {
+        String rel = report.rel(seg.path);
+        ByteBuffer b = Segments.mapFile(seg.path);
+        long limit = Math.min(segLen, b.capacity());
+        long e = 0;
+        while (true) {
+            long windowStart = e;
+            startWindow(b, seg, (int) limit);
+            long stop = -2;                                     // -2: window full, -1: next file, else the data's end
+            while (stop == -2 && e - windowStart < CHUNK_BYTES) {
+                DLedgerFormat.decodeEntry(b, e, limit, entry);
+                if (entry.kind == DLedgerFormat.BLANK) {
+                    stop = last ? seg.startOffset + e : -1;
+                    break;
+                }
+                if (entry.kind == DLedgerFormat.END) {
+                    stop = seg.startOffset + e;
+                    break;
+                }
+                String[] bad = DLedgerFormat.headerProblem(entry, seg.startOffset + e, prevEntryIndex, prevEntryTerm);
+                if (bad != null) {
+                    report.add("dledger", "entry-header", rel, e, "DLedger entry header fails the recovery check on "
+                            + bad[0] + ": " + bad[1] + "; recovery ends the data here", "a valid entry header", bad[0]);
+                    stop = seg.startOffset + e;
+                    break;
+                }
+                prevEntryIndex = entry.index;
+                prevEntryTerm = entry.term;
+                dledger.entry(entry, seg.startOffset + e);
+                long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
+                int total = rec + 8 <= limit ? b.getInt((int) rec) : 0;
+                int magic = rec + 8 <= limit ? b.getInt((int) rec + 4) : 0;
+                if (rec + entry.bodyLen > limit || total != entry.bodyLen
+                        || (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2)) {
+                    report.add("commitlog", "record-length", rel, rec, "the DLedger entry's record is not a record of "
+                            + "its bodyLen " + entry.bodyLen + " bytes" + (rec + entry.bodyLen > limit
+                            ? " (it runs past the end of the file)" : ""), Integer.toString(entry.bodyLen),
+                            (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) ? String.format("magic 0x%08X", magic)
+                                    : Integer.toString(total));
+                } else {
+                    checkRecord(b, (int) rec, entry.bodyLen);
+                }
+                e = rec + entry.bodyLen;
+            }
+            long windowEnd = seg.startOffset + e;
+            takeUnits(windowEnd);
+            endWindow(rel);
+            checkUnitsAndEntries(windowEnd);
+            report.progress(e - windowStart);
+            if (stop == -2) continue;
+            report.progress(segLen - e);
+            if (stop >= 0 && !last && entry.kind == DLedgerFormat.END) {
+                return dataEnds(b, seg, rel, (int) e, segLen, false, "zero bytes");
+            }
+            return stop;
+        }
     }
 
     /** Windows of one segment; returns the valid end when the data ends inside it, else -1. */
@@ -317,15 +397,20 @@ final class Verifier {
     private int windowLimit;
 
     private Chain walkWindow(ByteBuffer b, Segment seg, int pos, int n, long segRemaining) {
+        startWindow(b, seg, pos + n);
+        return Chain.walk(b, seg.path, pos, n, segRemaining, recordChecker);
+    }
+
+    /** A new window of {@code seg}, whose records lie below file position {@code limit}. */
+    private void startWindow(ByteBuffer b, Segment seg, int limit) {
         w.clear();
         fieldProblems.clear();
         phyProblems = new Listed("phy-offset");
         bodyCrcs = new Listed("body-crc");
         recordCrcs = new Listed("record-crc");
         windowSegment = seg;
-        windowLimit = pos + n;
+        windowLimit = limit;
         recordChecker.buffer = b;
-        return Chain.walk(b, seg.path, pos, n, segRemaining, recordChecker);
     }
 
     private void endWindow(String rel) {
@@ -344,7 +429,8 @@ final class Verifier {
         int tid = reason == null ? recordTopicId(b, f.topicPos, f.topicLen) : -1;
         if (tid < 0) {
             if (reason == null) reason = Record.topicProblem(b, f.topicPos, f.topicLen);
-            invalidAt = Math.min(invalidAt, seg.startOffset + p);
+            // (DLedger recovery reads entry headers only: a bad record inside a valid entry ends nothing)
+            if (!seg.dledger) invalidAt = Math.min(invalidAt, seg.startOffset + p);
             fieldProblems.add(new Object[] {p, reason});
             return;
         }
