@@ -264,7 +264,11 @@ final class Verifier {
             startWindow(b, seg, (int) limit);
             long stop = -2;                                     // -2: window full, -1: next file, else the data's end
             while (stop == -2 && e - windowStart < CHUNK_BYTES) {
-                DLedgerFormat.decodeEntry(b, e, limit, entry);
+                if (FileReads.reachesNewPage(e, 8) && zeroHead(seg.path, e, limit)) {
+                    entry.kind = DLedgerFormat.END;         // (past the data the page may be a hole: not mapped in)
+                } else {
+                    DLedgerFormat.decodeEntry(b, e, limit, entry);
+                }
                 if (entry.kind == DLedgerFormat.BLANK) {
                     stop = last ? seg.startOffset + e : -1;
                     break;
@@ -368,6 +372,13 @@ final class Verifier {
             }
             return dataEnds(b, seg, rel, p, segLen, last, c.detail);
         }
+    }
+
+    /** Whether the 8 bytes at {@code p} (read with read(2)) are zeros or past the data: the DLedger data ends. */
+    private static boolean zeroHead(String path, long p, long limit) {
+        if (p + 8 > limit) return true;
+        ByteBuffer h = FileReads.read(path, p, 8);
+        return h.limit() < 8 || h.getLong(0) == 0;
     }
 
     /** No record starts at {@code p} (zeros, an unknown magic, the file's end): the valid data ends there. */
