@@ -91,16 +91,17 @@ public final class DLedgerFormat {
         return null;
     }
 
-    /** Why the 32-byte index entry at {@code pos} disagrees with the data header it indexes, else null. */
-    public static String indexEntryProblem(ByteBuffer idx, int pos, Header h, long entryPos) {
+    /**
+     * {field, data header's value, index entry's value} of the first field (magic, pos, size, index, term) in
+     * which the 32-byte index entry at {@code pos} disagrees with the data entry it indexes, else null.
+     */
+    public static String[] indexEntryProblem(ByteBuffer idx, int pos, Header h, long entryPos) {
         String[] names = {"magic", "pos", "size", "index", "term"};
         long[] got = {idx.getInt(pos), idx.getLong(pos + 4), idx.getInt(pos + 12), idx.getLong(pos + 16),
             idx.getLong(pos + 24)};
         long[] want = {h.magic, entryPos, h.size, h.index, h.term};
         for (int i = 0; i < names.length; i++) {
-            if (got[i] != want[i]) {
-                return "index entry " + names[i] + " " + got[i] + " but the data entry has " + want[i];
-            }
+            if (got[i] != want[i]) return new String[] {names[i], Long.toString(want[i]), Long.toString(got[i])};
         }
         return null;
     }

@@ -109,20 +109,21 @@ final class Verifier {
     String run() {
         cl = new CommitLog(layout);
         long end;
-        File dledgerDir = cl.isDLedger() ? layout.dledgerDir() : null;
-        dledger = dledgerDir == null ? null : new DLedgerCheck(dledgerDir, report);
+        File dledgerDir = layout.dledgerDir();
+        dledger = dledgerDir == null ? null : new DLedgerChecks(dledgerDir, report);
         try {
             clMin = cl.minOffset();
             checkSegmentFiles();
             openCursors();
-            end = Math.min(walkCommitLog(), invalidAt);
+            end = walkCommitLog();
+            if (!cl.isDLedger()) end = Math.min(end, invalidAt);     // DLedger recovery checks entry headers only
             drainCursors(end);
         } finally {
             cl.segments.close();
             if (dledger != null) dledger.close();
         }
-        reportUnmatchedRecords();
         if (dledger != null) dledger.finish();
+        reportUnmatchedRecords();
         long cqUnits = 0;
         long cqExpired = 0;
         StringBuilder maxOffsets = new StringBuilder();
@@ -246,7 +247,7 @@ final class Verifier {
     private final DLedgerFormat.Header entry = new DLedgerFormat.Header();
     private Long prevEntryIndex;
     private Long prevEntryTerm;
-    private DLedgerCheck dledger;
+    private DLedgerChecks dledger;
 
     /**
      * Windows of entries of one DLedger data file (each a 48-byte header, then one CommitLog record checked
@@ -278,25 +279,31 @@ final class Verifier {
                     break;
                 }
                 String[] bad = DLedgerFormat.headerProblem(entry, seg.startOffset + e, prevEntryIndex, prevEntryTerm);
+                if (bad == null && entry.size > segLen - e) {
+                    bad = new String[] {"size", "entry size " + entry.size + " runs past the end of the file ("
+                        + (segLen - e) + " bytes left)"};
+                }
                 if (bad != null) {
-                    report.add("dledger", "entry-header", rel, e, "DLedger entry header fails the recovery check on "
-                            + bad[0] + ": " + bad[1] + "; recovery ends the data here", "a valid entry header", bad[0]);
+                    report.add("dledger", "entry-header", rel, e, "DLedger entry header fails recovery's " + bad[0]
+                            + " check: " + bad[1] + "; the data ends here", null, bad[0]);
+                    stop = seg.startOffset + e;
+                    break;
+                }
+                if (e > windowStart && e + entry.size - windowStart > CHUNK_BYTES) break;   // next window: whole entries
+                long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
+                if (rec + entry.bodyLen > limit) {
+                    report.add("commitlog", "record-length", rel, rec, "record runs past the end of the data file",
+                            Integer.toString(entry.bodyLen), Long.toString(Math.max(0, limit - rec)));
                     stop = seg.startOffset + e;
                     break;
                 }
                 prevEntryIndex = entry.index;
                 prevEntryTerm = entry.term;
                 dledger.entry(entry, seg.startOffset + e);
-                long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
-                int total = rec + 8 <= limit ? b.getInt((int) rec) : 0;
-                int magic = rec + 8 <= limit ? b.getInt((int) rec + 4) : 0;
-                if (rec + entry.bodyLen > limit || total != entry.bodyLen
-                        || (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2)) {
-                    report.add("commitlog", "record-length", rel, rec, "the DLedger entry's record is not a record of "
-                            + "its bodyLen " + entry.bodyLen + " bytes" + (rec + entry.bodyLen > limit
-                            ? " (it runs past the end of the file)" : ""), Integer.toString(entry.bodyLen),
-                            (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) ? String.format("magic 0x%08X", magic)
-                                    : Integer.toString(total));
+                int total = b.getInt((int) rec);
+                if (total != entry.bodyLen) {
+                    report.add("commitlog", "record-length", rel, rec, "record totalSize is not the DLedger entry's "
+                            + "bodyLen", Integer.toString(entry.bodyLen), Integer.toString(total));
                 } else {
                     checkRecord(b, (int) rec, entry.bodyLen);
                 }
@@ -309,9 +316,7 @@ final class Verifier {
             report.progress(e - windowStart);
             if (stop == -2) continue;
             report.progress(segLen - e);
-            if (stop >= 0 && !last && entry.kind == DLedgerFormat.END) {
-                return dataEnds(b, seg, rel, (int) e, segLen, false, "zero bytes");
-            }
+            if (stop >= 0 && entry.kind == DLedgerFormat.END) return dataEnds(b, seg, rel, (int) e, segLen, last, "zero bytes");
             return stop;
         }
     }
@@ -440,8 +445,7 @@ final class Verifier {
         int tid = reason == null ? recordTopicId(b, f.topicPos, f.topicLen) : -1;
         if (tid < 0) {
             if (reason == null) reason = Record.topicProblem(b, f.topicPos, f.topicLen);
-            // (DLedger recovery reads entry headers only: a bad record inside a valid entry ends nothing)
-            if (!seg.dledger) invalidAt = Math.min(invalidAt, seg.startOffset + p);
+            invalidAt = Math.min(invalidAt, seg.startOffset + p);
             fieldProblems.add(new Object[] {p, reason});
             return;
         }
