@@ -44,8 +44,9 @@ def is_dledger(path: Path) -> bool:
     return Path(path).is_relative_to(DLEDGER_GOLDEN_ROOT)
 
 
-DLEDGER_WRITE_SKIP = ("DLedger corpus: a DLedger store is written by its Raft group and rmqsource refuses to "
-                      "write it (tests/test_layouts.py asserts the refusal)")
+DLEDGER_WRITE_SKIP = ("DLedger corpus: a DLedger store is written and recovered by its Raft group; rmqsource "
+                      "refuses put, the sinks and recover on it (test_layouts.py and test_recovery_golden.py "
+                      "assert the refusal)")
 
 
 def crash_cases() -> list[Path]:
@@ -106,6 +107,13 @@ def corpus_names() -> list[str]:
     return [p.name for p in corpora()]
 
 
+def writable_names() -> list:
+    """Corpus names as pytest parameters for tests that write stores, a DLedger one skipped with the reason."""
+    import pytest
+    return [pytest.param(p.name, id=p.name, marks=pytest.mark.skip(reason=DLEDGER_WRITE_SKIP)) if is_dledger(p)
+            else p.name for p in corpora()]
+
+
 def tree_bytes(base: Path) -> dict[str, bytes]:
     """Every file under ``base`` (relative path -> bytes), to compare two stores' files."""
     base = Path(base)
@@ -129,3 +137,10 @@ def engine_json(value):
     if isinstance(value, dict):
         return {k: (None if k == "body" and v == "" else engine_json(v)) for k, v in value.items()}
     return value
+
+
+def writable(paths: list[Path]) -> list:
+    """``paths`` as pytest parameters, a DLedger one skipped with the reason (tests that write the store)."""
+    import pytest
+    return [pytest.param(p, id=case_id(p), marks=pytest.mark.skip(reason=DLEDGER_WRITE_SKIP)) if is_dledger(p)
+            else pytest.param(p, id=case_id(p)) for p in paths]

@@ -16,13 +16,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from golden import copy_store, corpora, corpus_of, crash_cases, read_jsonl
-from test_spark_batch import damaged_records, expected_messages, plan_of, rmq
+from test_spark_batch import expected_messages, plan_of, rmq, torn_record
 
 pytestmark = pytest.mark.spark
 
 CORPORA = corpora()
-# A case whose engine serves a damaged record fails a full read (test_torn_record_inside_an_entry_is_an_error).
-CRASH = [c for c in crash_cases() if not damaged_records(c)]
+# A case whose engine serves a torn record fails a full read (test_spark_batch asserts the typed error).
+CRASH = [c for c in crash_cases() if not torn_record(c)]
 
 
 def expected_keys(expected_dir: Path) -> list[tuple]:

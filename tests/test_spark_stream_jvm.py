@@ -20,7 +20,7 @@ from rmqsource.spark.jar import jar_path
 from rmqsource.store.consumequeue import ConsumeQueue
 from rmqsource.store.lag import group_lag
 from rmqsource.store.layout import StoreLayout
-from test_spark_batch import damaged_records
+from test_spark_batch import torn_record
 from test_spark_stream import fill
 
 pytestmark = pytest.mark.spark
@@ -183,7 +183,7 @@ def test_stream_rows_equal_the_batch_scan_column_for_column(jvm_spark, tmp_path,
 
 
 # (a stream follows ConsumeQueue files: a store without them, which the engine re-dispatches, has no queue yet)
-@pytest.mark.parametrize("case", [c for c in crash_cases() if is_dledger(c) and not damaged_records(c)
+@pytest.mark.parametrize("case", [c for c in crash_cases() if is_dledger(c) and not torn_record(c)
                                   and (c / "store" / "consumequeue").is_dir()],
                          ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_stream_admits_what_the_engine_serves_after_a_dledger_crash(jvm_spark, tmp_path, case):
