@@ -155,7 +155,12 @@ final class StoreWatcher implements QueueTail.Verifier {
                 if (phy >= dledgerEnd(cl)) continue;           // past the DLedger data's valid end: look again
                 if (!DLedgerLog.entryHoldsRecord(b, pos, seg.startOffset, size)) return false;
             }
-            if (record.decode(b, (int) pos, b.capacity() - pos, size) != null) return false;
+            if (record.decode(b, (int) pos, b.capacity() - pos, size) != null) {
+                // A whole DLedger entry whose record is damaged stays below DLedger's end: admitted, and reading
+                // it fails with the typed error a batch read gives (never skipped in silence).
+                int magic = b.getInt((int) pos + 4);
+                return seg.dledger && b.getInt((int) pos) == size && (magic == Record.MAGIC_V1 || magic == Record.MAGIC_V2);
+            }
             if (queue.topic.startsWith("%LMQ%")) return true;
             byte[] t = queue.topic.getBytes(StandardCharsets.UTF_8);
             return record.queueId == queue.queueId && record.queueOffset == offset && record.topicLen == t.length
