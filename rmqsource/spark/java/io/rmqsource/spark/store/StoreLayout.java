@@ -16,7 +16,7 @@ import java.util.List;
  * Where things live under a store root (spec 1), twin of rmqsource/store/layout.py. {@link #checkSupported}
  * is the one place that decides whether the files (and the store config) are a layout this package reads;
  * a store holding data of another layout is refused with one UnsupportedLayoutError naming the folder.
- * DLedger stores ({@code dledger-<selfId>/}) are read; {@link #checkWritable} refuses to write them.
+ * DLedger stores ({@code dledger-<selfId>/}) are read (the Python writer refuses to write them).
  */
 public final class StoreLayout implements Serializable {
     private static final long serialVersionUID = 2L;
@@ -101,19 +101,6 @@ public final class StoreLayout implements Serializable {
         }
         if (!folders.isEmpty()) return new File(base, folders.get(0));
         return announced ? new File(base, DLEDGER_PREFIX + DEFAULT_DLEDGER_SELF_ID) : null;
-    }
-
-    /**
-     * UnsupportedLayoutError when the store is one this package reads but does not write (DLedger), with
-     * layout.py's check_writable text.
-     */
-    public void checkWritable() {
-        checkSupported();
-        File d = dledgerDir();
-        if (d != null) {
-            throw new UnsupportedLayoutError("a DLedger store (" + d.getName() + ") is written by its Raft group; "
-                    + "rmqsource reads it but does not write it", root, -1);
-        }
     }
 
     /** The DLedger data folder ({@code dledger-<selfId>/data}), or null when the store has none. */
