@@ -1,5 +1,6 @@
 package io.rmqsource.spark.store;
 
+import io.rmqsource.spark.errors.FormatError;
 import io.rmqsource.spark.format.Record;
 import java.io.File;
 import java.nio.ByteBuffer;
@@ -38,8 +39,13 @@ public final class CommitLog {
         File dledgerData = layout.dledgerDataDir();
         List<Segment> dledger = dledgerData == null ? List.of() : Segments.listDirectory(dledgerData.getPath(), true);
         if (!dledger.isEmpty()) {
-            long divided = dledger.get(0).startOffset;
-            all.removeIf(seg -> seg.startOffset >= divided);
+            Segment first = dledger.get(0);
+            for (Segment seg : all) {
+                if (seg.startOffset >= first.startOffset) {
+                    throw new FormatError("CommitLog file starts at " + seg.startOffset + ", not below the first DLedger "
+                            + "data file " + first.path + " (offsets at and past it are DLedger's)", seg.path, -1);
+                }
+            }
             all.addAll(dledger);
         }
         return all;
