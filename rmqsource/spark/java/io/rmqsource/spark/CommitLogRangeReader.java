@@ -7,7 +7,6 @@ import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
-import io.rmqsource.spark.store.DLedgerLog;
 import io.rmqsource.spark.store.Segment;
 import java.nio.ByteBuffer;
 import org.apache.spark.sql.types.StructType;
@@ -121,36 +120,30 @@ final class CommitLogRangeReader extends RecordBatchReader {
             if (columns.full()) return true;
             DLedgerFormat.decodeEntry(b, pos, limit, entry);
             if (entry.kind == DLedgerFormat.BLANK) break;
-            if (entry.kind == DLedgerFormat.END) throw noRecord("the DLedger data ends here (zero bytes)");
+            if (entry.kind == DLedgerFormat.END) {
+                throw new CorruptRecordError("the DLedger data ends at CommitLog offset " + (base + pos)
+                        + ", below the end " + part.end + " this read was planned with", seg.path, pos);
+            }
             String[] problem = DLedgerFormat.headerProblem(entry, base + pos, prevIndex, prevTerm);
+            if (problem == null && pos + entry.size > segLen) {
+                problem = new String[] {"size", "entry size " + entry.size + " runs past the end of the file"};
+            }
             if (problem != null) {
-                if (first) {
-                    throw new CorruptRecordError("no record starts at CommitLog offset " + part.start + " (no valid "
-                            + "DLedger entry header before it: " + problem[1] + ")", seg.path, pos);
-                }
-                throw noRecord("DLedger entry header: " + problem[1]);
+                throw new CorruptRecordError("DLedger entry header below the end " + part.end
+                        + " this read was planned with: " + problem[1], seg.path, pos);
+            }
+            if (pos + entry.size > limit) {
+                throw new CorruptRecordError("the file ends inside the DLedger entry of " + entry.size
+                        + " bytes that starts here", seg.path, pos);
             }
             prevIndex = entry.index;
             prevTerm = entry.term;
             long rec = pos + DLedgerFormat.ENTRY_HEADER_BYTES;
-            if (rec + entry.bodyLen > end) {
-                throw new CorruptRecordError("record of " + entry.bodyLen + " bytes runs past the range end " + part.end
-                        + " (the valid CommitLog end or a split point)", seg.path, rec);
+            decode(b, (int) rec, entry.bodyLen, entry.bodyLen, seg.path);     // the record fills its entry exactly
+            if (record.phyOffset != base + rec) {
+                throw new CorruptRecordError("record PHYSICALOFFSET " + record.phyOffset + " is not its offset "
+                        + (base + rec), seg.path, rec);
             }
-            if (rec + entry.bodyLen > limit) {
-                throw DLedgerLog.corruptRecord(seg, rec, "the entry's record of " + entry.bodyLen
-                        + " bytes runs past the file end " + limit);
-            }
-            String bad = record.decode(b, (int) rec, entry.bodyLen, -1);
-            if (bad == null && record.totalSize != entry.bodyLen) {
-                bad = "record totalSize " + record.totalSize + " is not the entry's bodyLen " + entry.bodyLen;
-            } else if (bad == null && record.phyOffset != base + rec) {
-                bad = "record PHYSICALOFFSET " + record.phyOffset + " is not its offset " + (base + rec);
-            }
-            if (bad != null) throw DLedgerLog.corruptRecord(seg, rec, bad);
-            recordsRead++;
-            bytesRead += record.totalSize;
-            first = false;
             pos = rec + entry.bodyLen;
             offerWholeStore();
         }

@@ -60,7 +60,7 @@ public final class DLedgerLog {
      * bytes up to {@code limit}) is not a CommitLog record at that offset, else null; {@code c} then
      * holds its size and store timestamp.
      */
-    public static String recordProblem(Segment seg, ByteBuffer b, long rec, int bodyLen, long limit, boolean checkCrc,
+    private static String recordProblem(Segment seg, ByteBuffer b, long rec, int bodyLen, long limit, boolean checkCrc,
                                        Record.Check c) {
         if (rec + bodyLen > limit) {
             return "the entry's record of " + bodyLen + " bytes runs past the file end " + limit;
@@ -89,7 +89,7 @@ public final class DLedgerLog {
     }
 
     /** The CorruptRecordError for a record failing inside a valid DLedger entry header. */
-    public static CorruptRecordError corruptRecord(Segment seg, long rec, String reason) {
+    private static CorruptRecordError corruptRecord(Segment seg, long rec, String reason) {
         return new CorruptRecordError("no valid record in the DLedger entry at CommitLog offset "
                 + (seg.startOffset + rec - DLedgerFormat.ENTRY_HEADER_BYTES) + " (record offset "
                 + (seg.startOffset + rec) + "): " + reason, seg.path, rec);
