@@ -15,11 +15,12 @@ import textwrap
 
 import pytest
 
-from golden import corpora
+from golden import corpora, corpus_of, crash_cases, expected_get_files, is_dledger, read_jsonl
 from rmqsource.spark.jar import jar_path
 from rmqsource.store.consumequeue import ConsumeQueue
 from rmqsource.store.lag import group_lag
 from rmqsource.store.layout import StoreLayout
+from test_spark_batch import torn_record
 from test_spark_stream import fill
 
 pytestmark = pytest.mark.spark
@@ -179,3 +180,32 @@ def test_stream_rows_equal_the_batch_scan_column_for_column(jvm_spark, tmp_path,
         rows.sort(key=lambda r: tuple(r[k] for k in key))
         expected = [r.asDict() for r in batch] if columns is None else [{c: r[c] for c in columns} for r in batch]
         assert [r.asDict() for r in rows] == expected
+
+
+# (a stream follows ConsumeQueue files: a store without them, which the engine re-dispatches, has no queue yet)
+@pytest.mark.parametrize("case", [c for c in crash_cases() if is_dledger(c) and (c / "store" / "consumequeue").is_dir()],
+                         ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_stream_admits_what_the_engine_serves_after_a_dledger_crash(jvm_spark, tmp_path, case):
+    """Units past the DLedger data's valid end (a torn or garbage entry header) are never admitted, units
+    below it are, whatever the DLedger checkpoint says: the rows are the engine's get answers.  A record
+    torn inside an intact entry (the engine serves its garbage) fails the query with a typed error."""
+    spark = jvm_spark
+    corpus = corpus_of(case)
+    want = set()
+    for topic, qid, path in expected_get_files(case / "expected"):
+        want |= {(topic, qid, line["queueOffset"], line["commitLogOffset"]) for line in read_jsonl(path)[:-1]}
+    rows = []
+    q = (spark.readStream.format("rmq").option("config", str(corpus / "store.properties"))
+         .option("topicPattern", ".*").option("startingOffsets", "earliest").load(str(case / "store"))
+         .select("topic", "queueId", "queueOffset", "commitLogOffset")
+         .writeStream.foreachBatch(lambda d, i: rows.extend(tuple(r) for r in d.collect()))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    torn = torn_record(case)
+    if torn is not None:
+        with pytest.raises(Exception) as e:
+            q.awaitTermination(240)
+        assert "CorruptRecordError" in str(e.value) and "dledger-n0/data/" in str(e.value), str(e.value)[:2000]
+        return
+    assert q.awaitTermination(240) and q.exception() is None, str(q.exception())
+    assert len(rows) == len(set(rows))
+    assert set(rows) == want

@@ -4,6 +4,7 @@ import io.rmqsource.spark.RmqInputPartition.CommitLogRange;
 import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import io.rmqsource.spark.store.Segment;
@@ -26,6 +27,10 @@ final class CommitLogRangeReader extends RecordBatchReader {
     private final boolean tagsCodeNeeded;
     private long pos;
     private boolean first = true;
+    // DLedger data file: pos is the position of the next entry header; index/term follow from entry to entry.
+    private final DLedgerFormat.Header entry;
+    private Long prevIndex;
+    private Long prevTerm;
 
     CommitLogRangeReader(ReadSpec spec, CommitLogRange part, StructType schema) {
         super(spec, part.store, schema);
@@ -41,6 +46,9 @@ final class CommitLogRangeReader extends RecordBatchReader {
         pos = part.start - base;
         end = part.end - base;
         tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
+        entry = seg.dledger ? new DLedgerFormat.Header() : null;
+        // A range of a DLedger file starts at a record (its entry header is 48 bytes before) or at the file start.
+        if (seg.dledger && pos >= DLedgerFormat.ENTRY_HEADER_BYTES) pos -= DLedgerFormat.ENTRY_HEADER_BYTES;
     }
 
     private CorruptRecordError noRecord(String detail) {
@@ -50,6 +58,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
 
     @Override
     protected boolean fill() {
+        if (entry != null) return fillDLedger();
         long fileLen = b.capacity();
         long bufEnd = Math.min(fileLen, end);          // what a read of the range can return
         while (pos < end) {
@@ -97,6 +106,48 @@ final class CommitLogRangeReader extends RecordBatchReader {
             pos += total;
             offerWholeStore();
         }
+        return false;
+    }
+
+    /**
+     * The records of a DLedger data file in [start, end): entry by entry, each header checked as DLedger
+     * recovery checks it and its record as any CommitLog record at its own offset.  Below the valid end
+     * every entry must hold (the end was found by the same header walk); a blank ends the file.
+     */
+    private boolean fillDLedger() {
+        long limit = Math.min(segLen, b.capacity());
+        while (pos + DLedgerFormat.ENTRY_HEADER_BYTES < end) {     // the next record starts inside the range
+            if (columns.full()) return true;
+            DLedgerFormat.decodeEntry(b, pos, limit, entry);
+            if (entry.kind == DLedgerFormat.BLANK) break;
+            if (entry.kind == DLedgerFormat.END) {
+                throw new CorruptRecordError("the DLedger data ends at CommitLog offset " + (base + pos)
+                        + ", below the end " + part.end + " this read was planned with", seg.path, pos);
+            }
+            String[] problem = DLedgerFormat.headerProblem(entry, base + pos, prevIndex, prevTerm);
+            if (problem == null && pos + entry.size > segLen) {
+                problem = new String[] {"size", "entry size " + entry.size + " runs past the end of the file"};
+            }
+            if (problem != null) {
+                throw new CorruptRecordError("DLedger entry header below the end " + part.end
+                        + " this read was planned with: " + problem[1], seg.path, pos);
+            }
+            if (pos + entry.size > limit) {
+                throw new CorruptRecordError("the file ends inside the DLedger entry of " + entry.size
+                        + " bytes that starts here", seg.path, pos);
+            }
+            prevIndex = entry.index;
+            prevTerm = entry.term;
+            long rec = pos + DLedgerFormat.ENTRY_HEADER_BYTES;
+            decode(b, (int) rec, entry.bodyLen, entry.bodyLen, seg.path);     // the record fills its entry exactly
+            if (record.phyOffset != base + rec) {
+                throw new CorruptRecordError("record PHYSICALOFFSET " + record.phyOffset + " is not its offset "
+                        + (base + rec), seg.path, rec);
+            }
+            pos = rec + entry.bodyLen;
+            offerWholeStore();
+        }
+        pos = end;
         return false;
     }
 

@@ -9,6 +9,7 @@ import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.Repr;
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.MsgId;
 import io.rmqsource.spark.store.IndexService;
 import io.rmqsource.spark.store.QueueKey;
@@ -438,6 +439,9 @@ final class RmqPlanner {
                     if (plo >= b) continue;
                     a = boundaryAtOrBefore(queues, plo, seg.startOffset);
                 }
+                // A DLedger file's first record follows its first entry header.
+                if (seg.dledger && a == seg.startOffset) a += DLedgerFormat.ENTRY_HEADER_BYTES;
+                if (a >= b) continue;
                 spans.add(new long[] {si, a, b, seg.startOffset});
                 total += b - a;
             }

@@ -3,11 +3,11 @@ package io.rmqsource.spark;
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.store.CommitLog;
+import io.rmqsource.spark.store.DLedgerLog;
 import io.rmqsource.spark.store.MappedFaults;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueTail;
 import io.rmqsource.spark.store.Segment;
-import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreLayout;
 import java.io.File;
 import java.nio.ByteBuffer;
@@ -37,6 +37,8 @@ final class StoreWatcher implements QueueTail.Verifier {
     private final Set<QueueKey> queues;
     private CommitLog commitLog;
     private long lastCommitLogMin = -1;
+    private CommitLog dledgerEndOf;
+    private long dledgerEnd;
     private final Record record = new Record();
 
     StoreWatcher(RmqStreamOptions opts) {
@@ -99,9 +101,7 @@ final class StoreWatcher implements QueueTail.Verifier {
     /** First CommitLog offset still on disk; when retention moved it, every queue re-lists its files. */
     long commitLogMin() {
         long min = Long.MAX_VALUE;
-        for (String d : layout.commitLogDirs) {
-            for (Segment s : Segments.listDirectory(d)) min = Math.min(min, s.startOffset);
-        }
+        for (Segment s : CommitLog.listFiles(layout)) min = Math.min(min, s.startOffset);
         if (min == Long.MAX_VALUE) min = 0;
         if (lastCommitLogMin >= 0 && min != lastCommitLogMin) {
             for (QueueTail t : tails.values()) t.relist();
@@ -109,6 +109,15 @@ final class StoreWatcher implements QueueTail.Verifier {
         }
         lastCommitLogMin = min;
         return min;
+    }
+
+    /** The DLedger data's valid end (DLedger recovery's), once per CommitLog listing. */
+    private long dledgerEnd(CommitLog cl) {
+        if (dledgerEndOf != cl) {
+            dledgerEnd = DLedgerLog.validEnd(cl);
+            dledgerEndOf = cl;
+        }
+        return dledgerEnd;
     }
 
     private CommitLog commitLog(boolean refresh) {
@@ -142,7 +151,16 @@ final class StoreWatcher implements QueueTail.Verifier {
             ByteBuffer b = cl.segments.map(seg);
             long pos = phy - seg.startOffset;
             if (pos + size > b.capacity()) continue;          // mapped before the file grew: map again
-            if (record.decode(b, (int) pos, b.capacity() - pos, size) != null) return false;
+            if (seg.dledger) {
+                if (phy >= dledgerEnd(cl)) continue;           // past the DLedger data's valid end: look again
+                if (!DLedgerLog.entryHoldsRecord(b, pos, seg.startOffset, size)) return false;
+            }
+            if (record.decode(b, (int) pos, b.capacity() - pos, size) != null) {
+                // A whole DLedger entry whose record is damaged stays below DLedger's end: admitted, and reading
+                // it fails with the typed error a batch read gives (never skipped in silence).
+                int magic = b.getInt((int) pos + 4);
+                return seg.dledger && b.getInt((int) pos) == size && (magic == Record.MAGIC_V1 || magic == Record.MAGIC_V2);
+            }
             if (queue.topic.startsWith("%LMQ%")) return true;
             byte[] t = queue.topic.getBytes(StandardCharsets.UTF_8);
             return record.queueId == queue.queueId && record.queueOffset == offset && record.topicLen == t.length

@@ -1,6 +1,7 @@
 package io.rmqsource.spark;
 
 import io.rmqsource.spark.errors.DataLossError;
+import io.rmqsource.spark.store.CommitLog;
 import io.rmqsource.spark.store.Segment;
 import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreLayout;
@@ -72,11 +73,9 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
         StoreLayout layout = new StoreLayout(root, opts.read.storeConfig);
         long clMin = Long.MAX_VALUE;
         long clEnd = 0;
-        for (String d : layout.commitLogDirs) {
-            for (Segment s : Segments.listDirectory(d)) {
-                clMin = Math.min(clMin, s.startOffset);
-                clEnd = Math.max(clEnd, s.startOffset + s.sizeBytes);
-            }
+        for (Segment s : CommitLog.listFiles(layout)) {
+            clMin = Math.min(clMin, s.startOffset);
+            clEnd = Math.max(clEnd, s.startOffset + s.sizeBytes);
         }
         if (clMin == Long.MAX_VALUE) clMin = 0;
         List<Segment> cq = Segments.listDirectory(layout.queueDir(part.topic, part.queueId).getPath());

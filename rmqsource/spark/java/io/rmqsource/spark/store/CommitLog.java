@@ -1,6 +1,8 @@
 package io.rmqsource.spark.store;
 
+import io.rmqsource.spark.errors.FormatError;
 import io.rmqsource.spark.format.Record;
+import java.io.File;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,15 +10,49 @@ import java.util.List;
 /**
  * CommitLog, read side (twin of rmqsource/store/commitlog.py): segments of every CommitLog
  * directory, records at offsets, and the valid end by RocketMQ's recovery walk (spec 7.3).
+ * A DLedger store adds its data files ({@code dledger-<id>/data/}) to the same offset space: they
+ * hold the offsets from the first of them on (dividedCommitlogOffset), each record behind a
+ * 48-byte entry header (see {@link DLedgerLog}).
  */
 public final class CommitLog {
     public final Segments segments;
+    /** Index of the first DLedger data file in the segment list, or -1 for a store without one. */
+    public final int firstDLedgerSegment;
 
     public CommitLog(StoreLayout layout) {
+        List<Segment> all = listFiles(layout);
+        int first = -1;
+        for (int i = all.size() - 1; i >= 0 && all.get(i).dledger; i--) first = i;
+        this.firstDLedgerSegment = first;
+        this.segments = new Segments(all, 0);
+    }
+
+    /**
+     * The files of the CommitLog's offset space, sorted: the CommitLog directories' and, in a DLedger
+     * store, the DLedger data files, which hold the offsets from the first of them on
+     * (dividedCommitlogOffset).
+     */
+    public static List<Segment> listFiles(StoreLayout layout) {
         List<Segment> all = new ArrayList<>();
         for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(d));
         all.sort(Segment.BY_START_OFFSET);
-        this.segments = new Segments(all, 0);
+        File dledgerData = layout.dledgerDataDir();
+        List<Segment> dledger = dledgerData == null ? List.of() : Segments.listDirectory(dledgerData.getPath(), true);
+        if (!dledger.isEmpty()) {
+            Segment first = dledger.get(0);
+            for (Segment seg : all) {
+                if (seg.startOffset >= first.startOffset) {
+                    throw new FormatError("CommitLog file starts at " + seg.startOffset + ", not below the first DLedger "
+                            + "data file " + first.path + " (offsets at and past it are DLedger's)", seg.path, -1);
+                }
+            }
+            all.addAll(dledger);
+        }
+        return all;
+    }
+
+    public boolean isDLedger() {
+        return firstDLedgerSegment >= 0;
     }
 
     public long minOffset() {
@@ -47,10 +83,18 @@ public final class CommitLog {
         int idx = segments.indexOf(seg);
         long pos = start - seg.startOffset;
         Record.Check c = lastStep != null ? lastStep : new Record.Check();
+        DLedgerLog.Walk entries = isDLedger() ? new DLedgerLog.Walk(segments, checkCrc) : null;
         while (idx >= 0 && idx < segments.list.size()) {
             seg = segments.list.get(idx);
             ByteBuffer b = segments.map(seg);
             long limit = Math.min(segments.lengthOf(seg), b.capacity());
+            if (seg.dledger) {
+                long stop = entries.segment(seg, b, pos, limit, visitor, c);
+                if (stop >= 0) return stop;
+                idx++;
+                pos = 0;
+                continue;
+            }
             while (true) {
                 if (pos + 8 > limit) {
                     c.kind = Record.END;

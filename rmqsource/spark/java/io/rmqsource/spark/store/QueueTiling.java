@@ -1,6 +1,7 @@
 package io.rmqsource.spark.store;
 
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.Record;
 import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
@@ -18,6 +19,8 @@ import java.util.Map;
  * Any other record with no unit (a tail dispatch has not reached, a ConsumeQueue cut short), two
  * units for one record (multi-dispatch) or units out of order break the tiling, and the count is
  * then read from the CommitLog as before.
+ *
+ * In a DLedger data file each record follows its 48-byte entry header, and a DLedger blank ends the file.
  *
  * One pass over the units, merged across queues through a small table keyed by each queue's next
  * unit's offset: the unit that continues the tiling is found by a lookup, not a sort.
@@ -54,21 +57,25 @@ public final class QueueTiling {
             if (!cursors[i].advance(start) || (cursors[i].live() && !heads.put(cursors[i].phy(), i))) return null;
         }
         Record record = new Record();
+        Segments segments = reader.commitLog.segments;
+        DLedgerEntry entry = reader.commitLog.isDLedger() ? new DLedgerEntry() : null;
         long pos = start;
         while (heads.size > 0) {
-            int i = heads.take(pos);
+            long rec = entry == null ? pos : entry.recordAt(segments, pos);
+            int i = heads.take(rec);
             if (i < 0) {
-                pos = skipEntryWithoutUnit(reader.commitLog.segments, pos, record);
+                pos = skipEntryWithoutUnit(segments, pos, record, entry);
                 if (pos < 0) return null;
                 continue;
             }
             Cursor c = cursors[i];
-            pos += c.size();
+            if (rec != pos && c.size() != entry.header.bodyLen) return null;
+            pos = rec + c.size();
             c.count++;
             if (!c.next() || (c.live() && !heads.put(c.phy(), i))) return null;
         }
         while (pos < end) {
-            pos = skipEntryWithoutUnit(reader.commitLog.segments, pos, record);
+            pos = skipEntryWithoutUnit(segments, pos, record, entry);
             if (pos < 0) return null;
         }
         if (pos != end) return null;
@@ -81,7 +88,7 @@ public final class QueueTiling {
      * and has no unit: a BLANK record ending its segment (then the next segment's start) or a
      * prepared / rolled-back transaction half (then the record's end); -1 for anything else.
      */
-    private static long skipEntryWithoutUnit(Segments segments, long pos, Record record) {
+    private static long skipEntryWithoutUnit(Segments segments, long pos, Record record, DLedgerEntry entry) {
         Segment seg = segments.find(pos);
         if (seg == null) return -1;
         long segEnd = seg.startOffset + segments.lengthOf(seg);
@@ -89,9 +96,37 @@ public final class QueueTiling {
         long at = pos - seg.startOffset;
         long available = Math.min(segEnd - seg.startOffset, b.capacity()) - at;
         if (available < 8) return -1;
+        if (seg.dledger) {
+            DLedgerFormat.decodeEntry(b, at, at + available, entry.header);
+            if (entry.header.kind == DLedgerFormat.BLANK) return entry.header.blankBytes == segEnd - pos ? segEnd : -1;
+            long rec = entry.recordAt(segments, pos);
+            if (rec == pos) return -1;
+            pos = rec;
+            at = rec - seg.startOffset;
+            available = entry.header.bodyLen;
+        }
         if (b.getInt((int) at + 4) == Record.BLANK_MAGIC) return b.getInt((int) at) == segEnd - pos ? segEnd : -1;
         if (record.decode(b, (int) at, available, -1) != null || record.phyOffset != pos) return -1;
         return record.isPreparedOrRollback() ? pos + record.totalSize : -1;
+    }
+
+    /** The entry header before each record of a DLedger data file (the tiling steps over it). */
+    private static final class DLedgerEntry {
+        final DLedgerFormat.Header header = new DLedgerFormat.Header();
+
+        /**
+         * The record offset of the entry at {@code pos} when a DLedger data file holds a valid entry header
+         * there (magic, pos, size), else {@code pos} (a CommitLog position, or no entry).
+         */
+        long recordAt(Segments segments, long pos) {
+            Segment seg = segments.find(pos);
+            if (seg == null || !seg.dledger) return pos;
+            ByteBuffer b = segments.map(seg);
+            long at = pos - seg.startOffset;
+            DLedgerFormat.decodeEntry(b, at, Math.min(segments.lengthOf(seg), b.capacity()), header);
+            if (header.kind != DLedgerFormat.ENTRY || DLedgerFormat.headerProblem(header, pos, null, null) != null) return pos;
+            return pos + DLedgerFormat.ENTRY_HEADER_BYTES;
+        }
     }
 
     /** One queue's live units [from, to), read a chunk at a time; pre-blank units are passed over. */

@@ -49,6 +49,11 @@ public final class Segments {
 
     /** Sorted segments of one directory; zero-length files and other names are skipped. */
     public static List<Segment> listDirectory(String directory) {
+        return listDirectory(directory, false);
+    }
+
+    /** The same, each segment marked as a DLedger data file or not. */
+    public static List<Segment> listDirectory(String directory, boolean dledger) {
         File d = new File(directory);
         List<Segment> out = new ArrayList<>();
         File[] entries = d.listFiles();
@@ -64,7 +69,7 @@ public final class Segments {
             } catch (NumberFormatException e) {     // the broker parses names as a long (spec 1.1)
                 throw new FormatError("segment file name is past the int64 range", f.getPath(), -1);
             }
-            out.add(new Segment(start, f.getPath(), size));
+            out.add(new Segment(start, f.getPath(), size, dledger));
             if (out.size() > MAX_SEGMENTS) {
                 throw new FormatError("more than " + MAX_SEGMENTS + " segment files", directory, -1);
             }

@@ -51,6 +51,7 @@ public final class StoreConfig implements Serializable {
             {"autoMessageVersionOnTopicLen", "bool"}, {"storePathRootDir", "optstr"},
             {"storePathCommitLog", "optstr"}, {"readOnlyCommitLogStorePaths", "optstr"},
             {"enableDLegerCommitLog", "bool"}, {"storePathDLedgerCommitLog", "optstr"},
+            {"dLegerSelfId", "optstr"},
             {"fileReservedTime", "nonneg"}, {"deleteWhen", "str"},
             {"diskMaxUsedSpaceRatio", "nonneg"}, {"flushIntervalCommitLog", "pos"},
             {"flushCommitLogTimed", "bool"}, {"maxFilterMessageSize", "pos"}, {"engineVersion", "version"},
@@ -89,6 +90,7 @@ public final class StoreConfig implements Serializable {
         v.put("readOnlyCommitLogStorePaths", null);
         v.put("enableDLegerCommitLog", false);
         v.put("storePathDLedgerCommitLog", null);
+        v.put("dLegerSelfId", null);
         v.put("engineVersion", "5.3.3");
         return new StoreConfig(v);
     }
@@ -297,6 +299,11 @@ public final class StoreConfig implements Serializable {
 
     public String storePathDLedgerCommitLog() {
         return (String) values.get("storePathDLedgerCommitLog");
+    }
+
+    /** DLedger member id: which dledger-<id> folder holds the DLedger CommitLog. */
+    public String dLegerSelfId() {
+        return (String) values.get("dLegerSelfId");
     }
 
     public int consumeQueueUnitsPerFile() {

@@ -16,10 +16,13 @@ import java.util.List;
  * Where things live under a store root (spec 1), twin of rmqsource/store/layout.py. {@link #checkSupported}
  * is the one place that decides whether the files (and the store config) are a layout this package reads;
  * a store holding data of another layout is refused with one UnsupportedLayoutError naming the folder.
+ * DLedger stores ({@code dledger-<selfId>/}) are read (the Python writer refuses to write them).
  */
 public final class StoreLayout implements Serializable {
     private static final long serialVersionUID = 2L;
     private static final String[] ROCKSDB_CONSUME_QUEUE_DIRS = {"consumequeue", "consumequeue_rocksdb"};
+    private static final String DLEDGER_PREFIX = "dledger-";        // DLedgerConfig: {storeBaseDir}/dledger-{selfId}/
+    private static final String DEFAULT_DLEDGER_SELF_ID = "n0";     // MessageStoreConfig.dLegerSelfId
     private static final String ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read";
     public final String root;
     public final List<String> commitLogDirs;
@@ -27,22 +30,25 @@ public final class StoreLayout implements Serializable {
     private final String readOnlyCommitLogStorePaths;
     private final boolean enableDLegerCommitLog;
     private final String storePathDLedgerCommitLog;
+    private final String dLegerSelfId;
 
     /** The layout of root as the config describes it. */
     public StoreLayout(String root, StoreConfig config) {
         this(root, config.storePathCommitLog(), config.readOnlyCommitLogStorePaths(), config.enableDLegerCommitLog(),
-                config.storePathDLedgerCommitLog());
+                config.storePathDLedgerCommitLog(), config.dLegerSelfId());
     }
 
     public StoreLayout(String root, String storePathCommitLog) {
-        this(root, storePathCommitLog, null, false, null);
+        this(root, storePathCommitLog, null, false, null, null);
     }
 
     private StoreLayout(String root, String storePathCommitLog, String readOnlyCommitLogStorePaths,
-                        boolean enableDLegerCommitLog, String storePathDLedgerCommitLog) {
+                        boolean enableDLegerCommitLog, String storePathDLedgerCommitLog, String dLegerSelfId) {
         this.readOnlyCommitLogStorePaths = readOnlyCommitLogStorePaths;
         this.enableDLegerCommitLog = enableDLegerCommitLog;
-        this.storePathDLedgerCommitLog = storePathDLedgerCommitLog;
+        this.storePathDLedgerCommitLog = storePathDLedgerCommitLog == null || storePathDLedgerCommitLog.strip().isEmpty()
+                ? null : storePathDLedgerCommitLog;
+        this.dLegerSelfId = dLegerSelfId == null || dLegerSelfId.strip().isEmpty() ? null : dLegerSelfId.strip();
         this.root = root;
         List<String> dirs = new ArrayList<>();
         if (storePathCommitLog != null && !storePathCommitLog.isEmpty()) {
@@ -61,6 +67,46 @@ public final class StoreLayout implements Serializable {
 
     public File indexDir() {
         return new File(root, "index");
+    }
+
+    /**
+     * The {@code dledger-<selfId>/} folder of a DLedger store (it may not exist yet), else null (layout.py's
+     * dledger_dir).  Found from the files (one {@code dledger-*} folder under the root, or under
+     * storePathDLedgerCommitLog), or announced by the config (enableDLegerCommitLog,
+     * storePathDLedgerCommitLog).  Several folders need dLegerSelfId to choose one.
+     */
+    public File dledgerDir() {
+        File r = new File(root);
+        File base = storePathDLedgerCommitLog != null ? new File(storePathDLedgerCommitLog) : r;
+        List<String> folders = new ArrayList<>();
+        for (String n : names(base, true)) if (n.startsWith(DLEDGER_PREFIX)) folders.add(n);
+        folders.sort(null);
+        if (!base.equals(r) && new File(base, "data").isDirectory() && !base.getName().startsWith(DLEDGER_PREFIX)
+                && folders.isEmpty()) {
+            return base;                // storePathDLedgerCommitLog names the folder itself
+        }
+        boolean announced = enableDLegerCommitLog || storePathDLedgerCommitLog != null;
+        if (dLegerSelfId != null) {
+            String name = DLEDGER_PREFIX + dLegerSelfId;
+            if (!folders.contains(name) && !announced) {
+                throw new UnsupportedLayoutError("dLegerSelfId " + dLegerSelfId + " names no DLedger folder: no " + name
+                        + " under " + base.getPath()
+                        + (folders.isEmpty() ? "" : " (DLedger folders: " + String.join(", ", folders) + ")"), root, -1);
+            }
+            return new File(base, name);
+        }
+        if (folders.size() > 1) {
+            throw new UnsupportedLayoutError("several DLedger folders (" + String.join(", ", folders)
+                    + "): choose one with the dLegerSelfId option", root, -1);
+        }
+        if (!folders.isEmpty()) return new File(base, folders.get(0));
+        return announced ? new File(base, DLEDGER_PREFIX + DEFAULT_DLEDGER_SELF_ID) : null;
+    }
+
+    /** The DLedger data folder ({@code dledger-<selfId>/data}), or null when the store has none. */
+    public File dledgerDataDir() {
+        File d = dledgerDir();
+        return d == null ? null : new File(d, "data");
     }
 
     public File checkpointFile() {
@@ -90,7 +136,8 @@ public final class StoreLayout implements Serializable {
         File r = new File(root);
         if (!r.isDirectory()) throw new NotAStoreError(root + " is not a directory");
         checkSupported();
-        boolean has = false;
+        File dledgerData = dledgerDataDir();
+        boolean has = dledgerData != null && dledgerData.isDirectory();      // a store may hold only DLedger files
         for (String d : commitLogDirs) has |= new File(d).isDirectory();
         if (!has) {
             throw new NotAStoreError(root + " is not a RocketMQ store: no commitlog directory ("
@@ -109,22 +156,7 @@ public final class StoreLayout implements Serializable {
 
     private String[] unsupported() {
         File r = new File(root);
-        List<String> dledger = new ArrayList<>();
-        for (String n : names(r, true)) if (n.startsWith("dledger-")) dledger.add(n);
-        if (!dledger.isEmpty()) {
-            dledger.sort(null);
-            String folders = dledger.size() > 1 ? "; folders " + String.join(", ", dledger) : "";
-            return new String[] {new File(r, dledger.get(0)).getPath(),
-                "DLedger CommitLog (enableDLegerCommitLog=true" + folders + ") is not read"};
-        }
-        if (storePathDLedgerCommitLog != null) {
-            return new String[] {storePathDLedgerCommitLog,
-                "DLedger CommitLog (storePathDLedgerCommitLog) is not read"};
-        }
-        if (enableDLegerCommitLog) {
-            return new String[] {root,
-                "DLedger CommitLog (the store config sets enableDLegerCommitLog=true) is not read"};
-        }
+        dledgerDir();          // several DLedger folders, or dLegerSelfId naming none, are refused first
         if (commitLogDirs.size() > 1) {
             return new String[] {commitLogDirs.get(0), "multi-path CommitLog (storePathCommitLog names "
                     + commitLogDirs.size() + " directories) is not read"};

@@ -162,6 +162,7 @@ public final class StoreReader implements AutoCloseable {
     private long computeMaxOffset() {
         if (commitLog.list().isEmpty()) return 0;
         boolean crc = config.checkCrcOnRecover();
+        if (commitLog.isDLedger()) return dledgerMaxOffset();
         if (abortFileExisted() && !live()) {
             Checkpoint cp = checkpoint();
             long minTs = config.messageIndexEnable() && config.messageIndexSafe() ? cp.minTimestampIndexMs()
@@ -197,6 +198,27 @@ public final class StoreReader implements AutoCloseable {
         }
         if (live()) end = Math.min(end, Math.max(maxCqEnd, commitLog.minOffset()));
         return end;
+    }
+
+    /**
+     * A DLedger store's end: DLedger recovery's (the same after a crash or a clean shutdown), capped at
+     * what dispatch has seen while a writer holds the lock.
+     */
+    private long dledgerMaxOffset() {
+        long end = DLedgerLog.validEnd(commitLog);
+        if (!live()) return end;
+        long maxCqEnd = -1;
+        long[] p = new long[1];
+        int[] s = new int[1];
+        long[] c = new long[1];
+        for (QueueKey key : keysOnDisk()) {
+            QueueUnits q = consumeQueue(key.topic, key.queueId);
+            if (q.maxOffset() > q.firstFileStartOffset() && q.unit(q.maxOffset() - 1, p, s, c)
+                    && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
+                maxCqEnd = Math.max(maxCqEnd, p[0] + s[0]);
+            }
+        }
+        return Math.min(end, Math.max(maxCqEnd, commitLog.minOffset()));
     }
 
     public long queueMaxOffset(QueueUnits q) {

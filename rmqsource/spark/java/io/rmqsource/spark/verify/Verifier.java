@@ -1,5 +1,6 @@
 package io.rmqsource.spark.verify;
 
+import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.JsonText;
 import io.rmqsource.spark.format.Properties;
 import io.rmqsource.spark.format.Record;
@@ -108,15 +109,20 @@ final class Verifier {
     String run() {
         cl = new CommitLog(layout);
         long end;
+        File dledgerDir = layout.dledgerDir();
+        dledger = dledgerDir == null ? null : new DLedgerChecks(dledgerDir, report);
         try {
             clMin = cl.minOffset();
             checkSegmentFiles();
             openCursors();
-            end = Math.min(walkCommitLog(), invalidAt);
+            end = walkCommitLog();
+            if (!cl.isDLedger()) end = Math.min(end, invalidAt);     // DLedger recovery checks entry headers only
             drainCursors(end);
         } finally {
             cl.segments.close();
+            if (dledger != null) dledger.close();
         }
+        if (dledger != null) dledger.finish();
         reportUnmatchedRecords();
         long cqUnits = 0;
         long cqExpired = 0;
@@ -226,10 +232,93 @@ final class Verifier {
         List<Segment> segs = cl.list();
         for (int si = 0; si < segs.size(); si++) {
             Segment seg = segs.get(si);
-            long segEnd = walkSegment(seg, cl.segments.lengthOf(seg), si == segs.size() - 1);
-            if (segEnd >= 0) end = segEnd;
+            boolean last = si == segs.size() - 1;
+            long segEnd = seg.dledger ? walkDLedgerSegment(seg, cl.segments.lengthOf(seg), last)
+                    : walkSegment(seg, cl.segments.lengthOf(seg), last);
+            if (segEnd >= 0) {
+                end = segEnd;
+                if (seg.dledger) break;                 // DLedger recovery drops every later entry
+            }
         }
         return end;
+    }
+
+    // DLedger walk state: entries carry index and term across files.
+    private final DLedgerFormat.Header entry = new DLedgerFormat.Header();
+    private Long prevEntryIndex;
+    private Long prevEntryTerm;
+    private DLedgerChecks dledger;
+
+    /**
+     * Windows of entries of one DLedger data file (each a 48-byte header, then one CommitLog record checked
+     * as any record); returns the valid end when the data ends inside it, else -1.  The first header failing
+     * a DLedger recovery check ends the data (entry-header); a record failing its checks is a commitlog
+     * problem of the data file but does not end the data (recovery reads headers only).
+     */
+    private long walkDLedgerSegment(Segment seg, long segLen, boolean last) {
+        String rel = report.rel(seg.path);
+        ByteBuffer b = Segments.mapFile(seg.path);
+        long limit = Math.min(segLen, b.capacity());
+        long e = 0;
+        while (true) {
+            long windowStart = e;
+            startWindow(b, seg, (int) limit);
+            long stop = -2;                                     // -2: window full, -1: next file, else the data's end
+            while (stop == -2 && e - windowStart < CHUNK_BYTES) {
+                if (FileReads.reachesNewPage(e, 8) && zeroHead(seg.path, e, limit)) {
+                    entry.kind = DLedgerFormat.END;         // (past the data the page may be a hole: not mapped in)
+                } else {
+                    DLedgerFormat.decodeEntry(b, e, limit, entry);
+                }
+                if (entry.kind == DLedgerFormat.BLANK) {
+                    stop = last ? seg.startOffset + e : -1;
+                    break;
+                }
+                if (entry.kind == DLedgerFormat.END) {
+                    stop = seg.startOffset + e;
+                    break;
+                }
+                String[] bad = DLedgerFormat.headerProblem(entry, seg.startOffset + e, prevEntryIndex, prevEntryTerm);
+                if (bad == null && entry.size > segLen - e) {
+                    bad = new String[] {"size", "entry size " + entry.size + " runs past the end of the file ("
+                        + (segLen - e) + " bytes left)"};
+                }
+                if (bad != null) {
+                    report.add("dledger", "entry-header", rel, e, "DLedger entry header fails recovery's " + bad[0]
+                            + " check: " + bad[1] + "; the data ends here", null, bad[0]);
+                    stop = seg.startOffset + e;
+                    break;
+                }
+                if (e > windowStart && e + entry.size - windowStart > CHUNK_BYTES) break;   // next window: whole entries
+                long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
+                if (rec + entry.bodyLen > limit) {
+                    report.add("commitlog", "record-length", rel, rec, "record runs past the end of the data file",
+                            Integer.toString(entry.bodyLen), Long.toString(Math.max(0, limit - rec)));
+                    stop = seg.startOffset + e;
+                    break;
+                }
+                prevEntryIndex = entry.index;
+                prevEntryTerm = entry.term;
+                dledger.entry(entry, seg.startOffset + e);
+                int total = b.getInt((int) rec);
+                if (total != entry.bodyLen) {
+                    report.add("commitlog", "record-length", rel, rec, "record totalSize is not the DLedger entry's "
+                            + "bodyLen", Integer.toString(entry.bodyLen), Integer.toString(total));
+                } else {
+                    checkRecord(b, (int) rec, entry.bodyLen);
+                }
+                e = rec + entry.bodyLen;
+            }
+            long windowEnd = seg.startOffset + e;
+            takeUnits(windowEnd);
+            endWindow(rel);
+            checkUnitsAndEntries(windowEnd);
+            report.progress(e - windowStart);
+            if (stop == -2) continue;
+            report.progress(segLen - e);
+            if (stop >= 0 && entry.kind == DLedgerFormat.END) return dataEnds(b, seg, rel, (int) e, segLen, last, "zero bytes");
+            return stop;
+        }
     }
 
     /** Windows of one segment; returns the valid end when the data ends inside it, else -1. */
@@ -290,6 +379,13 @@ final class Verifier {
         }
     }
 
+    /** Whether the 8 bytes at {@code p} (read with read(2)) are zeros or past the data: the DLedger data ends. */
+    private static boolean zeroHead(String path, long p, long limit) {
+        if (p + 8 > limit) return true;
+        ByteBuffer h = FileReads.read(path, p, 8);
+        return h.limit() < 8 || h.getLong(0) == 0;
+    }
+
     /** No record starts at {@code p} (zeros, an unknown magic, the file's end): the valid data ends there. */
     private long dataEnds(ByteBuffer b, Segment seg, String rel, int p, long segLen, boolean last, String detail) {
         report.progress(segLen - p);
@@ -317,15 +413,20 @@ final class Verifier {
     private int windowLimit;
 
     private Chain walkWindow(ByteBuffer b, Segment seg, int pos, int n, long segRemaining) {
+        startWindow(b, seg, pos + n);
+        return Chain.walk(b, seg.path, pos, n, segRemaining, recordChecker);
+    }
+
+    /** A new window of {@code seg}, whose records lie below file position {@code limit}. */
+    private void startWindow(ByteBuffer b, Segment seg, int limit) {
         w.clear();
         fieldProblems.clear();
         phyProblems = new Listed("phy-offset");
         bodyCrcs = new Listed("body-crc");
         recordCrcs = new Listed("record-crc");
         windowSegment = seg;
-        windowLimit = pos + n;
+        windowLimit = limit;
         recordChecker.buffer = b;
-        return Chain.walk(b, seg.path, pos, n, segRemaining, recordChecker);
     }
 
     private void endWindow(String rel) {

@@ -16,10 +16,11 @@ import java.util.Map;
  *
  * <pre>java -cp rmqsource-spark.jar io.rmqsource.spark.verify.VerifyMain ROOT STORE_PATH_COMMIT_LOG
  *     MAX_HASH_SLOT_NUM MAX_INDEX_NUM DELAY_LEVELS_MS READ_ONLY_COMMIT_LOG_STORE_PATHS ENABLE_DLEGER_COMMIT_LOG
- *     STORE_PATH_DLEDGER_COMMIT_LOG</pre>
+ *     STORE_PATH_DLEDGER_COMMIT_LOG [DLEGER_SELF_ID]</pre>
  *
- * (the paths may be empty; DELAY_LEVELS_MS is comma-separated; the last three are the store-config keys
- * StoreLayout.checkSupported reads, so the walk refuses the layouts the Python walk refuses.)  Writes JSON lines:
+ * (the paths may be empty; DELAY_LEVELS_MS is comma-separated; the last ones are the store-config keys
+ * StoreLayout.checkSupported reads, so the walk refuses the layouts the Python walk refuses and reads the
+ * DLedger folder it reads.)  Writes JSON lines:
  * {"progress": bytes} while walking, then {"problem": {...}} for each problem kept, {"counts": [...]},
  * and the figures line.  Exit 0 when the walk finished (whatever it found), 1 on an error, written
  * as {"error": {"type", "message"}}, 2 on bad arguments.
@@ -31,9 +32,9 @@ public final class VerifyMain {
     public static void main(String[] args) {
         PrintStream out = new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16),
                 false, StandardCharsets.UTF_8);
-        if (args.length != 8) {
+        if (args.length != 8 && args.length != 9) {
             System.err.println("usage: VerifyMain ROOT STORE_PATH_COMMIT_LOG MAX_HASH_SLOT_NUM MAX_INDEX_NUM DELAY_LEVELS_MS "
-                    + "READ_ONLY_COMMIT_LOG_STORE_PATHS ENABLE_DLEGER_COMMIT_LOG STORE_PATH_DLEDGER_COMMIT_LOG");
+                    + "READ_ONLY_COMMIT_LOG_STORE_PATHS ENABLE_DLEGER_COMMIT_LOG STORE_PATH_DLEDGER_COMMIT_LOG [DLEGER_SELF_ID]");
             System.exit(2);
         }
         int code = 0;
@@ -46,6 +47,7 @@ public final class VerifyMain {
             layoutKeys.put("readOnlyCommitLogStorePaths", args[5]);
             layoutKeys.put("enableDLegerCommitLog", args[6]);
             layoutKeys.put("storePathDLedgerCommitLog", args[7]);
+            if (args.length > 8) layoutKeys.put("dLegerSelfId", args[8]);
             StoreLayout layout = new StoreLayout(args[0], StoreConfig.defaults().withOverrides(layoutKeys));
             layout.checkIsStore();
             Report report = new Report(args[0], out);
