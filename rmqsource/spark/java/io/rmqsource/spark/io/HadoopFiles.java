@@ -70,7 +70,15 @@ public final class HadoopFiles extends StoreFiles {
         if (!isUri(p.toString()) || "file".equals(p.toUri().getScheme())) {
             return FileSystem.getLocal(conf()).getRawFileSystem();     // no .crc side files in a store
         }
-        return p.getFileSystem(conf());
+        try {
+            return p.getFileSystem(conf());
+        } catch (RuntimeException e) {
+            if (!(e.getCause() instanceof ClassNotFoundException)) throw e;
+            StoreError err = new StoreError("cannot read " + p + ": the Hadoop FileSystem for " + p.toUri().getScheme()
+                    + ": is not on the classpath (" + e.getCause().getMessage() + "); put its jars on spark.jars");
+            err.initCause(e);
+            throw err;
+        }
     }
 
     /** One line naming the URI, for anything but a missing file. */
