@@ -145,7 +145,7 @@ public final class HadoopFiles extends StoreFiles {
         return s != null && s.isFile() ? s.getLen() : -1;
     }
 
-    private FSDataInputStream stream(String path) {
+    private synchronized FSDataInputStream stream(String path) {
         if (streams == null) streams = new HashMap<>();
         FSDataInputStream in = streams.get(path);
         if (in != null) return in;
@@ -256,7 +256,7 @@ public final class HadoopFiles extends StoreFiles {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         if (streams == null) return;
         for (FSDataInputStream in : streams.values()) {
             try {
