@@ -39,6 +39,7 @@ from test_read_regressions import (  # noqa: F401
     test_tags_code_of_units_after_a_truncated_consume_queue_file,
     test_topic_read_past_a_truncated_consume_queue_file_names_that_file,
 )
+from test_layouts import variant  # noqa: F401
 from test_spark_jvm_scan import (  # noqa: F401
     test_count_pushdown_equals_engine_and_full_read,
     test_decompress_zlib_lz4_zstd_with_a_cap,
@@ -126,3 +127,28 @@ def test_truncated_segment_fails_with_the_mapped_readers_error(spark, tmp_path, 
     else:     # (the task of whichever queue meets the cut first fails the query)
         assert re.sub(r"\d+", "N", positioned) == re.sub(r"\d+", "N", mapped)
         assert int(re.search(r"offset (\d+)", positioned).group(1)) >= size // 2 + 7
+
+
+# Layouts read by neither reader: the positioned reader finds them from listings (no request per
+# folder it checks) and refuses them as the mapped reader does.
+NOT_READ = ["rocksdb-consumequeue", "rocksdb-consumequeue_rocksdb", "batchconsumequeue", "consumequeue_ext",
+            "compaction", "tiered", "multi-path-commitlog", "readOnlyCommitLogStorePaths",
+            "commitlog-beside-storePathCommitLog"]
+
+
+@pytest.mark.parametrize("variant", NOT_READ, indirect=True, ids=NOT_READ)
+def test_other_layouts_are_refused_as_by_the_mapped_reader(spark, variant):
+    store, overrides, folder, words = variant
+
+    def refusal() -> str:
+        r = spark.read.format("rmq")
+        for k, v in (o.split("=", 1) for o in overrides):
+            r = r.option(k, v)
+        with pytest.raises(Exception) as e:
+            r.load(str(store)).count()
+        return next(line for line in str(e.value).splitlines() if "UnsupportedLayoutError" in line)
+
+    positioned = refusal()
+    spark.conf.unset(MODE)
+    assert positioned == refusal()
+    assert f"{folder}: " in positioned and words in positioned
