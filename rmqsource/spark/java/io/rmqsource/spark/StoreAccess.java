@@ -61,10 +61,4 @@ final class StoreAccess {
                 .broadcast(new HadoopConf(conf));
         return new HadoopFiles(conf, shared, window);
     }
-
-    /** Why a store on another file system cannot be written, committed to or recovered (one line). */
-    static String readOnly(String root, String what) {
-        return what + " needs a local store: " + root + " is read through a Hadoop FileSystem, and the rmq source "
-                + "reads such stores only (object stores replace files, they cannot append to a CommitLog or lock it)";
-    }
 }
