@@ -8,6 +8,7 @@ import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
 import java.nio.ByteBuffer;
 import org.apache.spark.sql.types.StructType;
 
@@ -15,13 +16,16 @@ import org.apache.spark.sql.types.StructType;
  * Whole-store reads: the records of a CommitLog byte range [start, end) of one segment, walked
  * header by header through the mapped file (twin of _read_commitlog_range in batch.py, same stops
  * and errors).  The range starts at a record boundary; the first record must say so in its own
- * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).
+ * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).  Off a
+ * mapped file the range is read in large windows (a record straddling a window's end is read again
+ * from its start by the next), never a request per record.
  */
 final class CommitLogRangeReader extends RecordBatchReader {
     private final CommitLogRange part;
     private final Segment seg;
-    private final ByteBuffer b;
-    private final long base;
+    private final Segments segments;
+    private Segments.Window w;
+    private final long segStart;
     private final long segLen;
     private final long end;
     private final boolean tagsCodeNeeded;
@@ -40,29 +44,57 @@ final class CommitLogRangeReader extends RecordBatchReader {
             throw new DataLossError("CommitLog segment for offset " + part.start + " of " + part.store.root
                     + " is gone (deleted while the query ran?)");
         }
-        b = reader.commitLog.segments.map(seg);
-        base = seg.startOffset;
-        segLen = reader.commitLog.segments.lengthOf(seg);
-        pos = part.start - base;
-        end = part.end - base;
+        segments = reader.commitLog.segments;
+        segStart = seg.startOffset;
+        segLen = segments.lengthOf(seg);
+        pos = part.start - segStart;
+        end = part.end - segStart;
+        if (seg.dledger) {
+            w = segments.whole(seg);        // DLedger data files are read whole
+        } else {
+            w = segments.readWindow(seg, pos, Math.max(Math.min(8, end - pos),
+                    Math.min(segments.files.windowBytes(), end - pos)));
+            readAhead();
+        }
         tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
         entry = seg.dledger ? new DLedgerFormat.Header() : null;
         // A range of a DLedger file starts at a record (its entry header is 48 bytes before) or at the file start.
         if (seg.dledger && pos >= DLedgerFormat.ENTRY_HEADER_BYTES) pos -= DLedgerFormat.ENTRY_HEADER_BYTES;
     }
 
+    /**
+     * Makes the window hold [pos, pos + need): a new window from pos when it does not, of the window
+     * size but never past the range's end (nothing after it is read).  Whether the window changed.
+     */
+    private boolean holdAtLeast(long need) {
+        if (w.covers(pos, need)) return false;
+        w = segments.readWindow(seg, pos, Math.max(need, Math.min(segments.files.windowBytes(), end - pos)));
+        readAhead();
+        return true;
+    }
+
+    /** Starts reading the window after this one while this one is decoded (positioned reads). */
+    private void readAhead() {
+        long next = w.base + w.buf.capacity();
+        segments.prefetch(seg, next, Math.min(segments.files.windowBytes(), end - next));
+    }
+
     private CorruptRecordError noRecord(String detail) {
-        return new CorruptRecordError("no valid record at CommitLog offset " + (base + pos) + ", below the valid end "
+        return new CorruptRecordError("no valid record at CommitLog offset " + (segStart + pos) + ", below the valid end "
                 + part.end + ": " + detail, seg.path, pos);
     }
 
     @Override
     protected boolean fill() {
         if (entry != null) return fillDLedger();
-        long fileLen = b.capacity();
+        long fileLen = w.fileLength;
         long bufEnd = Math.min(fileLen, end);          // what a read of the range can return
         while (pos < end) {
             if (columns.full()) return true;
+            if (holdAtLeast(Math.min(8, end - pos))) {
+                fileLen = w.fileLength;
+                bufEnd = Math.min(fileLen, end);
+            }
             if (fileLen - pos < Math.min(8, end - pos)) {
                 long at = Math.max(pos, fileLen);
                 throw new CorruptRecordError("file ends at position " + at + " before the valid CommitLog end " + part.end,
@@ -73,8 +105,8 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("a record header runs past the range end " + part.end
                         + " (the valid CommitLog end or a split point)", seg.path, pos);
             }
-            int total = b.getInt((int) pos);
-            int magic = b.getInt((int) pos + 4);
+            int total = w.buf.getInt(w.at(pos));
+            int magic = w.buf.getInt(w.at(pos) + 4);
             if (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) {
                 if (magic == Record.BLANK_MAGIC) {
                     pos = end;                          // end-of-segment padding: nothing after it
@@ -95,7 +127,9 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("file ends at position " + fileLen + " before the valid CommitLog end "
                         + part.end, seg.path, fileLen);
             }
-            decode(b, (int) pos, bufEnd - pos, -1, seg.path);
+            holdAtLeast(total);
+            base = w.base;
+            decode(w.buf, w.at(pos), bufEnd - pos, -1, seg.path);
             if (first) {
                 if (record.phyOffset != part.start) {
                     throw new CorruptRecordError("no record starts at CommitLog offset " + part.start
@@ -115,16 +149,17 @@ final class CommitLogRangeReader extends RecordBatchReader {
      * every entry must hold (the end was found by the same header walk); a blank ends the file.
      */
     private boolean fillDLedger() {
+        ByteBuffer b = w.buf;           // the whole file: positions are file positions
         long limit = Math.min(segLen, b.capacity());
         while (pos + DLedgerFormat.ENTRY_HEADER_BYTES < end) {     // the next record starts inside the range
             if (columns.full()) return true;
             DLedgerFormat.decodeEntry(b, pos, limit, entry);
             if (entry.kind == DLedgerFormat.BLANK) break;
             if (entry.kind == DLedgerFormat.END) {
-                throw new CorruptRecordError("the DLedger data ends at CommitLog offset " + (base + pos)
+                throw new CorruptRecordError("the DLedger data ends at CommitLog offset " + (segStart + pos)
                         + ", below the end " + part.end + " this read was planned with", seg.path, pos);
             }
-            String[] problem = DLedgerFormat.headerProblem(entry, base + pos, prevIndex, prevTerm);
+            String[] problem = DLedgerFormat.headerProblem(entry, segStart + pos, prevIndex, prevTerm);
             if (problem == null && pos + entry.size > segLen) {
                 problem = new String[] {"size", "entry size " + entry.size + " runs past the end of the file"};
             }
@@ -140,9 +175,9 @@ final class CommitLogRangeReader extends RecordBatchReader {
             prevTerm = entry.term;
             long rec = pos + DLedgerFormat.ENTRY_HEADER_BYTES;
             decode(b, (int) rec, entry.bodyLen, entry.bodyLen, seg.path);     // the record fills its entry exactly
-            if (record.phyOffset != base + rec) {
+            if (record.phyOffset != segStart + rec) {
                 throw new CorruptRecordError("record PHYSICALOFFSET " + record.phyOffset + " is not its offset "
-                        + (base + rec), seg.path, rec);
+                        + (segStart + rec), seg.path, rec);
             }
             pos = rec + entry.bodyLen;
             offerWholeStore();
@@ -157,7 +192,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
         long code = 0;
         boolean valid = false;
         if (tagsCodeNeeded) {
-            topic = topic(b, record);
+            topic = topic(w.buf, record);
             valid = unitTagsCode(topic, record);
             code = valid ? lastUnitTagsCode() : 0;
             if (spec.tagHashes != null && valid && !TagsCode.SCHEDULE_TOPIC.equals(topic.name)
@@ -165,6 +200,6 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 return;       // its unit's tagsCode cannot match: skipped as the unit filter would
             }
         }
-        emit(b, topic, code, valid, seg.path);
+        emit(w.buf, topic, code, valid, seg.path);
     }
 }

@@ -11,10 +11,12 @@ import io.rmqsource.spark.errors.Repr;
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.MsgId;
+import io.rmqsource.spark.io.StoreFiles;
 import io.rmqsource.spark.store.IndexService;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueUnits;
 import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreReader;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -68,11 +70,12 @@ final class RmqPlanner {
 
     List<RmqInputPartition> plan(boolean countsOnly) {
         try {
+            List<StoreFiles> files = StoreAccess.forPaths(opts.paths);
             for (int i = 0; i < opts.paths.size(); i++) {
-                StoreReader r = new StoreReader(opts.paths.get(i), opts.storeConfig, null);
+                StoreReader r = new StoreReader(files.get(i), opts.paths.get(i), opts.storeConfig, null);
                 readers.add(r);
                 refs.add(new StoreRef(i, opts.paths.get(i), opts.brokers.get(i), opts.storeConfig, r.commitLog.minOffset(),
-                        r.commitLogMaxOffset(), r.hasConsumeQueueFiles()));
+                        r.commitLogMaxOffset(), r.hasConsumeQueueFiles(), files.get(i)));
             }
             boolean queueMode = queueMode(opts, pushed);
             List<List<QueueKey>> selected = queueMode ? selectQueues() : null;
@@ -476,7 +479,12 @@ final class RmqPlanner {
         out = ensureMinPartitions(out, opts.minPartitions, 1, size, split);
         out = ensureMinPartitions(out, defaultParallelism, MIN_SPLIT_BYTES, size, split);
         List<RmqInputPartition> parts = new ArrayList<>();
-        for (long[] r : out) parts.add(new CommitLogRange(refs.get((int) r[0]), r[1], r[2], r[3]));
+        for (long[] r : out) {
+            Segments segments = readers.get((int) r[0]).commitLog.segments;
+            Segment seg = segments.find(r[3]);
+            String[] hosts = seg == null ? new String[0] : segments.files.hosts(seg.path, r[1] - r[3], r[2] - r[1]);
+            parts.add(new CommitLogRange(refs.get((int) r[0]), r[1], r[2], r[3], hosts));
+        }
         return parts;
     }
 

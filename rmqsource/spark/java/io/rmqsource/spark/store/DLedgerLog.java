@@ -125,7 +125,7 @@ public final class DLedgerLog {
                 if (h.kind == DLedgerFormat.BLANK) {
                     c.kind = Record.BLANK;
                     c.size = segs.lengthOf(seg) - e;
-                    return visitor.visit(Record.BLANK, seg, b, (int) e, c.size) ? -1 : seg.startOffset + e;
+                    return visitor.visit(Record.BLANK, seg, b, (int) e, seg.startOffset + e, c.size) ? -1 : seg.startOffset + e;
                 }
                 String[] problem = DLedgerFormat.headerProblem(h, seg.startOffset + e, prevIndex, prevTerm);
                 if (problem != null) {
@@ -138,7 +138,7 @@ public final class DLedgerLog {
                 long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
                 String bad = recordProblem(seg, b, rec, h.bodyLen, limit, checkCrc, c);
                 if (bad != null) throw corruptRecord(seg, rec, bad);
-                if (!visitor.visit(Record.MESSAGE, seg, b, (int) rec, c.size)) return seg.startOffset + rec;
+                if (!visitor.visit(Record.MESSAGE, seg, b, (int) rec, seg.startOffset + rec, c.size)) return seg.startOffset + rec;
                 e = rec + h.bodyLen;
             }
         }

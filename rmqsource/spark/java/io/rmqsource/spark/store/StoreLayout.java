@@ -3,20 +3,19 @@ package io.rmqsource.spark.store;
 import io.rmqsource.spark.errors.NotAStoreError;
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.UnsupportedLayoutError;
+import io.rmqsource.spark.io.StoreFiles;
 import java.io.File;
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
  * Where things live under a store root (spec 1), twin of rmqsource/store/layout.py. {@link #checkSupported}
  * is the one place that decides whether the files (and the store config) are a layout this package reads;
  * a store holding data of another layout is refused with one UnsupportedLayoutError naming the folder.
- * DLedger stores ({@code dledger-<selfId>/}) are read (the Python writer refuses to write them).
  */
 public final class StoreLayout implements Serializable {
     private static final long serialVersionUID = 2L;
@@ -25,6 +24,8 @@ public final class StoreLayout implements Serializable {
     private static final String DEFAULT_DLEDGER_SELF_ID = "n0";     // MessageStoreConfig.dLegerSelfId
     private static final String ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read";
     public final String root;
+    /** Where the files are read: local maps, or a Hadoop FileSystem (paths are then URIs). */
+    public final StoreFiles files;
     public final List<String> commitLogDirs;
     // Store-config keys that announce a layout (null / false: the config says nothing).
     private final String readOnlyCommitLogStorePaths;
@@ -34,16 +35,22 @@ public final class StoreLayout implements Serializable {
 
     /** The layout of root as the config describes it. */
     public StoreLayout(String root, StoreConfig config) {
-        this(root, config.storePathCommitLog(), config.readOnlyCommitLogStorePaths(), config.enableDLegerCommitLog(),
-                config.storePathDLedgerCommitLog(), config.dLegerSelfId());
+        this(StoreFiles.LOCAL, root, config);
+    }
+
+    /** The layout of root, read through {@code files}, as the config describes it. */
+    public StoreLayout(StoreFiles files, String root, StoreConfig config) {
+        this(files, root, config.storePathCommitLog(), config.readOnlyCommitLogStorePaths(),
+                config.enableDLegerCommitLog(), config.storePathDLedgerCommitLog(), config.dLegerSelfId());
     }
 
     public StoreLayout(String root, String storePathCommitLog) {
-        this(root, storePathCommitLog, null, false, null, null);
+        this(StoreFiles.LOCAL, root, storePathCommitLog, null, false, null, null);
     }
 
-    private StoreLayout(String root, String storePathCommitLog, String readOnlyCommitLogStorePaths,
+    private StoreLayout(StoreFiles files, String root, String storePathCommitLog, String readOnlyCommitLogStorePaths,
                         boolean enableDLegerCommitLog, String storePathDLedgerCommitLog, String dLegerSelfId) {
+        this.files = files;
         this.readOnlyCommitLogStorePaths = readOnlyCommitLogStorePaths;
         this.enableDLegerCommitLog = enableDLegerCommitLog;
         this.storePathDLedgerCommitLog = storePathDLedgerCommitLog == null || storePathDLedgerCommitLog.strip().isEmpty()
@@ -56,7 +63,7 @@ public final class StoreLayout implements Serializable {
                 if (!p.strip().isEmpty()) dirs.add(p.strip());
             }
         } else {
-            dirs.add(new File(root, "commitlog").getPath());
+            dirs.add(StoreFiles.child(root, "commitlog"));
         }
         this.commitLogDirs = dirs;
     }
@@ -70,19 +77,18 @@ public final class StoreLayout implements Serializable {
     }
 
     /**
-     * The {@code dledger-<selfId>/} folder of a DLedger store (it may not exist yet), else null (layout.py's
-     * dledger_dir).  Found from the files (one {@code dledger-*} folder under the root, or under
-     * storePathDLedgerCommitLog), or announced by the config (enableDLegerCommitLog,
-     * storePathDLedgerCommitLog).  Several folders need dLegerSelfId to choose one.
+     * The {@code dledger-<selfId>/} folder of a DLedger store as a path of {@link #files} (it may not
+     * exist yet), else null (layout.py's dledger_dir).  Found from the files (one {@code dledger-*}
+     * folder under the root, or under storePathDLedgerCommitLog), or announced by the config
+     * (enableDLegerCommitLog, storePathDLedgerCommitLog).  Several folders need dLegerSelfId to choose one.
      */
-    public File dledgerDir() {
-        File r = new File(root);
-        File base = storePathDLedgerCommitLog != null ? new File(storePathDLedgerCommitLog) : r;
+    public String dledgerDir() {
+        String base = storePathDLedgerCommitLog != null ? storePathDLedgerCommitLog : root;
         List<String> folders = new ArrayList<>();
         for (String n : names(base, true)) if (n.startsWith(DLEDGER_PREFIX)) folders.add(n);
         folders.sort(null);
-        if (!base.equals(r) && new File(base, "data").isDirectory() && !base.getName().startsWith(DLEDGER_PREFIX)
-                && folders.isEmpty()) {
+        if (!base.equals(root) && files.isDirectory(StoreFiles.child(base, "data"))
+                && !new File(base).getName().startsWith(DLEDGER_PREFIX) && folders.isEmpty()) {
             return base;                // storePathDLedgerCommitLog names the folder itself
         }
         boolean announced = enableDLegerCommitLog || storePathDLedgerCommitLog != null;
@@ -90,23 +96,23 @@ public final class StoreLayout implements Serializable {
             String name = DLEDGER_PREFIX + dLegerSelfId;
             if (!folders.contains(name) && !announced) {
                 throw new UnsupportedLayoutError("dLegerSelfId " + dLegerSelfId + " names no DLedger folder: no " + name
-                        + " under " + base.getPath()
+                        + " under " + base
                         + (folders.isEmpty() ? "" : " (DLedger folders: " + String.join(", ", folders) + ")"), root, -1);
             }
-            return new File(base, name);
+            return StoreFiles.child(base, name);
         }
         if (folders.size() > 1) {
             throw new UnsupportedLayoutError("several DLedger folders (" + String.join(", ", folders)
                     + "): choose one with the dLegerSelfId option", root, -1);
         }
-        if (!folders.isEmpty()) return new File(base, folders.get(0));
-        return announced ? new File(base, DLEDGER_PREFIX + DEFAULT_DLEDGER_SELF_ID) : null;
+        if (!folders.isEmpty()) return StoreFiles.child(base, folders.get(0));
+        return announced ? StoreFiles.child(base, DLEDGER_PREFIX + DEFAULT_DLEDGER_SELF_ID) : null;
     }
 
-    /** The DLedger data folder ({@code dledger-<selfId>/data}), or null when the store has none. */
-    public File dledgerDataDir() {
-        File d = dledgerDir();
-        return d == null ? null : new File(d, "data");
+    /** The DLedger data folder ({@code dledger-<selfId>/data}) as a path of {@link #files}, or null. */
+    public String dledgerDataDir() {
+        String d = dledgerDir();
+        return d == null ? null : StoreFiles.child(d, "data");
     }
 
     public File checkpointFile() {
@@ -114,7 +120,8 @@ public final class StoreLayout implements Serializable {
     }
 
     public boolean abortExists() {
-        return new File(root, "abort").exists();
+        String abort = StoreFiles.child(root, "abort");
+        return files.mapped() ? new File(abort).exists() : files.isFile(abort) || files.isDirectory(abort);
     }
 
     public File lockFile() {
@@ -127,18 +134,32 @@ public final class StoreLayout implements Serializable {
     }
 
     public File queueDir(String topic, int queueId) {
+        return new File(queueDirPath(topic, queueId));
+    }
+
+    /** consumequeue/{topic}/{queueId} under the root, as a path of {@link #files}. */
+    public String queueDirPath(String topic, int queueId) {
         if (!isSafeDirName(topic)) throw new OptionError("unsafe path component " + io.rmqsource.spark.errors.Repr.of(topic));
-        return new File(new File(consumeQueueDir(), topic), Integer.toString(queueId));
+        return StoreFiles.child(StoreFiles.child(StoreFiles.child(root, "consumequeue"), topic), Integer.toString(queueId));
+    }
+
+    /** index/ under the root, as a path of {@link #files}. */
+    public String indexDirPath() {
+        return StoreFiles.child(root, "index");
+    }
+
+    /** A file or folder under the root, as a path of {@link #files}. */
+    public String pathOf(String name) {
+        return StoreFiles.child(root, name);
     }
 
     /** NotAStoreError / UnsupportedLayoutError unless this looks like a file store. */
     public void checkIsStore() {
-        File r = new File(root);
-        if (!r.isDirectory()) throw new NotAStoreError(root + " is not a directory");
+        if (!files.isDirectory(root)) throw new NotAStoreError(root + " is not a directory");
         checkSupported();
-        File dledgerData = dledgerDataDir();
-        boolean has = dledgerData != null && dledgerData.isDirectory();      // a store may hold only DLedger files
-        for (String d : commitLogDirs) has |= new File(d).isDirectory();
+        String dledgerData = dledgerDataDir();
+        boolean has = dledgerData != null && files.isDirectory(dledgerData);   // a store may hold only DLedger files
+        for (String d : commitLogDirs) has |= files.isDirectory(d);
         if (!has) {
             throw new NotAStoreError(root + " is not a RocketMQ store: no commitlog directory ("
                     + String.join(", ", commitLogDirs) + ")");
@@ -155,7 +176,7 @@ public final class StoreLayout implements Serializable {
     }
 
     private String[] unsupported() {
-        File r = new File(root);
+        String r = root;
         dledgerDir();          // several DLedger folders, or dLegerSelfId naming none, are refused first
         if (commitLogDirs.size() > 1) {
             return new String[] {commitLogDirs.get(0), "multi-path CommitLog (storePathCommitLog names "
@@ -165,64 +186,85 @@ public final class StoreLayout implements Serializable {
             return new String[] {readOnlyCommitLogStorePaths.split(",", -1)[0].strip(),
                 "read-only CommitLog directories (readOnlyCommitLogStorePaths) are not read"};
         }
-        File own = new File(r, "commitlog");
-        boolean moved = !commitLogDirs.equals(List.of(own.getPath()));
+        String own = StoreFiles.child(r, "commitlog");
+        boolean moved = !commitLogDirs.equals(List.of(own));
         if (moved && holdsFiles(own, 3) && !sameDir(own, commitLogDirs.get(0))) {
-            return new String[] {own.getPath(), "CommitLog files while storePathCommitLog names "
+            return new String[] {own, "CommitLog files while storePathCommitLog names "
                     + commitLogDirs.get(0) + ": two CommitLogs are not read"};
         }
         for (String name : ROCKSDB_CONSUME_QUEUE_DIRS) {
-            File folder = new File(r, name);
+            String folder = StoreFiles.child(r, name);
             for (String n : names(folder, false)) {
                 if (n.equals("CURRENT") || n.equals("IDENTITY") || n.startsWith("MANIFEST-")) {
-                    return new String[] {folder.getPath(),
+                    return new String[] {folder,
                         "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
                 }
             }
         }
-        File batch = new File(r, "batchconsumequeue");
+        String batch = StoreFiles.child(r, "batchconsumequeue");
         if (holdsFiles(batch, 3)) {
-            return new String[] {batch.getPath(), "BatchConsumeQueue (batch topics, queue.type=BatchCQ) is not read"};
+            return new String[] {batch, "BatchConsumeQueue (batch topics, queue.type=BatchCQ) is not read"};
         }
-        File ext = new File(r, "consumequeue_ext");
+        String ext = StoreFiles.child(r, "consumequeue_ext");
         if (holdsFiles(ext, 3)) {
-            return new String[] {ext.getPath(), "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"};
+            return new String[] {ext, "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"};
         }
-        File compaction = new File(new File(r, "compaction"), "compactionLog");
+        String compaction = StoreFiles.child(StoreFiles.child(r, "compaction"), "compactionLog");
         if (holdsFiles(compaction, 3)) {
-            return new String[] {compaction.getPath(), "compacted topics (cleanup.policy=COMPACTION) are not read"};
+            return new String[] {compaction, "compacted topics (cleanup.policy=COMPACTION) are not read"};
         }
-        File tiered = new File(new File(r, "config"), "tieredStoreMetadata.json");
-        if (tiered.isFile()) {
-            return new String[] {tiered.getPath(),
+        String tiered = StoreFiles.child(StoreFiles.child(r, "config"), "tieredStoreMetadata.json");
+        if (underRoot(tiered) && files.isFile(tiered)) {
+            return new String[] {tiered,
                 "tiered storage (tieredstore metadata): messages moved to another tier are not read"};
         }
         return null;
     }
 
     /** Names of the sub-directories (dirs) or regular files (!dirs) of folder; none when it is not a folder. */
-    private static List<String> names(File folder, boolean dirs) {
-        File[] entries = folder.listFiles();
+    private List<String> names(String folder, boolean dirs) {
+        List<StoreFiles.Entry> entries = underRoot(folder) ? files.list(folder) : null;
         List<String> out = new ArrayList<>();
         if (entries == null) return out;
-        for (File e : entries) if (dirs ? e.isDirectory() : e.isFile()) out.add(e.getName());
+        for (StoreFiles.Entry e : entries) if (e.directory == dirs) out.add(e.name);
         return out;
     }
 
     /** A regular file lies under folder, at most depth levels down ({folder}/{topic}/{queueId}/{file}: 3). */
-    private static boolean holdsFiles(File folder, int depth) {
-        File[] entries = folder.listFiles();
+    private boolean holdsFiles(String folder, int depth) {
+        List<StoreFiles.Entry> entries = underRoot(folder) ? files.list(folder) : null;
         if (entries == null) return false;
-        Arrays.sort(entries);
-        for (File e : entries) {
-            if (e.isFile() || (depth > 1 && e.isDirectory() && holdsFiles(e, depth - 1))) return true;
+        entries.sort((a, b) -> a.name.compareTo(b.name));
+        for (StoreFiles.Entry e : entries) {
+            if (!e.directory || (depth > 1 && holdsFiles(StoreFiles.child(folder, e.name), depth - 1))) return true;
         }
         return false;
     }
 
-    private static boolean sameDir(File a, String b) {
+    private transient java.util.Set<String> rootNames;
+
+    /**
+     * Whether {@code path} may exist: off a mapped file system, a path under the root whose first
+     * component the root's one listing lacks does not (no request per folder the layout checks).
+     */
+    private boolean underRoot(String path) {
+        if (files.mapped() || path.equals(root)) return true;
+        String prefix = root.endsWith("/") ? root : root + "/";
+        if (!path.startsWith(prefix)) return true;
+        if (rootNames == null) {
+            rootNames = new java.util.HashSet<>();
+            List<StoreFiles.Entry> entries = files.list(root);
+            if (entries != null) for (StoreFiles.Entry e : entries) rootNames.add(e.name);
+        }
+        String rest = path.substring(prefix.length());
+        int slash = rest.indexOf('/');
+        return rootNames.contains(slash < 0 ? rest : rest.substring(0, slash));
+    }
+
+    private boolean sameDir(String a, String b) {
+        if (!files.mapped()) return a.equals(b);
         try {
-            return Files.isSameFile(a.toPath(), Path.of(b));
+            return Files.isSameFile(Path.of(a), Path.of(b));
         } catch (IOException | RuntimeException e) {
             return false;
         }
@@ -238,16 +280,17 @@ public final class StoreLayout implements Serializable {
     /** (topic, queueId) of every ConsumeQueue directory, sorted. */
     public List<QueueKey> listQueues() {
         List<QueueKey> out = new ArrayList<>();
-        File[] topics = consumeQueueDir().listFiles();
+        String cq = StoreFiles.child(root, "consumequeue");
+        List<StoreFiles.Entry> topics = files.list(cq);
         if (topics == null) return out;
-        for (File t : topics) {
-            if (!t.isDirectory() || !isSafeDirName(t.getName())) continue;
-            File[] queues = t.listFiles();
+        for (StoreFiles.Entry t : topics) {
+            if (!t.directory || !isSafeDirName(t.name)) continue;
+            List<StoreFiles.Entry> queues = files.list(StoreFiles.child(cq, t.name));
             if (queues == null) continue;
-            for (File q : queues) {
-                String n = q.getName();
-                if (q.isDirectory() && !n.isEmpty() && allDigits(n) && n.length() < 10) {
-                    out.add(new QueueKey(t.getName(), Integer.parseInt(n)));
+            for (StoreFiles.Entry q : queues) {
+                String n = q.name;
+                if (q.directory && !n.isEmpty() && allDigits(n) && n.length() < 10) {
+                    out.add(new QueueKey(t.name, Integer.parseInt(n)));
                 }
             }
         }

@@ -109,8 +109,8 @@ final class Verifier {
     String run() {
         cl = new CommitLog(layout);
         long end;
-        File dledgerDir = layout.dledgerDir();
-        dledger = dledgerDir == null ? null : new DLedgerChecks(dledgerDir, report);
+        String dledgerDir = layout.dledgerDir();       // verify walks local stores: a path
+        dledger = dledgerDir == null ? null : new DLedgerChecks(new File(dledgerDir), report);
         try {
             clMin = cl.minOffset();
             checkSegmentFiles();
