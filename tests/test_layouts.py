@@ -210,6 +210,15 @@ def test_dledger_folder_choice_by_self_id(tmp_path):
     assert e.value.file == str(store)
     code, out, err = run_cli(["topics", "-C", "dLegerSelfId=n0", str(store)])
     assert code == 0 and "messages 1142  commitLogMaxOffset 1181362" in out, err
+    from rmqsource.store.verify import verify_store
+    walks = [verify_store]
+    if jvm_built():
+        from rmqsource.commands.verify_jvm import verify_store_jvm
+        walks.append(verify_store_jvm)
+    for walk in walks:               # both verify walks read the folder dLegerSelfId names
+        config = StoreConfig.from_properties_file(corpus / "store.properties", {"dLegerSelfId": "n0"})
+        report = walk(store, config)
+        assert report.stats["commitLogEnd"] == 1181362 and report.errors == 0, (walk.__name__, report.problems[:3])
 
 
 def test_a_store_of_dledger_files_only_reads(tmp_path):

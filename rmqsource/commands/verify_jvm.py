@@ -50,7 +50,7 @@ def verify_store_jvm(root: str | os.PathLike, config: Optional[StoreConfig] = No
     args = [root, config.store_path_commit_log or "", str(config.max_hash_slot_num), str(config.max_index_num),
             ",".join(str(ms) for ms in config.message_delay_levels_ms),
             config.read_only_commit_log_store_paths or "", "true" if config.enable_dleger_commit_log else "false",
-            config.store_path_dledger_commit_log or ""]
+            config.store_path_dledger_commit_log or "", config.dleger_self_id or ""]
     figures = _run(command + args, report, progress or (lambda n: None))
     check_checkpoint(layout, config, report, figures["stats"]["commitLogEnd"], figures["stats"]["records"],
                      figures["maxStoreTimestamp"])
