@@ -330,7 +330,7 @@ def test_stream_picks_up_records_of_objects_reuploaded_longer(s3_spark, s3, tmp_
 
     def run_available_now() -> None:
         q = (s3_spark.readStream.format("rmq").option("config", str(props)).option("topics", "Sync")
-             .load(s3.uri(prefix)).select("queueId", "queueOffset", "body")
+             .option("startingOffsets", "earliest").load(s3.uri(prefix)).select("queueId", "queueOffset", "body")
              .writeStream.format("parquet").option("checkpointLocation", str(ckpt))
              .trigger(availableNow=True).start(str(out)))
         try:
@@ -363,7 +363,7 @@ def _one_line_refusal(exc: BaseException, uri: str) -> str:
 
 def test_batch_write_to_a_bucket_is_refused_in_one_line(s3_spark, s3):
     corpus = CORPORA[0]
-    df = rmq(s3_spark, corpus, uri_of(s3, corpus / "store")).limit(3)
+    df = rmq(s3_spark, corpus).limit(3)
     target = s3.uri("written/store")
     with pytest.raises(Exception) as exc:
         df.write.format("rmq").mode("append").save(target)
