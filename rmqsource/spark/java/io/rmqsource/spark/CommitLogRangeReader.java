@@ -7,20 +7,23 @@ import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import io.rmqsource.spark.store.Segment;
-import java.nio.ByteBuffer;
+import io.rmqsource.spark.store.Segments;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * Whole-store reads: the records of a CommitLog byte range [start, end) of one segment, walked
  * header by header through the mapped file (twin of _read_commitlog_range in batch.py, same stops
  * and errors).  The range starts at a record boundary; the first record must say so in its own
- * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).
+ * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).  Off a
+ * mapped file the range is read in large windows (a record straddling a window's end is read again
+ * from its start by the next), never a request per record.
  */
 final class CommitLogRangeReader extends RecordBatchReader {
     private final CommitLogRange part;
     private final Segment seg;
-    private final ByteBuffer b;
-    private final long base;
+    private final Segments segments;
+    private Segments.Window w;
+    private final long segStart;
     private final long segLen;
     private final long end;
     private final boolean tagsCodeNeeded;
@@ -35,25 +38,41 @@ final class CommitLogRangeReader extends RecordBatchReader {
             throw new DataLossError("CommitLog segment for offset " + part.start + " of " + part.store.root
                     + " is gone (deleted while the query ran?)");
         }
-        b = reader.commitLog.segments.map(seg);
-        base = seg.startOffset;
-        segLen = reader.commitLog.segments.lengthOf(seg);
-        pos = part.start - base;
-        end = part.end - base;
+        segments = reader.commitLog.segments;
+        segStart = seg.startOffset;
+        segLen = segments.lengthOf(seg);
+        pos = part.start - segStart;
+        end = part.end - segStart;
+        w = segments.readWindow(seg, pos, Math.max(Math.min(8, end - pos),
+                Math.min(segments.files.windowBytes(), end - pos)));
         tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
     }
 
+    /**
+     * Makes the window hold [pos, pos + need): a new window from pos when it does not, of the window
+     * size but never past the range's end (nothing after it is read).  Whether the window changed.
+     */
+    private boolean holdAtLeast(long need) {
+        if (w.covers(pos, need)) return false;
+        w = segments.readWindow(seg, pos, Math.max(need, Math.min(segments.files.windowBytes(), end - pos)));
+        return true;
+    }
+
     private CorruptRecordError noRecord(String detail) {
-        return new CorruptRecordError("no valid record at CommitLog offset " + (base + pos) + ", below the valid end "
+        return new CorruptRecordError("no valid record at CommitLog offset " + (segStart + pos) + ", below the valid end "
                 + part.end + ": " + detail, seg.path, pos);
     }
 
     @Override
     protected boolean fill() {
-        long fileLen = b.capacity();
+        long fileLen = w.fileLength;
         long bufEnd = Math.min(fileLen, end);          // what a read of the range can return
         while (pos < end) {
             if (columns.full()) return true;
+            if (holdAtLeast(Math.min(8, end - pos))) {
+                fileLen = w.fileLength;
+                bufEnd = Math.min(fileLen, end);
+            }
             if (fileLen - pos < Math.min(8, end - pos)) {
                 long at = Math.max(pos, fileLen);
                 throw new CorruptRecordError("file ends at position " + at + " before the valid CommitLog end " + part.end,
@@ -64,8 +83,8 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("a record header runs past the range end " + part.end
                         + " (the valid CommitLog end or a split point)", seg.path, pos);
             }
-            int total = b.getInt((int) pos);
-            int magic = b.getInt((int) pos + 4);
+            int total = w.buf.getInt(w.at(pos));
+            int magic = w.buf.getInt(w.at(pos) + 4);
             if (magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) {
                 if (magic == Record.BLANK_MAGIC) {
                     pos = end;                          // end-of-segment padding: nothing after it
@@ -86,7 +105,9 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("file ends at position " + fileLen + " before the valid CommitLog end "
                         + part.end, seg.path, fileLen);
             }
-            decode(b, (int) pos, bufEnd - pos, -1, seg.path);
+            holdAtLeast(total);
+            base = w.base;
+            decode(w.buf, w.at(pos), bufEnd - pos, -1, seg.path);
             if (first) {
                 if (record.phyOffset != part.start) {
                     throw new CorruptRecordError("no record starts at CommitLog offset " + part.start
@@ -106,7 +127,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
         long code = 0;
         boolean valid = false;
         if (tagsCodeNeeded) {
-            topic = topic(b, record);
+            topic = topic(w.buf, record);
             valid = unitTagsCode(topic, record);
             code = valid ? lastUnitTagsCode() : 0;
             if (spec.tagHashes != null && valid && !TagsCode.SCHEDULE_TOPIC.equals(topic.name)
@@ -114,6 +135,6 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 return;       // its unit's tagsCode cannot match: skipped as the unit filter would
             }
         }
-        emit(b, topic, code, valid, seg.path);
+        emit(w.buf, topic, code, valid, seg.path);
     }
 }

@@ -17,7 +17,9 @@ import org.apache.spark.sql.types.StructType;
  * Topic reads: ConsumeQueue offsets [start, end) of queues, rows in queue order (twin of
  * _read_queue_range in batch.py).  Units are read a batch at a time; units whose tagsCode cannot
  * match the tag filter are skipped without touching the CommitLog; each remaining record is read
- * at its offset through the mapped segment and must say that offset in its PHYSICALOFFSET.
+ * at its offset through the mapped segment and must say that offset in its PHYSICALOFFSET.  Off a
+ * mapped file, the records of a chunk are read by ranged reads that take in the wanted neighbours
+ * within {@link #COALESCE_GAP} bytes (never a request per record when records lie close).
  *
  * Reusable by a stream: {@link #of} takes a planned store, one queue range, the columns and a tag
  * filter, and defers decoding the costly columns to their first access (Spark prunes no columns
@@ -25,6 +27,8 @@ import org.apache.spark.sql.types.StructType;
  */
 final class ConsumeQueueRangeReader extends RecordBatchReader {
     private static final int LOOKAHEAD = 8;
+    /** Records at most this far apart share one ranged read (positioned reads only). */
+    static final long COALESCE_GAP = 256 << 10;
     private final List<QueueRange> ranges;
     private final Segments segments;
     private final long lastSegmentEnd;
@@ -42,6 +46,8 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
     private int wantedLen;
     private int wantedPos;
     private boolean chunkLoaded;
+    private Segment windowSeg;          // the segment of the window records were last read from
+    private Segments.Window window;
     private long touchSink;
 
     ConsumeQueueRangeReader(ReadSpec spec, StoreRef store, List<QueueRange> ranges, StructType schema) {
@@ -169,6 +175,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
      * those misses.
      */
     private void touch(int j) {
+        if (!segments.files.mapped()) return;         // a positioned read brings whole groups at once
         Segment seg = segments.find(phy[j]);
         if (seg == null) return;
         ByteBuffer b = segments.map(seg);
@@ -180,18 +187,44 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         touchSink += x + b.get((int) pos + s - 1);
     }
 
+    /**
+     * The end of one ranged read starting at a record that ends at {@code end}: the wanted records
+     * after it in this chunk, while each starts within {@link #COALESCE_GAP} of the previous end, in
+     * the same segment, and the read stays within the window size.
+     */
+    private long coalescedEnd(Segment seg, long end) {
+        long segEnd = seg.startOffset + segments.lengthOf(seg);
+        long limit = end - 1 + segments.files.windowBytes();
+        for (int k = wantedPos; k < wantedLen; k++) {
+            int j = wantedUnits[k];
+            long next = phy[j];
+            long nextEnd = next + size[j];
+            if (next < end || next - end > COALESCE_GAP || nextEnd > segEnd || nextEnd > limit) break;
+            end = nextEnd;
+        }
+        return end;
+    }
+
     private void readRecord(long p, int s, long unitCode) {
         Segment seg = segments.find(p);
         if (seg == null) {
             throw new DataLossError("CommitLog offset " + p + " of " + store.root + " is in no segment (deleted?)");
         }
-        ByteBuffer b = segments.map(seg);
         long pos = p - seg.startOffset;
-        if (pos + s > b.capacity()) {
-            long got = Math.max(0, b.capacity() - pos);
+        Segments.Window w = seg == windowSeg ? window : null;
+        if (w == null || !w.covers(pos, s)) {
+            w = segments.files.mapped() ? segments.window(seg, pos, s)
+                    : segments.readWindow(seg, pos, coalescedEnd(seg, p + s) - p);
+            window = w;
+            windowSeg = seg;
+        }
+        ByteBuffer b = w.buf;
+        if (pos + s > w.fileLength) {
+            long got = Math.max(0, w.fileLength - pos);
             throw new CorruptRecordError("file ends before the record at CommitLog offset " + (p + got), seg.path, pos + got);
         }
-        decode(b, (int) pos, s, s, seg.path);
+        base = w.base;
+        decode(b, w.at(pos), s, s, seg.path);
         if (record.phyOffset != p) {
             throw new CorruptRecordError("ConsumeQueue " + range.topic + ":" + range.queueId + " unit points at CommitLog "
                     + "offset " + p + " but the record there says " + record.phyOffset, seg.path, pos);

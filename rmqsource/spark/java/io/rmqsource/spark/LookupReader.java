@@ -14,6 +14,8 @@ import org.apache.spark.sql.types.StructType;
  * record that starts but does not hold together is an error naming file and offset.
  */
 final class LookupReader extends RecordBatchReader {
+    /** Bytes of the one read that finds a record off a mapped file (most records are shorter). */
+    static final int LOOKUP_READ_BYTES = 8192;
     private final Lookup part;
     private final Segments segments;
     private int next;
@@ -36,19 +38,24 @@ final class LookupReader extends RecordBatchReader {
     private void readAt(long phy) {
         Segment seg = segments.find(phy);
         if (seg == null || phy - seg.startOffset + 8 > seg.sizeBytes) return;
-        ByteBuffer b = segments.map(seg);
         long pos = phy - seg.startOffset;
-        if (pos + 8 > b.capacity()) return;
-        int total = b.getInt((int) pos);
-        int magic = b.getInt((int) pos + 4);
+        // Off a mapped file: one small read, and a second one only for a record longer than it.
+        Segments.Window w = segments.files.mapped() ? segments.window(seg, pos, 8)
+                : segments.readWindow(seg, pos, LOOKUP_READ_BYTES);
+        if (pos + 8 > w.fileLength) return;
+        int total = w.buf.getInt(w.at(pos));
+        int magic = w.buf.getInt(w.at(pos) + 4);
         if ((magic != Record.MAGIC_V1 && magic != Record.MAGIC_V2) || total < Record.MIN_RECORD_BYTES) return;
         if (phy + total > store.commitLogMax) return;
-        if (pos + total > b.capacity()) {
-            long got = b.capacity() - pos;
+        if (pos + total > w.fileLength) {
+            long got = w.fileLength - pos;
             throw new CorruptRecordError("file ends before the record at CommitLog offset " + (phy + got), seg.path,
                     pos + got);
         }
-        decode(b, (int) pos, total, -1, seg.path);
+        if (!w.covers(pos, total)) w = segments.readWindow(seg, pos, total);
+        ByteBuffer b = w.buf;
+        base = w.base;
+        decode(b, w.at(pos), total, -1, seg.path);
         if (record.phyOffset != phy || !rowMask(true)) return;
         Topic topic = topic(b, record);
         boolean valid = unitTagsCode(topic, record);

@@ -38,6 +38,8 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     private final boolean topicColumn;
     private final byte[] msgId = new byte[56];
     private boolean done;
+    /** File position of index 0 of the buffer being decoded (0 for a mapped file; a window's start otherwise). */
+    protected long base;
     protected long recordsRead;
     protected long bytesRead;
     protected long unitsSkipped;
@@ -45,7 +47,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     RecordBatchReader(ReadSpec spec, StoreRef store, StructType schema) {
         this.spec = spec;
         this.store = store;
-        this.reader = new StoreReader(store.root, store.config, store.commitLogMax);
+        this.reader = new StoreReader(store.files, store.root, store.config, store.commitLogMax);
         this.columns = new RecordColumns(schema, spec.options, spec.deferColumns, spec.batchRows);
         columns.setStore(store.broker, store.root);
         PushedFilters p = spec.pushed;
@@ -163,7 +165,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     /** Decodes the record at {@code pos} or fails naming file and offset. */
     protected void decode(ByteBuffer b, int pos, long available, int expectedSize, String file) {
         String reason = record.decode(b, pos, available, expectedSize);
-        if (reason != null) throw new CorruptRecordError(reason, file, pos);
+        if (reason != null) throw new CorruptRecordError(reason, file, base + pos);
         recordsRead++;
         bytesRead += record.totalSize;
     }
@@ -214,6 +216,6 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
             if (!spec.pushed.msgIds.contains(new String(msgId, 0, n, StandardCharsets.US_ASCII))) return;
         }
         Topic t = topic != null ? topic : (topicColumn ? topic(b, r) : null);
-        columns.append(b, r, t != null ? t.utf8 : null, props, tagsCode, tagsValid, file, r.pos);
+        columns.append(b, r, t != null ? t.utf8 : null, props, tagsCode, tagsValid, file, base + r.pos);
     }
 }

@@ -38,9 +38,10 @@ final class RmqCountScan implements LocalScan {
     static RmqCountScan plan(RmqOptions opts, String[] groupBy, int aggregates, StructType schema, String aggregation) {
         if (opts.includeTransactional || opts.startingTimestamp != null || opts.endingTimestamp != null) return null;
         Map<List<Object>, Long> groups = new LinkedHashMap<>();
+        List<io.rmqsource.spark.io.StoreFiles> files = StoreAccess.forPaths(opts.paths);
         for (int i = 0; i < opts.paths.size(); i++) {
             Map<QueueKey, Long> counts;
-            try (StoreReader reader = new StoreReader(opts.paths.get(i), opts.storeConfig, null)) {
+            try (StoreReader reader = new StoreReader(files.get(i), opts.paths.get(i), opts.storeConfig, null)) {
                 counts = QueueTiling.countsIfTiled(reader, MAX_UNITS);
             } catch (RuntimeException e) {
                 return null;            // the read reports what is wrong with the store

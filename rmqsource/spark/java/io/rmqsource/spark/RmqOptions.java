@@ -143,7 +143,7 @@ public final class RmqOptions implements Serializable {
         } else {
             o.brokers = new ArrayList<>();
             for (String p : o.paths) {
-                String name = new File(p).getName();
+                String name = io.rmqsource.spark.io.StoreFiles.name(p);
                 o.brokers.add(name.isEmpty() ? p : name);
             }
         }
@@ -370,7 +370,11 @@ public final class RmqOptions implements Serializable {
         return new ArrayList<>(out);
     }
 
-    /** A store path from an option: a plain path or a file: URI (other schemes are refused); store_path. */
+    /**
+     * A store path from an option: a plain path or a file: URI (a local path, as store_path gives),
+     * or the URI of a store on another Hadoop file system (s3a://, hdfs://, abfss://, gs://, dbfs:/ ...),
+     * read there by positioned reads (StoreAccess); the Python path refuses those.
+     */
     static String storePath(String text) {
         String p = text.strip();
         java.util.regex.Matcher m = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(p);
@@ -380,8 +384,14 @@ public final class RmqOptions implements Serializable {
         }
         String scheme = m.group(1).toLowerCase(java.util.Locale.ROOT);
         if (!scheme.equals("file")) {
-            throw new OptionError("store path " + Repr.of(p) + ": the rmq source reads local or mounted directories, not "
-                    + scheme + ": URIs (on Databricks use the /dbfs/... or /Volumes/... path of a mounted volume)");
+            org.apache.hadoop.fs.Path hp;
+            try {
+                hp = new org.apache.hadoop.fs.Path(p);
+            } catch (IllegalArgumentException e) {
+                throw new OptionError("store path " + Repr.of(p) + " is not a URI: " + e.getMessage());
+            }
+            String uri = hp.toString();
+            return uri.length() > 1 && uri.endsWith("/") ? uri.substring(0, uri.length() - 1) : uri;
         }
         java.net.URI u;
         try {

@@ -10,6 +10,7 @@ import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.Repr;
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.MsgId;
+import io.rmqsource.spark.io.StoreFiles;
 import io.rmqsource.spark.store.IndexService;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueUnits;
@@ -67,11 +68,12 @@ final class RmqPlanner {
 
     List<RmqInputPartition> plan(boolean countsOnly) {
         try {
+            List<StoreFiles> files = StoreAccess.forPaths(opts.paths);
             for (int i = 0; i < opts.paths.size(); i++) {
-                StoreReader r = new StoreReader(opts.paths.get(i), opts.storeConfig, null);
+                StoreReader r = new StoreReader(files.get(i), opts.paths.get(i), opts.storeConfig, null);
                 readers.add(r);
                 refs.add(new StoreRef(i, opts.paths.get(i), opts.brokers.get(i), opts.storeConfig, r.commitLog.minOffset(),
-                        r.commitLogMaxOffset(), r.hasConsumeQueueFiles()));
+                        r.commitLogMaxOffset(), r.hasConsumeQueueFiles(), files.get(i)));
             }
             boolean queueMode = queueMode(opts, pushed);
             List<List<QueueKey>> selected = queueMode ? selectQueues() : null;

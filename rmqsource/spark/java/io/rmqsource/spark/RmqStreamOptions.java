@@ -93,6 +93,10 @@ public final class RmqStreamOptions implements Serializable {
             throw new OptionError("a stream reads one store; got " + o.read.paths.size() + " paths ("
                     + String.join(", ", o.read.paths) + ")");
         }
+        if (io.rmqsource.spark.io.StoreFiles.isUri(o.root())) {
+            throw new OptionError("a stream reads a local store; " + o.root() + " is on another file system, which "
+                    + "batch reads (spark.read) read by positioned reads");
+        }
         if (!o.read.topicMode()) throw new OptionError("a stream needs one of the options topics, topicPattern or queues");
         if (ours.containsKey("startingoffsets")) {
             String text = ours.get("startingoffsets").strip();

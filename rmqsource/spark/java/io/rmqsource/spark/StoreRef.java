@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.io.StoreFiles;
 import io.rmqsource.spark.store.StoreConfig;
 import java.io.Serializable;
 
@@ -13,9 +14,17 @@ public final class StoreRef implements Serializable {
     public final long commitLogMin;
     public final long commitLogMax;
     public final boolean cqOnDisk;
+    /** How tasks read the store's files (local maps, or a Hadoop FileSystem with the session's conf). */
+    public final StoreFiles files;
 
     public StoreRef(int index, String root, String broker, StoreConfig config, long commitLogMin, long commitLogMax,
                     boolean cqOnDisk) {
+        this(index, root, broker, config, commitLogMin, commitLogMax, cqOnDisk, StoreFiles.LOCAL);
+    }
+
+    public StoreRef(int index, String root, String broker, StoreConfig config, long commitLogMin, long commitLogMax,
+                    boolean cqOnDisk, StoreFiles files) {
+        this.files = files;
         this.index = index;
         this.root = root;
         this.broker = broker;

@@ -14,9 +14,9 @@ public final class CommitLog {
 
     public CommitLog(StoreLayout layout) {
         List<Segment> all = new ArrayList<>();
-        for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(d));
+        for (String d : layout.commitLogDirs) all.addAll(Segments.listDirectory(layout.files, d));
         all.sort(Segment.BY_START_OFFSET);
-        this.segments = new Segments(all, 0);
+        this.segments = new Segments(layout.files, all, 0);
     }
 
     public long minOffset() {
@@ -31,9 +31,12 @@ public final class CommitLog {
         return segments.list;
     }
 
-    /** Called by {@link #walk} for every MESSAGE and BLANK entry; return false to stop. */
+    /**
+     * Called by {@link #walk} for every MESSAGE and BLANK entry, which starts at CommitLog offset
+     * {@code offset}, at index {@code pos} of {@code b}; return false to stop.
+     */
     public interface Visitor {
-        boolean visit(int kind, Segment seg, ByteBuffer b, int pos, long size);
+        boolean visit(int kind, Segment seg, ByteBuffer b, int pos, long offset, long size);
     }
 
     /**
@@ -49,22 +52,27 @@ public final class CommitLog {
         Record.Check c = lastStep != null ? lastStep : new Record.Check();
         while (idx >= 0 && idx < segments.list.size()) {
             seg = segments.list.get(idx);
-            ByteBuffer b = segments.map(seg);
-            long limit = Math.min(segments.lengthOf(seg), b.capacity());
+            Segments.Window w = segments.window(seg, pos, 8);
+            long limit = Math.min(segments.lengthOf(seg), w.fileLength);
             while (true) {
                 if (pos + 8 > limit) {
                     c.kind = Record.END;
                     return seg.startOffset + pos;
                 }
-                Record.check(b, (int) pos, limit, checkCrc, c);
+                w = wholeRecord(seg, w, pos, limit);
+                Record.check(w.buf, w.at(pos), limit - w.base, checkCrc, c);
                 if (c.kind == Record.MESSAGE) {
-                    if (!visitor.visit(Record.MESSAGE, seg, b, (int) pos, c.size)) return seg.startOffset + pos;
+                    if (!visitor.visit(Record.MESSAGE, seg, w.buf, w.at(pos), seg.startOffset + pos, c.size)) {
+                        return seg.startOffset + pos;
+                    }
                     pos += c.size;
                     continue;
                 }
                 if (c.kind == Record.BLANK) {
                     c.size = segments.lengthOf(seg) - pos;
-                    if (!visitor.visit(Record.BLANK, seg, b, (int) pos, c.size)) return seg.startOffset + pos;
+                    if (!visitor.visit(Record.BLANK, seg, w.buf, w.at(pos), seg.startOffset + pos, c.size)) {
+                        return seg.startOffset + pos;
+                    }
                     break;
                 }
                 return seg.startOffset + pos;
@@ -76,16 +84,29 @@ public final class CommitLog {
         return -1;
     }
 
+    /**
+     * A window of {@code seg} holding the entry at {@code pos} whole (its header's totalSize, up to
+     * {@code limit}), so the checks of a record see all of it; a mapped file's window holds everything.
+     */
+    private Segments.Window wholeRecord(Segment seg, Segments.Window w, long pos, long limit) {
+        if (!w.covers(pos, 8)) w = segments.window(seg, pos, 8);
+        int total = w.buf.getInt(w.at(pos));
+        if (total > 8 && total <= limit - pos && total <= Record.MAX_RECORD_BYTES_READ && !w.covers(pos, total)) {
+            w = segments.window(seg, pos, total);
+        }
+        return w;
+    }
+
     /** Valid end scanning from a known record boundary (find_valid_end_from). */
     public long findValidEndFrom(long start, boolean checkCrc) {
         final long[] end = {start};
         final Segment last = segments.list.isEmpty() ? null : segments.list.get(segments.list.size() - 1);
         Record.Check stop = new Record.Check();
-        long at = walk(start, checkCrc, (kind, seg, b, pos, size) -> {
+        long at = walk(start, checkCrc, (kind, seg, b, pos, offset, size) -> {
             if (kind == Record.MESSAGE) {
-                end[0] = seg.startOffset + pos + size;
+                end[0] = offset + size;
             } else {
-                end[0] = seg == last ? seg.startOffset + pos : seg.startOffset + segments.lengthOf(seg);
+                end[0] = seg == last ? offset : seg.startOffset + segments.lengthOf(seg);
             }
             return true;
         }, stop);
@@ -109,18 +130,21 @@ public final class CommitLog {
     public Record.Check decodeAt(long phy) {
         Segment seg = segments.find(phy);
         if (seg == null) return null;
-        ByteBuffer b = segments.map(seg);
         long pos = phy - seg.startOffset;
+        // One small read off a remote file system: a record's header and properties are within 4 KiB
+        // more often than not; a longer record is read again whole.
+        Segments.Window w = segments.files.mapped() ? segments.window(seg, pos, 8) : segments.readWindow(seg, pos, 4096);
         long remaining = segments.lengthOf(seg) - pos;
-        long inFile = b.capacity() - pos;
+        long inFile = w.fileLength - pos;
         Record.Check c = new Record.Check();
         if (inFile < 8 || remaining < 8) {
             c.kind = Record.END;
             return c;
         }
-        int total = b.getInt((int) pos);
+        int total = w.buf.getInt(w.at(pos));
         long readable = 8 <= total && total <= Math.min(remaining, Record.MAX_RECORD_BYTES_READ) ? total : 8;
-        Record.check(b, (int) pos, pos + Math.min(readable, inFile), false, c);
+        if (!w.covers(pos, Math.min(readable, inFile))) w = segments.readWindow(seg, pos, Math.min(readable, inFile));
+        Record.check(w.buf, w.at(pos), pos + Math.min(readable, inFile) - w.base, false, c);
         return c;
     }
 

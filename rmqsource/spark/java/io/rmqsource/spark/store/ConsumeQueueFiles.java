@@ -2,6 +2,7 @@ package io.rmqsource.spark.store;
 
 import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
 import java.util.List;
 
@@ -16,9 +17,14 @@ public final class ConsumeQueueFiles extends QueueUnits {
     private long maxPhysicOffset;
 
     public ConsumeQueueFiles(String directory, String topic, int queueId) {
+        this(StoreFiles.LOCAL, directory, topic, queueId);
+    }
+
+    /** The queue's files under {@code directory}, read through {@code storeFiles} (each file read whole). */
+    public ConsumeQueueFiles(StoreFiles storeFiles, String directory, String topic, int queueId) {
         super(topic, queueId);
         this.directory = directory;
-        List<Segment> segs = Segments.listDirectory(directory);
+        List<Segment> segs = Segments.listDirectory(storeFiles, directory);
         long size = segs.isEmpty() ? DEFAULT_FILE_SIZE : Segments.commonSize(segs, 0);
         if (size % ConsumeQueue.UNIT_SIZE != 0) {
             throw new CorruptRecordError("ConsumeQueue file size " + size + " is not a multiple of "
@@ -26,7 +32,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
         }
         this.fileSize = size;
         this.unitsPerFile = (int) Math.min(Integer.MAX_VALUE, size / ConsumeQueue.UNIT_SIZE);
-        this.files = new Segments(segs, size);
+        this.files = new Segments(storeFiles, segs, size);
     }
 
     @Override
@@ -66,9 +72,9 @@ public final class ConsumeQueueFiles extends QueueUnits {
             long expected = segs.get(i).startOffset + fileSize;
             if (segs.get(i + 1).startOffset != expected) {
                 throw new CorruptRecordError("ConsumeQueue " + topic + ":" + queueId + " has a gap: file "
-                        + new java.io.File(segs.get(i).path).getName() + " is followed by "
-                        + new java.io.File(segs.get(i + 1).path).getName() + ", not " + String.format("%020d", expected),
-                        new java.io.File(directory, String.format("%020d", expected)).getPath(), 0);
+                        + StoreFiles.name(segs.get(i).path) + " is followed by "
+                        + StoreFiles.name(segs.get(i + 1).path) + ", not " + String.format("%020d", expected),
+                        StoreFiles.child(directory, String.format("%020d", expected)), 0);
             }
         }
     }

@@ -85,12 +85,16 @@ public final class QueueTiling {
         Segment seg = segments.find(pos);
         if (seg == null) return -1;
         long segEnd = seg.startOffset + segments.lengthOf(seg);
-        ByteBuffer b = segments.map(seg);
         long at = pos - seg.startOffset;
-        long available = Math.min(segEnd - seg.startOffset, b.capacity()) - at;
+        Segments.Window w = segments.window(seg, at, 8);
+        long available = Math.min(segEnd - seg.startOffset, w.fileLength) - at;
         if (available < 8) return -1;
-        if (b.getInt((int) at + 4) == Record.BLANK_MAGIC) return b.getInt((int) at) == segEnd - pos ? segEnd : -1;
-        if (record.decode(b, (int) at, available, -1) != null || record.phyOffset != pos) return -1;
+        ByteBuffer b = w.buf;
+        if (b.getInt(w.at(at) + 4) == Record.BLANK_MAGIC) return b.getInt(w.at(at)) == segEnd - pos ? segEnd : -1;
+        int total = b.getInt(w.at(at));
+        if (total < 8 || total > available) return -1;
+        if (!w.covers(at, total)) w = segments.window(seg, at, total);
+        if (record.decode(w.buf, w.at(at), total, -1) != null || record.phyOffset != pos) return -1;
         return record.isPreparedOrRollback() ? pos + record.totalSize : -1;
     }
 

@@ -44,7 +44,7 @@ public abstract class QueueUnits {
     /** The ConsumeQueue file of unit {@code offset} for queues kept in files of {@link #unitsPerFile} units. */
     protected final String queueFileOf(long offset) {
         long start = Math.floorDiv(offset, (long) unitsPerFile()) * unitsPerFile();
-        return new java.io.File(where(), String.format("%020d", start * ConsumeQueue.UNIT_SIZE)).getPath();
+        return io.rmqsource.spark.io.StoreFiles.child(where(), String.format("%020d", start * ConsumeQueue.UNIT_SIZE));
     }
 
     /** Byte position of unit {@code offset} in {@link #queueFileOf}. */

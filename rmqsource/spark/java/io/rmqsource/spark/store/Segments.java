@@ -1,7 +1,7 @@
 package io.rmqsource.spark.store;
 
 import io.rmqsource.spark.errors.FormatError;
-import java.io.File;
+import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,7 +12,8 @@ import java.util.regex.Pattern;
 
 /**
  * A list of equal-sized segment files (RocketMQ's MappedFileQueue, read side), twin of
- * rmqsource/io/segments.py: lookup by offset, and read-only memory maps of the files.
+ * rmqsource/io/segments.py: lookup by offset, and the files' bytes: whole files (read-only maps of
+ * local files, ConsumeQueue files read whole elsewhere) and {@link Window}s of CommitLog segments.
  */
 public final class Segments {
     public static final int MAX_SEGMENTS = 1_000_000;
@@ -22,8 +23,15 @@ public final class Segments {
     public final long segmentSize;
     private final long[] starts;
     private final Map<String, ByteBuffer> maps = new HashMap<>();
+    public final StoreFiles files;
+    private Window last;
 
     public Segments(List<Segment> segments, long configuredSize) {
+        this(StoreFiles.LOCAL, segments, configuredSize);
+    }
+
+    public Segments(StoreFiles files, List<Segment> segments, long configuredSize) {
+        this.files = files;
         this.list = segments;
         this.segmentSize = commonSize(segments, configuredSize);
         this.starts = new long[segments.size()];
@@ -49,22 +57,27 @@ public final class Segments {
 
     /** Sorted segments of one directory; zero-length files and other names are skipped. */
     public static List<Segment> listDirectory(String directory) {
-        File d = new File(directory);
+        return listDirectory(StoreFiles.LOCAL, directory);
+    }
+
+    /** The same from one listing of {@code directory} (names and sizes; no request per file). */
+    public static List<Segment> listDirectory(StoreFiles files, String directory) {
         List<Segment> out = new ArrayList<>();
-        File[] entries = d.listFiles();
+        List<StoreFiles.Entry> entries = files.list(directory);
         if (entries == null) return out;
-        for (File f : entries) {
-            String name = f.getName();
-            if (!NAME.matcher(name).matches() || !f.isFile()) continue;
-            long size = f.length();
+        for (StoreFiles.Entry f : entries) {
+            String name = f.name;
+            if (!NAME.matcher(name).matches() || f.directory) continue;
+            long size = f.size;
             if (size == 0) continue;
+            String path = StoreFiles.child(directory, name);
             long start;
             try {
                 start = Long.parseLong(name);
             } catch (NumberFormatException e) {     // the broker parses names as a long (spec 1.1)
-                throw new FormatError("segment file name is past the int64 range", f.getPath(), -1);
+                throw new FormatError("segment file name is past the int64 range", path, -1);
             }
-            out.add(new Segment(start, f.getPath(), size));
+            out.add(new Segment(start, path, size));
             if (out.size() > MAX_SEGMENTS) {
                 throw new FormatError("more than " + MAX_SEGMENTS + " segment files", directory, -1);
             }
@@ -109,18 +122,76 @@ public final class Segments {
     }
 
     /**
-     * The whole file mapped read-only (its current length; bytes past it are absent).  A file
-     * that vanished is a DataLossError, as in the Python reader.
+     * The whole file read-only (its current length; bytes past it are absent): mapped, or read
+     * whole off a remote file system (ConsumeQueue files; CommitLog segments go by {@link #window}).
+     * A file that vanished is a DataLossError, as in the Python reader.
      */
     public ByteBuffer map(Segment seg) {
         MappedFaults.mapped(seg.path);
         ByteBuffer b = maps.get(seg.path);
         if (b == null) {
-            b = mapFile(seg.path);
+            b = files.whole(seg.path, seg.sizeBytes);
             maps.put(seg.path, b);
         }
         return b;
     }
+
+    /**
+     * Bytes of a segment file around a position: {@code buf} index i is file position {@code base + i};
+     * {@code fileLength} is how long the file is (bytes past it are absent).
+     */
+    public static final class Window {
+        public final ByteBuffer buf;
+        public final long base;
+        public final long fileLength;
+
+        Window(ByteBuffer buf, long base, long fileLength) {
+            this.buf = buf;
+            this.base = base;
+            this.fileLength = fileLength;
+        }
+
+        /** Index in {@link #buf} of file position {@code pos}. */
+        public int at(long pos) {
+            return (int) (pos - base);
+        }
+
+        /** Whether file positions [pos, pos + len) are in the window, or it holds all the file has of them. */
+        public boolean covers(long pos, long len) {
+            long end = base + buf.capacity();
+            return base <= pos && (pos + len <= end || end >= fileLength);
+        }
+    }
+
+    /**
+     * A window of {@code seg} holding file positions [pos, pos + need) (or up to the file's end):
+     * the whole map of a mapped file, else the last window when it covers them, else a new read of
+     * max(need, {@link StoreFiles#windowBytes}) bytes from {@code pos}.  A record straddling a
+     * window's end is read again from its start by the next window.
+     */
+    public Window window(Segment seg, long pos, long need) {
+        if (files.mapped()) {
+            ByteBuffer b = map(seg);
+            if (last == null || last.buf != b) last = new Window(b, 0, b.capacity());
+            return last;
+        }
+        if (last != null && last.fileLength >= 0 && seg.path.equals(lastPath) && last.covers(pos, need)) return last;
+        return readWindow(seg, pos, Math.max(need, files.windowBytes()));
+    }
+
+    /** A new window of exactly [pos, pos + len) (fewer at the file's end): coalesced reads of a few records. */
+    public Window readWindow(Segment seg, long pos, long len) {
+        if (files.mapped()) return window(seg, pos, len);
+        long fileLen = seg.sizeBytes;
+        int n = (int) Math.max(0, Math.min(len, Integer.MAX_VALUE - 16));
+        ByteBuffer b = files.read(seg.path, Math.max(0, pos), n);
+        if (b.capacity() < n && pos + b.capacity() < fileLen) fileLen = pos + b.capacity();   // cut short since listed
+        last = new Window(b, pos, fileLen);
+        lastPath = seg.path;
+        return last;
+    }
+
+    private String lastPath;
 
     /**
      * The file mapped read-only, shared by every task of this JVM while the file stays the same
@@ -128,10 +199,13 @@ public final class Segments {
      * per task.  A file that vanished is a DataLossError, as in the Python reader.
      */
     public static ByteBuffer mapFile(String path) {
-        return MappedFiles.get(path);
+        MappedFaults.mapped(path);
+        return StoreFiles.LOCAL.whole(path, -1);
     }
 
     public void close() {
         maps.clear();
+        last = null;
+        files.close();
     }
 }

@@ -3,13 +3,13 @@ package io.rmqsource.spark.store;
 import io.rmqsource.spark.errors.NotAStoreError;
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.UnsupportedLayoutError;
+import io.rmqsource.spark.io.StoreFiles;
 import java.io.File;
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -22,6 +22,8 @@ public final class StoreLayout implements Serializable {
     private static final String[] ROCKSDB_CONSUME_QUEUE_DIRS = {"consumequeue", "consumequeue_rocksdb"};
     private static final String ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read";
     public final String root;
+    /** Where the files are read: local maps, or a Hadoop FileSystem (paths are then URIs). */
+    public final StoreFiles files;
     public final List<String> commitLogDirs;
     // Store-config keys that announce a layout (null / false: the config says nothing).
     private final String readOnlyCommitLogStorePaths;
@@ -30,16 +32,22 @@ public final class StoreLayout implements Serializable {
 
     /** The layout of root as the config describes it. */
     public StoreLayout(String root, StoreConfig config) {
-        this(root, config.storePathCommitLog(), config.readOnlyCommitLogStorePaths(), config.enableDLegerCommitLog(),
-                config.storePathDLedgerCommitLog());
+        this(StoreFiles.LOCAL, root, config);
+    }
+
+    /** The layout of root, read through {@code files}, as the config describes it. */
+    public StoreLayout(StoreFiles files, String root, StoreConfig config) {
+        this(files, root, config.storePathCommitLog(), config.readOnlyCommitLogStorePaths(),
+                config.enableDLegerCommitLog(), config.storePathDLedgerCommitLog());
     }
 
     public StoreLayout(String root, String storePathCommitLog) {
-        this(root, storePathCommitLog, null, false, null);
+        this(StoreFiles.LOCAL, root, storePathCommitLog, null, false, null);
     }
 
-    private StoreLayout(String root, String storePathCommitLog, String readOnlyCommitLogStorePaths,
+    private StoreLayout(StoreFiles files, String root, String storePathCommitLog, String readOnlyCommitLogStorePaths,
                         boolean enableDLegerCommitLog, String storePathDLedgerCommitLog) {
+        this.files = files;
         this.readOnlyCommitLogStorePaths = readOnlyCommitLogStorePaths;
         this.enableDLegerCommitLog = enableDLegerCommitLog;
         this.storePathDLedgerCommitLog = storePathDLedgerCommitLog;
@@ -50,7 +58,7 @@ public final class StoreLayout implements Serializable {
                 if (!p.strip().isEmpty()) dirs.add(p.strip());
             }
         } else {
-            dirs.add(new File(root, "commitlog").getPath());
+            dirs.add(StoreFiles.child(root, "commitlog"));
         }
         this.commitLogDirs = dirs;
     }
@@ -68,7 +76,8 @@ public final class StoreLayout implements Serializable {
     }
 
     public boolean abortExists() {
-        return new File(root, "abort").exists();
+        String abort = StoreFiles.child(root, "abort");
+        return files.mapped() ? new File(abort).exists() : files.isFile(abort) || files.isDirectory(abort);
     }
 
     public File lockFile() {
@@ -81,17 +90,31 @@ public final class StoreLayout implements Serializable {
     }
 
     public File queueDir(String topic, int queueId) {
+        return new File(queueDirPath(topic, queueId));
+    }
+
+    /** consumequeue/{topic}/{queueId} under the root, as a path of {@link #files}. */
+    public String queueDirPath(String topic, int queueId) {
         if (!isSafeDirName(topic)) throw new OptionError("unsafe path component " + io.rmqsource.spark.errors.Repr.of(topic));
-        return new File(new File(consumeQueueDir(), topic), Integer.toString(queueId));
+        return StoreFiles.child(StoreFiles.child(StoreFiles.child(root, "consumequeue"), topic), Integer.toString(queueId));
+    }
+
+    /** index/ under the root, as a path of {@link #files}. */
+    public String indexDirPath() {
+        return StoreFiles.child(root, "index");
+    }
+
+    /** A file or folder under the root, as a path of {@link #files}. */
+    public String pathOf(String name) {
+        return StoreFiles.child(root, name);
     }
 
     /** NotAStoreError / UnsupportedLayoutError unless this looks like a file store. */
     public void checkIsStore() {
-        File r = new File(root);
-        if (!r.isDirectory()) throw new NotAStoreError(root + " is not a directory");
+        if (!files.isDirectory(root)) throw new NotAStoreError(root + " is not a directory");
         checkSupported();
         boolean has = false;
-        for (String d : commitLogDirs) has |= new File(d).isDirectory();
+        for (String d : commitLogDirs) has |= files.isDirectory(d);
         if (!has) {
             throw new NotAStoreError(root + " is not a RocketMQ store: no commitlog directory ("
                     + String.join(", ", commitLogDirs) + ")");
@@ -108,13 +131,13 @@ public final class StoreLayout implements Serializable {
     }
 
     private String[] unsupported() {
-        File r = new File(root);
+        String r = root;
         List<String> dledger = new ArrayList<>();
         for (String n : names(r, true)) if (n.startsWith("dledger-")) dledger.add(n);
         if (!dledger.isEmpty()) {
             dledger.sort(null);
             String folders = dledger.size() > 1 ? "; folders " + String.join(", ", dledger) : "";
-            return new String[] {new File(r, dledger.get(0)).getPath(),
+            return new String[] {StoreFiles.child(r, dledger.get(0)),
                 "DLedger CommitLog (enableDLegerCommitLog=true" + folders + ") is not read"};
         }
         if (storePathDLedgerCommitLog != null) {
@@ -133,64 +156,65 @@ public final class StoreLayout implements Serializable {
             return new String[] {readOnlyCommitLogStorePaths.split(",", -1)[0].strip(),
                 "read-only CommitLog directories (readOnlyCommitLogStorePaths) are not read"};
         }
-        File own = new File(r, "commitlog");
-        boolean moved = !commitLogDirs.equals(List.of(own.getPath()));
+        String own = StoreFiles.child(r, "commitlog");
+        boolean moved = !commitLogDirs.equals(List.of(own));
         if (moved && holdsFiles(own, 3) && !sameDir(own, commitLogDirs.get(0))) {
-            return new String[] {own.getPath(), "CommitLog files while storePathCommitLog names "
+            return new String[] {own, "CommitLog files while storePathCommitLog names "
                     + commitLogDirs.get(0) + ": two CommitLogs are not read"};
         }
         for (String name : ROCKSDB_CONSUME_QUEUE_DIRS) {
-            File folder = new File(r, name);
+            String folder = StoreFiles.child(r, name);
             for (String n : names(folder, false)) {
                 if (n.equals("CURRENT") || n.equals("IDENTITY") || n.startsWith("MANIFEST-")) {
-                    return new String[] {folder.getPath(),
+                    return new String[] {folder,
                         "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
                 }
             }
         }
-        File batch = new File(r, "batchconsumequeue");
+        String batch = StoreFiles.child(r, "batchconsumequeue");
         if (holdsFiles(batch, 3)) {
-            return new String[] {batch.getPath(), "BatchConsumeQueue (batch topics, queue.type=BatchCQ) is not read"};
+            return new String[] {batch, "BatchConsumeQueue (batch topics, queue.type=BatchCQ) is not read"};
         }
-        File ext = new File(r, "consumequeue_ext");
+        String ext = StoreFiles.child(r, "consumequeue_ext");
         if (holdsFiles(ext, 3)) {
-            return new String[] {ext.getPath(), "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"};
+            return new String[] {ext, "ConsumeQueueExt (enableConsumeQueueExt=true) is not read"};
         }
-        File compaction = new File(new File(r, "compaction"), "compactionLog");
+        String compaction = StoreFiles.child(StoreFiles.child(r, "compaction"), "compactionLog");
         if (holdsFiles(compaction, 3)) {
-            return new String[] {compaction.getPath(), "compacted topics (cleanup.policy=COMPACTION) are not read"};
+            return new String[] {compaction, "compacted topics (cleanup.policy=COMPACTION) are not read"};
         }
-        File tiered = new File(new File(r, "config"), "tieredStoreMetadata.json");
-        if (tiered.isFile()) {
-            return new String[] {tiered.getPath(),
+        String tiered = StoreFiles.child(StoreFiles.child(r, "config"), "tieredStoreMetadata.json");
+        if (files.isFile(tiered)) {
+            return new String[] {tiered,
                 "tiered storage (tieredstore metadata): messages moved to another tier are not read"};
         }
         return null;
     }
 
     /** Names of the sub-directories (dirs) or regular files (!dirs) of folder; none when it is not a folder. */
-    private static List<String> names(File folder, boolean dirs) {
-        File[] entries = folder.listFiles();
+    private List<String> names(String folder, boolean dirs) {
+        List<StoreFiles.Entry> entries = files.list(folder);
         List<String> out = new ArrayList<>();
         if (entries == null) return out;
-        for (File e : entries) if (dirs ? e.isDirectory() : e.isFile()) out.add(e.getName());
+        for (StoreFiles.Entry e : entries) if (e.directory == dirs) out.add(e.name);
         return out;
     }
 
     /** A regular file lies under folder, at most depth levels down ({folder}/{topic}/{queueId}/{file}: 3). */
-    private static boolean holdsFiles(File folder, int depth) {
-        File[] entries = folder.listFiles();
+    private boolean holdsFiles(String folder, int depth) {
+        List<StoreFiles.Entry> entries = files.list(folder);
         if (entries == null) return false;
-        Arrays.sort(entries);
-        for (File e : entries) {
-            if (e.isFile() || (depth > 1 && e.isDirectory() && holdsFiles(e, depth - 1))) return true;
+        entries.sort((a, b) -> a.name.compareTo(b.name));
+        for (StoreFiles.Entry e : entries) {
+            if (!e.directory || (depth > 1 && holdsFiles(StoreFiles.child(folder, e.name), depth - 1))) return true;
         }
         return false;
     }
 
-    private static boolean sameDir(File a, String b) {
+    private boolean sameDir(String a, String b) {
+        if (!files.mapped()) return a.equals(b);
         try {
-            return Files.isSameFile(a.toPath(), Path.of(b));
+            return Files.isSameFile(Path.of(a), Path.of(b));
         } catch (IOException | RuntimeException e) {
             return false;
         }
@@ -206,16 +230,17 @@ public final class StoreLayout implements Serializable {
     /** (topic, queueId) of every ConsumeQueue directory, sorted. */
     public List<QueueKey> listQueues() {
         List<QueueKey> out = new ArrayList<>();
-        File[] topics = consumeQueueDir().listFiles();
+        String cq = StoreFiles.child(root, "consumequeue");
+        List<StoreFiles.Entry> topics = files.list(cq);
         if (topics == null) return out;
-        for (File t : topics) {
-            if (!t.isDirectory() || !isSafeDirName(t.getName())) continue;
-            File[] queues = t.listFiles();
+        for (StoreFiles.Entry t : topics) {
+            if (!t.directory || !isSafeDirName(t.name)) continue;
+            List<StoreFiles.Entry> queues = files.list(StoreFiles.child(cq, t.name));
             if (queues == null) continue;
-            for (File q : queues) {
-                String n = q.getName();
-                if (q.isDirectory() && !n.isEmpty() && allDigits(n) && n.length() < 10) {
-                    out.add(new QueueKey(t.getName(), Integer.parseInt(n)));
+            for (StoreFiles.Entry q : queues) {
+                String n = q.name;
+                if (q.directory && !n.isEmpty() && allDigits(n) && n.length() < 10) {
+                    out.add(new QueueKey(t.name, Integer.parseInt(n)));
                 }
             }
         }

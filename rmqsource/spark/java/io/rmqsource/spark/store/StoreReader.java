@@ -5,11 +5,9 @@ import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.Properties;
 import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
-import java.io.IOException;
+import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -38,9 +36,14 @@ public final class StoreReader implements AutoCloseable {
     private Boolean live;
 
     public StoreReader(String root, StoreConfig config, Long commitLogEnd) {
+        this(StoreFiles.LOCAL, root, config, commitLogEnd);
+    }
+
+    /** The store at {@code root} read through {@code files} (local maps or a Hadoop FileSystem). */
+    public StoreReader(StoreFiles files, String root, StoreConfig config, Long commitLogEnd) {
         this.config = config;
         this.pinnedEnd = commitLogEnd;
-        this.layout = new StoreLayout(root, config);
+        this.layout = new StoreLayout(files, root, config);
         layout.checkIsStore();
         this.commitLog = new CommitLog(layout);
     }
@@ -65,18 +68,21 @@ public final class StoreReader implements AutoCloseable {
      * Whether a process holds a POSIX lock on byte 0 of {root}/lock (the broker's and the writer's),
      * tested without opening, creating or locking the file: the kernel's lock table (/proc/locks)
      * is matched by the file's device and inode, as F_GETLK would answer.  Where that table cannot
-     * be read, nobody visible holds the lock.
+     * be read (or the store is not on this machine), nobody visible holds the lock.
      */
     private boolean isLocked() {
-        return StoreLockState.holder(layout.lockFile().toPath(), StoreLockState.BROKER_LOCK_BYTE) != 0;
+        java.nio.file.Path lock = layout.files.localPath(layout.pathOf("lock"));
+        return lock != null && StoreLockState.holder(lock, StoreLockState.BROKER_LOCK_BYTE) != 0;
     }
 
     private Checkpoint checkpoint() {
+        byte[] data;
         try {
-            return Checkpoint.decode(Files.readAllBytes(layout.checkpointFile().toPath()));
-        } catch (IOException e) {
-            return new Checkpoint(0, 0, 0);
+            data = layout.files.readSmall(layout.pathOf("checkpoint"), 1 << 20);
+        } catch (RuntimeException e) {
+            data = null;
         }
+        return data == null ? new Checkpoint(0, 0, 0) : Checkpoint.decode(data);
     }
 
     // ------------------------------------------------------------------ queues
@@ -99,7 +105,7 @@ public final class StoreReader implements AutoCloseable {
         int upf = config.consumeQueueUnitsPerFile();
         Record r = new Record();
         Properties props = new Properties();
-        commitLog.walk(commitLog.minOffset(), config.checkCrcOnRecover(), (kind, seg, b, pos, size) -> {
+        commitLog.walk(commitLog.minOffset(), config.checkCrcOnRecover(), (kind, seg, b, pos, offset, size) -> {
             if (kind != Record.MESSAGE) return true;
             r.decode(b, pos, size, -1);
             if (r.isPreparedOrRollback()) return true;
@@ -116,7 +122,7 @@ public final class StoreReader implements AutoCloseable {
             int d = props.find(Properties.DELAY);
             long code = TagsCode.consumeQueueTagsCode(topic, t < 0 ? null : props.valueString(t),
                     d < 0 ? null : props.valueString(d), r.storeTimestamp, delays);
-            q.add(seg.startOffset + pos, (int) size, code);
+            q.add(offset, (int) size, code);
             return true;
         }, null);
         rederived = per;
@@ -143,7 +149,7 @@ public final class StoreReader implements AutoCloseable {
             if (re != null) {
                 q = re.get(key);
             } else if (keysOnDisk().contains(key)) {
-                q = new ConsumeQueueFiles(layout.queueDir(topic, queueId).getPath(), topic, queueId);
+                q = new ConsumeQueueFiles(layout.files, layout.queueDirPath(topic, queueId), topic, queueId);
             }
             if (q == null) return null;
             queues.put(key, q);

@@ -1,4 +1,4 @@
-package io.rmqsource.spark.store;
+package io.rmqsource.spark.io;
 
 import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.DataLossError;
@@ -21,7 +21,7 @@ import java.util.Objects;
  * checked on every lookup, one stat); otherwise the file is mapped again.  Stores are read, never
  * written, through these maps; readers use absolute gets only, so one map serves many threads.
  */
-final class MappedFiles {
+public final class MappedFiles {
     static final int MAX_FILES = 512;
 
     private static final class Entry {
@@ -46,8 +46,7 @@ final class MappedFiles {
     private MappedFiles() {
     }
 
-    static ByteBuffer get(String path) {
-        MappedFaults.mapped(path);
+    public static ByteBuffer get(String path) {
         Path p = Path.of(path);
         BasicFileAttributes attrs;
         try {

@@ -1,0 +1,246 @@
+package io.rmqsource.spark.io;
+
+import io.rmqsource.spark.errors.CorruptRecordError;
+import io.rmqsource.spark.errors.DataLossError;
+import io.rmqsource.spark.errors.StoreError;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.broadcast.Broadcast;
+
+/**
+ * Files on any Hadoop FileSystem, read by positioned reads (FSDataInputStream.read(position, ...)):
+ * no request per record, no whole CommitLog segment in memory.  The FileSystem comes from
+ * {@code Path.getFileSystem(conf)} with the session's configuration (a broadcast on executors);
+ * plain local paths go through Hadoop's raw local file system, so the same code reads a local
+ * store when positioned reads are forced.
+ *
+ * Errors name the file's URI: a file that vanished is a DataLossError (as for mapped files), any
+ * other failure (a missing bucket, a permission) a StoreError of one line.
+ */
+public final class HadoopFiles extends StoreFiles {
+    private static final long serialVersionUID = 1L;
+    /** Whole files (ConsumeQueues) kept per JVM, by bytes. */
+    static final long MAX_CACHED_BYTES = 256L << 20;
+    private static final Map<String, ByteBuffer> WHOLE = new LinkedHashMap<>(64, 0.75f, true);
+    private static long cachedBytes;
+
+    private final Broadcast<HadoopConf> shared;
+    private final int windowBytes;
+    private transient Configuration conf;
+    private transient Map<String, FSDataInputStream> streams;
+
+    /** On the driver: {@code conf} used here; {@code shared} (may be null) is what executors get. */
+    public HadoopFiles(Configuration conf, Broadcast<HadoopConf> shared, int windowBytes) {
+        this.conf = conf;
+        this.shared = shared;
+        this.windowBytes = windowBytes;
+    }
+
+    @Override
+    public boolean mapped() {
+        return false;
+    }
+
+    @Override
+    public int windowBytes() {
+        return windowBytes;
+    }
+
+    private Configuration conf() {
+        if (conf == null) conf = shared != null ? shared.value().get() : new Configuration();
+        return conf;
+    }
+
+    private Path hadoopPath(String path) {
+        return isUri(path) ? new Path(path) : new Path(new java.io.File(path).toURI());
+    }
+
+    private FileSystem fs(Path p) throws IOException {
+        if (!isUri(p.toString()) || "file".equals(p.toUri().getScheme())) {
+            return FileSystem.getLocal(conf()).getRawFileSystem();     // no .crc side files in a store
+        }
+        try {
+            return p.getFileSystem(conf());
+        } catch (RuntimeException e) {
+            if (!(e.getCause() instanceof ClassNotFoundException)) throw e;
+            StoreError err = new StoreError("cannot read " + p + ": the Hadoop FileSystem for " + p.toUri().getScheme()
+                    + ": is not on the classpath (" + e.getCause().getMessage() + "); put its jars on spark.jars");
+            err.initCause(e);
+            throw err;
+        }
+    }
+
+    /** One line naming the URI, for anything but a missing file. */
+    static StoreError failure(String path, IOException e) {
+        String m = String.valueOf(e.getMessage());
+        int nl = m.indexOf('\n');
+        if (nl >= 0) m = m.substring(0, nl);
+        StoreError err = new StoreError("cannot read " + path + ": " + e.getClass().getSimpleName() + ": " + m);
+        err.initCause(e);
+        return err;
+    }
+
+    private static DataLossError gone(String path) {
+        return new DataLossError("segment file " + path + " is gone (deleted while the query ran?)");
+    }
+
+    private FileStatus status(String path) {
+        Path p = hadoopPath(path);
+        try {
+            return fs(p).getFileStatus(p);
+        } catch (FileNotFoundException e) {
+            return null;
+        } catch (IOException e) {
+            throw failure(path, e);
+        }
+    }
+
+    @Override
+    public List<Entry> list(String dir) {
+        Path p = hadoopPath(dir);
+        FileStatus[] st;
+        try {
+            st = fs(p).listStatus(p);
+        } catch (FileNotFoundException e) {
+            return null;
+        } catch (IOException e) {
+            throw failure(dir, e);
+        }
+        List<Entry> out = new ArrayList<>(st.length);
+        String self = p.getName();
+        for (FileStatus s : st) {
+            String name = s.getPath().getName();
+            if (st.length == 1 && s.isFile() && name.equals(self) && isFile(dir)) return null;   // dir is a file
+            out.add(new Entry(name, s.isDirectory() ? 0 : s.getLen(), s.isDirectory()));
+        }
+        return out;
+    }
+
+    @Override
+    public boolean isDirectory(String path) {
+        FileStatus s = status(path);
+        return s != null && s.isDirectory();
+    }
+
+    @Override
+    public boolean isFile(String path) {
+        FileStatus s = status(path);
+        return s != null && s.isFile();
+    }
+
+    @Override
+    public long length(String path) {
+        FileStatus s = status(path);
+        return s != null && s.isFile() ? s.getLen() : -1;
+    }
+
+    private FSDataInputStream stream(String path) {
+        if (streams == null) streams = new HashMap<>();
+        FSDataInputStream in = streams.get(path);
+        if (in != null) return in;
+        Path p = hadoopPath(path);
+        try {
+            in = fs(p).open(p);
+        } catch (FileNotFoundException e) {
+            throw gone(path);
+        } catch (IOException e) {
+            throw failure(path, e);
+        }
+        streams.put(path, in);
+        return in;
+    }
+
+    /** Up to {@code len} bytes at {@code pos} into {@code into}; how many were read (fewer at the end). */
+    private int readInto(String path, long pos, byte[] into, int len) {
+        FSDataInputStream in = stream(path);
+        int got = 0;
+        try {
+            while (got < len) {
+                int n = in.read(pos + got, into, got, len - got);
+                if (n < 0) break;
+                got += n;
+            }
+        } catch (FileNotFoundException e) {
+            throw gone(path);
+        } catch (java.io.EOFException e) {
+            return got;
+        } catch (IOException e) {
+            throw failure(path, e);
+        }
+        return got;
+    }
+
+    @Override
+    public ByteBuffer read(String path, long pos, int len) {
+        byte[] buf = new byte[Math.max(0, len)];
+        int got = readInto(path, pos, buf, buf.length);
+        return ByteBuffer.wrap(buf, 0, got).slice();
+    }
+
+    @Override
+    public ByteBuffer whole(String path, long listedLength) {
+        long len = listedLength >= 0 ? listedLength : length(path);
+        if (len < 0) throw gone(path);
+        if (len > Integer.MAX_VALUE) {
+            throw new CorruptRecordError("file is " + len + " bytes; files over 2 GiB are not read whole", path, 0);
+        }
+        String key = path + "\0" + len;
+        synchronized (WHOLE) {
+            ByteBuffer b = WHOLE.get(key);
+            if (b != null) return b;
+        }
+        ByteBuffer b = read(path, 0, (int) len);
+        synchronized (WHOLE) {
+            if (WHOLE.put(key, b) == null) cachedBytes += b.capacity();
+            var it = WHOLE.entrySet().iterator();
+            while (cachedBytes > MAX_CACHED_BYTES && WHOLE.size() > 1 && it.hasNext()) {
+                cachedBytes -= it.next().getValue().capacity();
+                it.remove();
+            }
+        }
+        return b;
+    }
+
+    @Override
+    public byte[] readSmall(String path, long maxBytes) {
+        long len = length(path);
+        if (len < 0) return null;
+        if (len > maxBytes) {
+            throw new CorruptRecordError("file is " + len + " bytes, more than the " + maxBytes + "-byte limit", path, 0);
+        }
+        byte[] out = new byte[(int) len];
+        int got = readInto(path, 0, out, out.length);
+        return got == out.length ? out : java.util.Arrays.copyOf(out, got);
+    }
+
+    @Override
+    public java.nio.file.Path localPath(String path) {
+        Path p = hadoopPath(path);
+        String scheme = p.toUri().getScheme();
+        return scheme == null || scheme.equals("file") ? java.nio.file.Path.of(p.toUri().getPath()) : null;
+    }
+
+    @Override
+    public void close() {
+        if (streams == null) return;
+        for (FSDataInputStream in : streams.values()) {
+            try {
+                in.close();
+            } catch (IOException e) {
+                // read-only streams: nothing is lost
+            }
+        }
+        streams.clear();
+    }
+}

@@ -1,0 +1,100 @@
+package io.rmqsource.spark.io;
+
+import java.io.File;
+import java.io.Serializable;
+import java.nio.ByteBuffer;
+import java.util.List;
+
+/**
+ * Read-only access to a store's files, wherever they are: {@link LocalFiles} maps local files
+ * (zero copy), {@link HadoopFiles} reads any Hadoop FileSystem ({@code s3a://}, {@code hdfs://},
+ * {@code abfss://}, {@code gs://}, {@code dbfs:/}, {@code file:}) by positioned reads.  Paths are
+ * strings: plain paths for local stores, full URIs otherwise; {@link #child} joins them.
+ *
+ * Nothing here writes: stores on another file system are read-only to this package.
+ */
+public abstract class StoreFiles implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** Local files through read-only memory maps (the default for local paths). */
+    public static final StoreFiles LOCAL = new LocalFiles();
+
+    /** A directory entry: its name, length and whether it is a directory. */
+    public static final class Entry {
+        public final String name;
+        public final long size;
+        public final boolean directory;
+
+        public Entry(String name, long size, boolean directory) {
+            this.name = name;
+            this.size = size;
+            this.directory = directory;
+        }
+    }
+
+    /** Whether {@link #whole} maps files: then whole files cost nothing and no read needs a window. */
+    public abstract boolean mapped();
+
+    /** The entries of {@code dir} (any order), or null when it is not a directory. */
+    public abstract List<Entry> list(String dir);
+
+    public abstract boolean isDirectory(String path);
+
+    public abstract boolean isFile(String path);
+
+    /** Length of the file, -1 when there is none. */
+    public abstract long length(String path);
+
+    /**
+     * The whole file, read-only: mapped (local) or read whole (ConsumeQueue files, shared by the
+     * tasks of a JVM while the file keeps its length).  {@code listedLength}: the length a listing
+     * gave (-1: unknown), which saves a request per file.  A file that vanished is a DataLossError.
+     */
+    public abstract ByteBuffer whole(String path, long listedLength);
+
+    /**
+     * A new buffer of the {@code len} bytes at {@code pos}, fewer when the file ends first (one
+     * positioned read).  Buffers are never reused: columns of a batch may point into them.
+     */
+    public abstract ByteBuffer read(String path, long pos, int len);
+
+    /** The whole content of a small file (checkpoint, configs), or null when it does not exist. */
+    public abstract byte[] readSmall(String path, long maxBytes);
+
+    /** The path on this machine's file system, or null when the file is elsewhere (lock checks). */
+    public abstract java.nio.file.Path localPath(String path);
+
+    /** Bytes a CommitLog window reads at once (positioned reads; mapped files need none). */
+    public int windowBytes() {
+        return 8 << 20;
+    }
+
+    /** Closes open streams of this reader (the file system itself stays cached by Hadoop). */
+    public void close() {
+    }
+
+    /** {@code dir/name}: a File path for local paths, a URI path otherwise. */
+    public static String child(String dir, String name) {
+        if (!isUri(dir)) return new File(dir, name).getPath();
+        return dir.endsWith("/") ? dir + name : dir + "/" + name;
+    }
+
+    /** The last component of a path or URI. */
+    public static String name(String path) {
+        if (!isUri(path)) return new File(path).getName();
+        String p = path.endsWith("/") ? path.substring(0, path.length() - 1) : path;
+        return p.substring(p.lastIndexOf('/') + 1);
+    }
+
+    /** Whether {@code path} starts with a URI scheme ({@code s3a:}, {@code file:} ...). */
+    public static boolean isUri(String path) {
+        int colon = path.indexOf(':');
+        if (colon < 2) return false;          // (a Windows drive letter is no scheme)
+        for (int i = 0; i < colon; i++) {
+            char c = path.charAt(i);
+            boolean ok = Character.isLetter(c) || (i > 0 && (Character.isDigit(c) || c == '+' || c == '.' || c == '-'));
+            if (!ok) return false;
+        }
+        return true;
+    }
+}
