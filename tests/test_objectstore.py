@@ -98,10 +98,16 @@ def uri_of(s3, store: Path) -> str:
 RMQ_ERROR_LINE = re.compile(r"((?:io\.rmqsource\.spark\.errors|rmqsource\.errors)\.(\w+): [^\n]*)")
 
 
+def error_text(exc: BaseException) -> str:
+    """A Spark failure's message and its JVM stack trace with every cause (a failed stream's message
+    alone does not name the exception's class)."""
+    return f"{exc}\n{getattr(exc, '_stackTrace', '') or ''}"
+
+
 def rmq_error_line(exc: BaseException) -> str:
     """The first line of the rmq error inside a Spark failure (Java or Python class, message)."""
-    m = RMQ_ERROR_LINE.search(str(exc))
-    assert m, f"not a typed rmq error: {str(exc)[-3000:]}"
+    m = RMQ_ERROR_LINE.search(error_text(exc))
+    assert m, f"not a typed rmq error: {error_text(exc)[-3000:]}"
     return re.sub(r"^(io\.rmqsource\.spark\.errors|rmqsource\.errors)\.", "", m.group(1)).strip()
 
 
@@ -230,8 +236,10 @@ def test_truncated_segment_object_fails_with_the_typed_error_naming_uri_and_offs
         local = outcome(rmq(s3_spark, corpus, store, **opts))
         remote = outcome(rmq(s3_spark, corpus, uri, **opts))
         assert local[0] == "error", local
-        assert remote == as_remote(local, store, uri)
         assert re.search(rf"{re.escape(uri)}/commitlog/{victim.name}, offset \d+", remote[1]), remote
+        # Which cut record a failed job names depends on which of its tasks failed first: the same
+        # error, the same object, possibly another offset.
+        assert re.sub(r"\d+", "N", remote[1]) == re.sub(r"\d+", "N", as_remote(local, store, uri)[1])
 
 
 def test_a_last_segment_cut_by_a_sync_in_progress_reads_as_from_disk(s3_spark, s3, tmp_path):
@@ -259,7 +267,8 @@ def test_a_missing_bucket_is_one_line_naming_the_uri(s3_spark, s3):
     line = rmq_error_line(exc.value)
     assert uri in line, line
     assert line.startswith(("NotAStoreError:", "StoreError:")), line     # a store problem, not a usage one
-    assert "Exception" not in line, line                                 # not a Java exception's text
+    # The whole message is that line: the JVM trace goes on with the stack, not with more text.
+    assert re.search(re.escape(line.split(": ", 1)[1]) + r"\n\s+at ", error_text(exc.value)), line
 
 
 # --------------------------------------------------------------------------- streams
