@@ -70,7 +70,7 @@ def s3():
 
 
 @pytest.fixture(scope="module")
-def s3_spark(s3):
+def s3_spark(request):
     """A session reading the bucket through S3A with the JVM scan (the rmq jar and the S3A jars)."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("no Java runtime: Spark cannot start")
@@ -84,6 +84,7 @@ def s3_spark(s3):
         raise pytest.UsageError("the object-store tier starts its own Spark session (S3A jars on spark.jars): "
                                 "run it alone, `pytest -m objectstore` (scripts/test_objectstore.sh)")
     from objectstore import spark_session
+    s3 = request.getfixturevalue("s3")       # after the checks: no server or uploads for a skipped tier
     session = spark_session(s3.endpoint, "rmqsource-objectstore-tests", jar)
     yield session
     session.stop()
