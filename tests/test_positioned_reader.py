@@ -2,9 +2,9 @@
 
 ``spark.rmq.io.mode=positioned`` reads a local store through Hadoop's local FileSystem by
 positioned reads, as ``s3a://`` and ``hdfs://`` stores are read, instead of mapping it.  The
-golden-corpus, crash-case, lookup, count and error tests of the batch scan run here again with it,
-and with a window small enough (64 KiB) that records straddle window ends: same answers, same
-errors as the mapped reader.
+golden-corpus, crash-case, lookup, count, live-store and error tests of the batch scan run here
+again with it, and with a window small enough (64 KiB) that records straddle window ends: same
+answers, same errors as the mapped reader.
 """
 
 from __future__ import annotations
@@ -29,6 +29,25 @@ from test_spark_batch import (  # noqa: F401
     test_uniqkey_pushdown_uses_index,
 )
 
+from test_read_regressions import (  # noqa: F401
+    g1_store,
+    test_a_segment_file_longer_than_its_segment_reads_no_record_twice,
+    test_consumequeue_gap_is_refused_at_planning_naming_the_missing_file,
+    test_offset_bound_inside_a_record_narrows_to_whole_records,
+    test_queue_offset_at_int64_max_is_a_row,
+    test_read_of_a_store_whose_segment_grew_returns_every_row,
+    test_tags_code_of_units_after_a_truncated_consume_queue_file,
+    test_topic_read_past_a_truncated_consume_queue_file_names_that_file,
+)
+from test_spark_jvm_scan import (  # noqa: F401
+    test_count_pushdown_equals_engine_and_full_read,
+    test_decompress_zlib_lz4_zstd_with_a_cap,
+    test_explain_shows_jvm_scan_with_pushed_filters_and_pruned_columns,
+    test_point_lookup_is_answered_on_the_driver_without_a_job,
+    test_store_being_written_shows_only_dispatched_records,
+    test_whole_store_count_from_consume_queue_offsets,
+)
+
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(session_jar() is None, reason="the positioned reader is the JVM scan's (no jar)")]
 
@@ -46,6 +65,12 @@ def spark(spark):
     finally:
         spark.conf.unset(MODE)
         spark.conf.unset(WINDOW)
+
+
+@pytest.fixture
+def jvm(spark):
+    """test_spark_jvm_scan's session fixture, here with this module's positioned `spark`."""
+    return spark
 
 
 def _file_bytes_read(spark) -> int:

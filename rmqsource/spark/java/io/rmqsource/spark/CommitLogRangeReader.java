@@ -45,6 +45,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
         end = part.end - segStart;
         w = segments.readWindow(seg, pos, Math.max(Math.min(8, end - pos),
                 Math.min(segments.files.windowBytes(), end - pos)));
+        readAhead();
         tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
     }
 
@@ -55,7 +56,14 @@ final class CommitLogRangeReader extends RecordBatchReader {
     private boolean holdAtLeast(long need) {
         if (w.covers(pos, need)) return false;
         w = segments.readWindow(seg, pos, Math.max(need, Math.min(segments.files.windowBytes(), end - pos)));
+        readAhead();
         return true;
+    }
+
+    /** Starts reading the window after this one while this one is decoded (positioned reads). */
+    private void readAhead() {
+        long next = w.base + w.buf.capacity();
+        segments.prefetch(seg, next, Math.min(segments.files.windowBytes(), end - next));
     }
 
     private CorruptRecordError noRecord(String detail) {

@@ -19,7 +19,7 @@ import org.apache.spark.sql.types.StructType;
  * match the tag filter are skipped without touching the CommitLog; each remaining record is read
  * at its offset through the mapped segment and must say that offset in its PHYSICALOFFSET.  Off a
  * mapped file, the records of a chunk are read by ranged reads that take in the wanted neighbours
- * within {@link #COALESCE_GAP} bytes (never a request per record when records lie close).
+ * (no request per record where records lie close, at most 3x the bytes of the records read).
  *
  * Reusable by a stream: {@link #of} takes a planned store, one queue range, the columns and a tag
  * filter, and defers decoding the costly columns to their first access (Spark prunes no columns
@@ -27,8 +27,11 @@ import org.apache.spark.sql.types.StructType;
  */
 final class ConsumeQueueRangeReader extends RecordBatchReader {
     private static final int LOOKAHEAD = 8;
-    /** Records at most this far apart share one ranged read (positioned reads only). */
+    /** Records this close always share one ranged read (positioned reads only) ... */
+    static final long SMALL_GAP = 4 << 10;
+    /** ... and records up to this far apart when the read stays within 3x the bytes of its records. */
     static final long COALESCE_GAP = 256 << 10;
+    static final int MAX_READ_PER_RECORD_BYTE = 3;
     private final List<QueueRange> ranges;
     private final Segments segments;
     private final long lastSegmentEnd;
@@ -188,18 +191,25 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
     }
 
     /**
-     * The end of one ranged read starting at a record that ends at {@code end}: the wanted records
-     * after it in this chunk, while each starts within {@link #COALESCE_GAP} of the previous end, in
-     * the same segment, and the read stays within the window size.
+     * The end of one ranged read of the record [start, end): the wanted records after it in this
+     * chunk join while each is in the same segment, after the previous one, and either within
+     * {@link #SMALL_GAP} of it or within {@link #COALESCE_GAP} with the read still at most
+     * {@link #MAX_READ_PER_RECORD_BYTE} times the bytes of its records; the read stays within the
+     * window size.
      */
-    private long coalescedEnd(Segment seg, long end) {
+    private long coalescedEnd(Segment seg, long start, long end) {
         long segEnd = seg.startOffset + segments.lengthOf(seg);
-        long limit = end - 1 + segments.files.windowBytes();
+        long limit = start + Math.max(end - start, segments.files.windowBytes());
+        long useful = end - start;
         for (int k = wantedPos; k < wantedLen; k++) {
             int j = wantedUnits[k];
             long next = phy[j];
             long nextEnd = next + size[j];
-            if (next < end || next - end > COALESCE_GAP || nextEnd > segEnd || nextEnd > limit) break;
+            if (next < end || nextEnd > segEnd || nextEnd > limit) break;
+            long gap = next - end;
+            boolean dense = (nextEnd - start) <= MAX_READ_PER_RECORD_BYTE * (useful + size[j]);
+            if (gap > SMALL_GAP && !(gap <= COALESCE_GAP && dense)) break;
+            useful += size[j];
             end = nextEnd;
         }
         return end;
@@ -214,7 +224,7 @@ final class ConsumeQueueRangeReader extends RecordBatchReader {
         Segments.Window w = seg == windowSeg ? window : null;
         if (w == null || !w.covers(pos, s)) {
             w = segments.files.mapped() ? segments.window(seg, pos, s)
-                    : segments.readWindow(seg, pos, coalescedEnd(seg, p + s) - p);
+                    : segments.readWindow(seg, pos, coalescedEnd(seg, p, p + s) - p);
             window = w;
             windowSeg = seg;
         }

@@ -23,12 +23,24 @@ public abstract class RmqInputPartition implements InputPartition {
         public final long start;
         public final long end;
         public final long segmentStart;
+        /** Hosts holding the range's bytes (HDFS blocks); none elsewhere. */
+        private final String[] hosts;
 
         public CommitLogRange(StoreRef store, long start, long end, long segmentStart) {
+            this(store, start, end, segmentStart, new String[0]);
+        }
+
+        public CommitLogRange(StoreRef store, long start, long end, long segmentStart, String[] hosts) {
             super(store);
             this.start = start;
             this.end = end;
             this.segmentStart = segmentStart;
+            this.hosts = hosts;
+        }
+
+        @Override
+        public String[] preferredLocations() {
+            return hosts.clone();
         }
 
         @Override

@@ -15,6 +15,7 @@ import io.rmqsource.spark.store.IndexService;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueUnits;
 import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreReader;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -474,7 +475,12 @@ final class RmqPlanner {
         out = ensureMinPartitions(out, opts.minPartitions, 1, size, split);
         out = ensureMinPartitions(out, defaultParallelism, MIN_SPLIT_BYTES, size, split);
         List<RmqInputPartition> parts = new ArrayList<>();
-        for (long[] r : out) parts.add(new CommitLogRange(refs.get((int) r[0]), r[1], r[2], r[3]));
+        for (long[] r : out) {
+            Segments segments = readers.get((int) r[0]).commitLog.segments;
+            Segment seg = segments.find(r[3]);
+            String[] hosts = seg == null ? new String[0] : segments.files.hosts(seg.path, r[1] - r[3], r[2] - r[1]);
+            parts.add(new CommitLogRange(refs.get((int) r[0]), r[1], r[2], r[3], hosts));
+        }
         return parts;
     }
 

@@ -145,7 +145,7 @@ public final class HadoopFiles extends StoreFiles {
         return s != null && s.isFile() ? s.getLen() : -1;
     }
 
-    private FSDataInputStream stream(String path) {
+    private synchronized FSDataInputStream stream(String path) {
         if (streams == null) streams = new HashMap<>();
         FSDataInputStream in = streams.get(path);
         if (in != null) return in;
@@ -224,6 +224,30 @@ public final class HadoopFiles extends StoreFiles {
         return got == out.length ? out : java.util.Arrays.copyOf(out, got);
     }
 
+    /** File systems whose block locations name real hosts (others report "localhost" or cost a request). */
+    private static final java.util.Set<String> BLOCK_HOST_SCHEMES = java.util.Set.of("hdfs", "viewfs", "webhdfs",
+            "swebhdfs");
+
+    @Override
+    public String[] hosts(String path, long pos, long len) {
+        Path p = hadoopPath(path);
+        if (!BLOCK_HOST_SCHEMES.contains(String.valueOf(p.toUri().getScheme()))) return new String[0];
+        try {
+            org.apache.hadoop.fs.BlockLocation best = null;
+            long bestOverlap = 0;
+            for (org.apache.hadoop.fs.BlockLocation b : fs(p).getFileBlockLocations(p, pos, len)) {
+                long overlap = Math.min(pos + len, b.getOffset() + b.getLength()) - Math.max(pos, b.getOffset());
+                if (overlap > bestOverlap) {
+                    best = b;
+                    bestOverlap = overlap;
+                }
+            }
+            return best == null ? new String[0] : best.getHosts();
+        } catch (IOException e) {
+            return new String[0];              // a hint only: the read reports what is wrong
+        }
+    }
+
     @Override
     public java.nio.file.Path localPath(String path) {
         Path p = hadoopPath(path);
@@ -232,7 +256,7 @@ public final class HadoopFiles extends StoreFiles {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         if (streams == null) return;
         for (FSDataInputStream in : streams.values()) {
             try {

@@ -69,6 +69,14 @@ public abstract class StoreFiles implements Serializable {
         return 8 << 20;
     }
 
+    /**
+     * Hosts holding most of the bytes [pos, pos + len) of a file, for a task's preferred locations
+     * (HDFS reports its blocks' hosts; local and object stores have none: an empty array).
+     */
+    public String[] hosts(String path, long pos, long len) {
+        return new String[0];
+    }
+
     /** Closes open streams of this reader (the file system itself stays cached by Hadoop). */
     public void close() {
     }

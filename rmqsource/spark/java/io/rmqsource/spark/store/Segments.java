@@ -184,6 +184,8 @@ public final class Segments {
         if (files.mapped()) return window(seg, pos, len);
         long fileLen = seg.sizeBytes;
         int n = (int) Math.max(0, Math.min(len, Integer.MAX_VALUE - 16));
+        Window ahead = fromPrefetch(seg, pos, n);
+        if (ahead != null) return ahead;
         ByteBuffer b = files.read(seg.path, Math.max(0, pos), n);
         if (b.capacity() < n && pos + b.capacity() < fileLen) fileLen = pos + b.capacity();   // cut short since listed
         last = new Window(b, pos, fileLen);
@@ -192,6 +194,58 @@ public final class Segments {
     }
 
     private String lastPath;
+    private java.util.concurrent.Future<ByteBuffer> pending;     // a read ahead of the last window
+    private String pendingPath;
+    private long pendingStart;
+
+    /** Reads ahead on a daemon thread of the JVM (positioned reads only), while the caller decodes. */
+    private static final java.util.concurrent.ExecutorService READ_AHEAD =
+            java.util.concurrent.Executors.newCachedThreadPool(r -> {
+                Thread t = new Thread(r, "rmq-read-ahead");
+                t.setDaemon(true);
+                return t;
+            });
+
+    /**
+     * Starts reading [pos, pos + len) of {@code seg} in the background: the next {@link #readWindow}
+     * that the last window and these bytes cover together takes them instead of reading (a failed or
+     * short read ahead is dropped, and the window read as without it, with its errors).
+     */
+    public void prefetch(Segment seg, long pos, long len) {
+        if (files.mapped() || len <= 0 || pending != null) return;
+        int n = (int) Math.min(len, Integer.MAX_VALUE - 16);
+        String path = seg.path;
+        pendingPath = path;
+        pendingStart = pos;
+        pending = READ_AHEAD.submit(() -> files.read(path, pos, n));
+    }
+
+    /** The window [pos, pos + len) from the last window's tail and the bytes read ahead, or null. */
+    private Window fromPrefetch(Segment seg, long pos, int len) {
+        java.util.concurrent.Future<ByteBuffer> f = pending;
+        if (f == null) return null;
+        pending = null;
+        ByteBuffer ahead;
+        try {
+            ahead = f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (java.util.concurrent.ExecutionException e) {
+            return null;
+        }
+        long start = pendingStart;
+        Window prev = last;
+        boolean joins = seg.path.equals(pendingPath) && seg.path.equals(lastPath) && prev != null
+                && prev.base <= pos && pos <= start && prev.base + prev.buf.capacity() >= start;
+        if (!joins || start + ahead.capacity() < Math.min(pos + len, seg.sizeBytes)) return null;
+        int head = (int) (start - pos);
+        ByteBuffer b = ByteBuffer.allocate(head + ahead.capacity());
+        b.put(0, prev.buf, prev.at(pos), head);
+        b.put(head, ahead, 0, ahead.capacity());
+        last = new Window(b, pos, seg.sizeBytes);
+        return last;
+    }
 
     /**
      * The file mapped read-only, shared by every task of this JVM while the file stays the same
@@ -206,6 +260,8 @@ public final class Segments {
     public void close() {
         maps.clear();
         last = null;
+        if (pending != null) pending.cancel(false);
+        pending = null;
         files.close();
     }
 }

@@ -184,7 +184,7 @@ public final class StoreLayout implements Serializable {
             return new String[] {compaction, "compacted topics (cleanup.policy=COMPACTION) are not read"};
         }
         String tiered = StoreFiles.child(StoreFiles.child(r, "config"), "tieredStoreMetadata.json");
-        if (files.isFile(tiered)) {
+        if (underRoot(tiered) && files.isFile(tiered)) {
             return new String[] {tiered,
                 "tiered storage (tieredstore metadata): messages moved to another tier are not read"};
         }
@@ -193,7 +193,7 @@ public final class StoreLayout implements Serializable {
 
     /** Names of the sub-directories (dirs) or regular files (!dirs) of folder; none when it is not a folder. */
     private List<String> names(String folder, boolean dirs) {
-        List<StoreFiles.Entry> entries = files.list(folder);
+        List<StoreFiles.Entry> entries = underRoot(folder) ? files.list(folder) : null;
         List<String> out = new ArrayList<>();
         if (entries == null) return out;
         for (StoreFiles.Entry e : entries) if (e.directory == dirs) out.add(e.name);
@@ -202,13 +202,33 @@ public final class StoreLayout implements Serializable {
 
     /** A regular file lies under folder, at most depth levels down ({folder}/{topic}/{queueId}/{file}: 3). */
     private boolean holdsFiles(String folder, int depth) {
-        List<StoreFiles.Entry> entries = files.list(folder);
+        List<StoreFiles.Entry> entries = underRoot(folder) ? files.list(folder) : null;
         if (entries == null) return false;
         entries.sort((a, b) -> a.name.compareTo(b.name));
         for (StoreFiles.Entry e : entries) {
             if (!e.directory || (depth > 1 && holdsFiles(StoreFiles.child(folder, e.name), depth - 1))) return true;
         }
         return false;
+    }
+
+    private transient java.util.Set<String> rootNames;
+
+    /**
+     * Whether {@code path} may exist: off a mapped file system, a path under the root whose first
+     * component the root's one listing lacks does not (no request per folder the layout checks).
+     */
+    private boolean underRoot(String path) {
+        if (files.mapped() || path.equals(root)) return true;
+        String prefix = root.endsWith("/") ? root : root + "/";
+        if (!path.startsWith(prefix)) return true;
+        if (rootNames == null) {
+            rootNames = new java.util.HashSet<>();
+            List<StoreFiles.Entry> entries = files.list(root);
+            if (entries != null) for (StoreFiles.Entry e : entries) rootNames.add(e.name);
+        }
+        String rest = path.substring(prefix.length());
+        int slash = rest.indexOf('/');
+        return rootNames.contains(slash < 0 ? rest : rest.substring(0, slash));
     }
 
     private boolean sameDir(String a, String b) {

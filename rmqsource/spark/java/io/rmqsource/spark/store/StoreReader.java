@@ -44,7 +44,8 @@ public final class StoreReader implements AutoCloseable {
         this.config = config;
         this.pinnedEnd = commitLogEnd;
         this.layout = new StoreLayout(files, root, config);
-        layout.checkIsStore();
+        // A task of a remote store trusts the plan's check (each folder checked costs a request there).
+        if (commitLogEnd == null || files.mapped()) layout.checkIsStore();
         this.commitLog = new CommitLog(layout);
     }
 
