@@ -16,8 +16,13 @@
    bytes the query needs: the store's valid CommitLog bytes (full scan); the ConsumeQueue bytes plus
    the matching records (tag query).
 
+moto answers a ranged GET by reading the whole object and slicing it, so on this server a GET costs time
+in proportion to the object's size, unlike S3: with 1 GiB CommitLog segments (RocketMQ's default, as in
+bench_spark_read.py) every window the scan reads costs a 1 GiB read, while Parquet's files are small.
+--segment-mib sets the segment size of the generated store (its folder name carries it).
+
 Needs moto[server] and boto3 (scripts/test_objectstore.sh installs them) and a JDK for the jar.
-Usage: bench_objectstore.py [--messages N] [--dir /tmp/rmq-bench] [--repeat 3]
+Usage: bench_objectstore.py [--messages N] [--segment-mib 1024] [--dir /tmp/rmq-bench] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+import bench_spark_read  # noqa: E402
 from bench_spark_read import AGGS, generate  # noqa: E402
 from objectstore import S3Server, spark_session  # noqa: E402
 
@@ -60,14 +66,17 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=2_000_000)
     ap.add_argument("--dir", default="/tmp/rmq-bench")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--segment-mib", type=int, default=1024, help="CommitLog segment size of the generated store")
     args = ap.parse_args()
 
     from rmqsource.spark.jar import build_jar
     jar = build_jar()
     base = Path(args.dir)
-    store, parquet = base / f"store-{args.messages}", base / f"parquet-{args.messages}"
+    seg = "" if args.segment_mib == 1024 else f"-seg{args.segment_mib}m"    # 1 GiB: bench_spark_read.py's store
+    store, parquet = base / f"store-{args.messages}{seg}", base / f"parquet-{args.messages}"
     if not (store / "consumequeue").is_dir():
         t = time.perf_counter()
+        bench_spark_read.SEGMENT = args.segment_mib << 20
         generate(store, args.messages)
         print(f"generated store: {args.messages} messages in {time.perf_counter() - t:.1f}s -> {store}")
 
@@ -92,6 +101,7 @@ def run(spark, server: S3Server, store: Path, rmq_uri: str, parquet_uri: str, ar
     n = args.messages
     commit_log_bytes, cq_bytes = store_bytes(store)
     parquet_bytes = sum(f.stat().st_size for f in Path(args.dir, f"parquet-{n}").rglob("*.parquet"))
+    parquet_files = len(list(Path(args.dir, f"parquet-{n}").rglob("*.parquet")))
     sources = {"rmq": lambda: spark.read.format("rmq").load(rmq_uri),
                "parquet": lambda: spark.read.parquet(parquet_uri)}
 
@@ -121,8 +131,9 @@ def run(spark, server: S3Server, store: Path, rmq_uri: str, parquet_uri: str, ar
 
     print(f"\n{n:,} messages on {server.endpoint} (moto, this process), local[2]; medians of {args.repeat} "
           f"interleaved runs; ratio > 1: rmq faster than Parquet")
-    print(f"store: CommitLog {commit_log_bytes / 2**20:,.1f} MiB valid, ConsumeQueues {cq_bytes / 2**20:,.1f} MiB; "
-          f"parquet {parquet_bytes / 2**20:,.1f} MiB")
+    print(f"store: CommitLog {commit_log_bytes / 2**20:,.1f} MiB valid in {args.segment_mib} MiB segments, ConsumeQueues "
+          f"{cq_bytes / 2**20:,.1f} MiB; parquet {parquet_bytes / 2**20:,.1f} MiB in {parquet_files} files "
+          f"(moto reads a whole object per ranged GET)")
     full = compare("full-scan aggregate", lambda s: agg(s()))
     tags = compare(f"tags = '{TAG}' (10 %) aggregate", lambda s: agg(s().where(f"tags = '{TAG}'")))
     msg_id = spark.read.format("rmq").option("queues", "BenchB:3").load(str(store)) \
