@@ -73,7 +73,7 @@ def main() -> None:
     jar = build_jar()
     base = Path(args.dir)
     seg = "" if args.segment_mib == 1024 else f"-seg{args.segment_mib}m"    # 1 GiB: bench_spark_read.py's store
-    store, parquet = base / f"store-{args.messages}{seg}", base / f"parquet-{args.messages}"
+    store, parquet = base / f"store-{args.messages}{seg}", base / f"parquet-{args.messages}{seg}"
     if not (store / "consumequeue").is_dir():
         t = time.perf_counter()
         bench_spark_read.SEGMENT = args.segment_mib << 20
@@ -91,17 +91,17 @@ def main() -> None:
         rmq_uri = server.upload_dir(store, "bench/store")
         parquet_uri = server.upload_dir(parquet, "bench/parquet")
         print(f"uploaded store and parquet to {server.endpoint} in {time.perf_counter() - t:.1f}s")
-        run(spark, server, store, rmq_uri, parquet_uri, args)
+        run(spark, server, store, parquet, rmq_uri, parquet_uri, args)
     finally:
         spark.stop()
         server.stop()
 
 
-def run(spark, server: S3Server, store: Path, rmq_uri: str, parquet_uri: str, args) -> None:
+def run(spark, server: S3Server, store: Path, parquet: Path, rmq_uri: str, parquet_uri: str, args) -> None:
     n = args.messages
     commit_log_bytes, cq_bytes = store_bytes(store)
-    parquet_bytes = sum(f.stat().st_size for f in Path(args.dir, f"parquet-{n}").rglob("*.parquet"))
-    parquet_files = len(list(Path(args.dir, f"parquet-{n}").rglob("*.parquet")))
+    parquet_bytes = sum(f.stat().st_size for f in parquet.rglob("*.parquet"))
+    parquet_files = len(list(parquet.rglob("*.parquet")))
     sources = {"rmq": lambda: spark.read.format("rmq").load(rmq_uri),
                "parquet": lambda: spark.read.parquet(parquet_uri)}
 
