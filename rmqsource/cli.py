@@ -36,6 +36,7 @@ import numpy as np
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, TextIO
 
 from .errors import OptionError, RmqError
+from .names import remote_scheme
 
 if TYPE_CHECKING:
     from .store.config import StoreConfig
@@ -1024,6 +1025,10 @@ def main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[TextIO] = Non
         args = build_parser().parse_args(list(argv) if argv is not None else None)
     except _Usage as u:
         return u.code
+    problem = _remote_path_problem(args)
+    if problem:
+        print(f"{PROG} {args.command}: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     args.stdin = stdin if stdin is not None else (_default_stdin() if args.command == "put" else None)
     out = Output(stream, args.json)
     try:
@@ -1057,6 +1062,26 @@ def main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[TextIO] = Non
         print(f"{PROG} {args.command}: internal error: {type(e).__name__}: {_one_line(e)} "
               f"(set RMQ_DEBUG=1 for a traceback)", file=sys.stderr)
         return EXIT_STORE_ERROR
+
+
+WRITING_COMMANDS = ("put", "recover")
+
+
+def _remote_path_problem(args) -> Optional[str]:
+    """Why a STORE (or export's OUT) given as an object-store or HDFS URI cannot be used, in one line."""
+    for name, label in (("store", "STORE"), ("out", "OUT")):
+        value = getattr(args, name, None)
+        scheme = remote_scheme(value) if isinstance(value, str) else None
+        if scheme is None:
+            continue
+        if name == "out":
+            return f"{label} {value!r}: rmq {args.command} writes local files, not {scheme}: URIs (copy it there after)"
+        if args.command in WRITING_COMMANDS:
+            return (f"{label} {value!r}: rmq {args.command} writes local store directories; stores on {scheme}: "
+                    f"are read-only")
+        return (f"{label} {value!r}: rmq commands read local or mounted store directories, not {scheme}: URIs; "
+                f"copy the store to a local disk, or read it with Spark's JVM scan (format('rmq').load('{value}'))")
+    return None
 
 
 def _safe_flush(out: Output) -> None:

@@ -1,4 +1,4 @@
-"""Topic, group and queue-id validation, and safe paths under the store root.
+"""Topic, group and queue-id validation, safe paths under the store root, and store URIs.
 
 Topic names follow RocketMQ's TopicValidator: characters ``[%|a-zA-Z0-9_-]``,
 at most 127 bytes (255 for ``%RETRY%`` topics on 5.x).  Because topics become
@@ -72,3 +72,15 @@ def validate_queue_id(queue_id) -> int:
     if value < 0 or value > 0x7FFFFFFF:
         raise OptionError(f"queueId {value} out of range")
     return value
+
+
+_URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")   # two characters at least: C:\ is a path
+
+
+def remote_scheme(path) -> str | None:
+    """The scheme of a store URI that is not on a local file system (``s3a``, ``hdfs``, ``abfss``,
+    ``gs``, ``dbfs`` ...), lower-cased; None for plain paths and ``file:`` URIs."""
+    m = _URI_SCHEME.match(str(path).strip())
+    if not m or m.group(1).lower() == "file":
+        return None
+    return m.group(1).lower()

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The test command: creates the environment (and the JVM scan's jar when a JDK is present), then
-# runs the default test tiers. Extra arguments go to pytest (e.g. scripts/test.sh -m slow for the
-# long tiers). With the jar built, pytest runs twice: everything with the jar on spark.jars
-# (RMQ_SPARK_MODE=jvm), then the Spark tests that were selected (markers spark, cluster, notebook)
-# again on the pure Python data source (RMQ_SPARK_MODE=python). Setting RMQ_SPARK_MODE runs one pass.
+# runs the default test tiers (every marker but `slow` and `objectstore`). Extra arguments go to
+# pytest (e.g. scripts/test.sh -m slow for the long tiers). With the jar built, pytest runs twice:
+# everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm), then the Spark tests that were
+# selected (markers spark, cluster, notebook) again on the pure Python data source
+# (RMQ_SPARK_MODE=python). Setting RMQ_SPARK_MODE runs one pass.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 if [ "$#" -eq 0 ]; then
-  set -- -m "not slow"
+  set -- -m "not slow and not objectstore"
 fi
 if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
   exec python -m pytest "$@"

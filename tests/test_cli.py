@@ -88,6 +88,42 @@ def test_usage_errors_exit_2(capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+REMOTE_STORES = ["s3://bucket/broker-a/store", "s3a://bucket/store", "gs://bucket/store", "hdfs://nn:8020/store",
+                 "abfss://c@acct.dfs.core.windows.net/store", "dbfs:/mnt/store"]
+READ_COMMANDS = {"topics": [], "queues": [], "view": ["0A00000500002A9F0000000000000000"], "query": ["T", "k"],
+                 "print": ["T"], "export": ["{tmp}/out.parquet"], "verify": [], "get": ["T", "0", "0", "1"], "lag": []}
+
+
+@pytest.mark.parametrize("uri", REMOTE_STORES)
+def test_read_commands_say_in_one_line_that_they_need_a_local_path(uri, tmp_path, capsys):
+    for command, rest in READ_COMMANDS.items():
+        code, out = run([command, uri, *(a.format(tmp=tmp_path) for a in rest)])
+        assert (code, out) == (2, ""), command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        scheme = uri.split(":", 1)[0]
+        assert err.startswith(f"rmq {command}: error: STORE {uri!r}: rmq commands read local or mounted store "
+                              f"directories, not {scheme}: URIs"), err
+        assert "JVM scan" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["put", "recover"])
+def test_writing_commands_refuse_a_remote_store_as_read_only(command, capsys):
+    assert run([command, "s3a://bucket/store"], stdin=b"")[0] == 2
+    err = capsys.readouterr().err
+    assert err == f"rmq {command}: error: STORE 's3a://bucket/store': rmq {command} writes local store directories; " \
+                  f"stores on s3a: are read-only\n"
+
+
+def test_export_to_a_remote_file_is_refused(tmp_path, capsys):
+    assert run(["export", tmp_path, "s3://bucket/out.parquet"])[0] == 2
+    assert capsys.readouterr().err == "rmq export: error: OUT 's3://bucket/out.parquet': rmq export writes local " \
+                                      "files, not s3: URIs (copy it there after)\n"
+    assert run(["topics", "C:/stores/a"])[0] == 1          # a drive letter is a path, not a scheme
+    assert "not a directory" in capsys.readouterr().err
+
+
 def test_help_exits_0(capsys):
     assert run(["--help"])[0] == 0
     assert run(["get", "--help"])[0] == 0

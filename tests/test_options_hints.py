@@ -80,12 +80,28 @@ def test_file_uris(tmp_path):
     for uri in (f"file://{CORPUS}/store", f"file:{CORPUS}/store", f"file://localhost{CORPUS}/store",
                 "file://" + str(CORPUS / "store").replace("-", "%2D")):
         assert parse_options({"path": uri}).paths == (STORE,)
-    with pytest.raises(OptionError, match="not hdfs: URIs"):
-        parse_options({"path": "hdfs://nn/stores/a"})
     with pytest.raises(OptionError, match="names host 'otherhost'"):
         parse_options({"path": "file://otherhost/tmp/store"})
     from rmqsource.spark.sink import parse_sink_options
     assert parse_sink_options({"path": f"file://{tmp_path}/out"}).root == f"{tmp_path}/out"
+
+
+@pytest.mark.parametrize("uri", ["s3a://bucket/store", "s3://bucket/store", "gs://bucket/store", "hdfs://nn/store",
+                                 "abfss://c@acct.dfs.core.windows.net/store", "dbfs:/mnt/store"])
+def test_object_store_uris_name_the_jvm_scan_on_the_python_path_and_are_read_only_for_sinks(uri):
+    from rmqsource.spark.sink import parse_sink_options
+    scheme = uri.split(":", 1)[0]
+    for parse in (parse_options, parse_stream_options):
+        with pytest.raises(OptionError) as read:
+            parse({"path": uri, "topics": "TopicTest"})
+        text = str(read.value)
+        assert "\n" not in text and uri in text and f"not {scheme}: URIs" in text, text
+        assert "JVM scan" in text and "rmq jar" in text, text
+    with pytest.raises(OptionError) as write:
+        parse_sink_options({"path": uri})
+    assert str(write.value) == (f"store path {uri!r}: stores on {scheme}: are read-only: the rmq sink writes records "
+                                f"in place into preallocated files under a lock, which object stores and HDFS do not "
+                                f"offer (they replace or append whole files); write a local store and copy it there")
 
 
 def _group_reader(root, **extra):

@@ -23,7 +23,7 @@ from typing import Mapping, Optional, Union
 
 from .. import limits
 from ..errors import OptionError
-from ..names import topic_problem, validate_queue_id
+from ..names import remote_scheme, topic_problem, validate_queue_id
 from ..store.config import _KEYS as STORE_CONFIG_KEYS  # RocketMQ key names (read only)
 from ..store.config import StoreConfig
 
@@ -138,16 +138,21 @@ def apply_kafka_names(opts: dict[str, str], mode: str) -> dict[str, str]:
     return out
 
 
-def store_path(text: str) -> str:
-    """A store path from an option: plain path or ``file:`` URI (other schemes are refused)."""
+def store_path(text: str, *, write: bool = False) -> str:
+    """A store path from an option: plain path or ``file:`` URI. Other schemes (object stores, HDFS) are
+    refused: the Python source reads local files only (the JVM scan reads them), and no sink writes them."""
     p = str(text).strip()
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):", p)
-    if not m:
+    scheme = remote_scheme(p)
+    if scheme and write:
+        raise OptionError(f"store path {p!r}: stores on {scheme}: are read-only: the rmq sink writes records in "
+                          f"place into preallocated files under a lock, which object stores and HDFS do not offer "
+                          f"(they replace or append whole files); write a local store and copy it there")
+    if scheme:
+        raise OptionError(f"store path {p!r}: the Python rmq source reads local or mounted directories "
+                          f"(/dbfs/..., /Volumes/...), not {scheme}: URIs; {scheme}: stores are read by the JVM scan (the rmqsource jar on "
+                          f"spark.jars: `rmq jar` prints its path)")
+    if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", p):
         return os.path.abspath(os.path.expanduser(p))
-    scheme = m.group(1).lower()
-    if scheme != "file":
-        raise OptionError(f"store path {p!r}: the rmq source reads local or mounted directories, not {scheme}: "
-                          f"URIs (on Databricks use the /dbfs/... or /Volumes/... path of a mounted volume)")
     u = urllib.parse.urlparse(p)
     if u.netloc not in ("", "localhost"):
         raise OptionError(f"store path {p!r} names host {u.netloc!r}; file URIs must be file:///path "

@@ -153,7 +153,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
                           + SQL_TABLE_HINT)
     if "," in root:
         raise OptionError(f"the rmq sink writes one store; got {root!r}")
-    root = store_path(root)                  # plain path or file:// URI
+    root = store_path(root, write=True)      # plain path or file:// URI
     if opts.get("config"):
         if not os.path.isfile(opts["config"]):
             raise OptionError(f"option config: {opts['config']} is not a file")
