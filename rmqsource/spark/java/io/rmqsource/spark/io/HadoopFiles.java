@@ -151,11 +151,24 @@ public final class HadoopFiles extends StoreFiles {
         if (in != null) return in;
         Path p = hadoopPath(path);
         try {
-            in = fs(p).open(p);
+            // Random-access read policy: every positioned read is one GET bounded to what it asks for
+            // (the default sequential policy opens each GET to the end of the object, so a read per
+            // record would fetch the rest of the segment each time). Unknown options are ignored.
+            in = fs(p).openFile(p)
+                    .opt("fs.option.openfile.read.policy", "random")
+                    .opt("fs.s3a.experimental.input.fadvise", "random")
+                    .build().get();
         } catch (FileNotFoundException e) {
             throw gone(path);
         } catch (IOException e) {
             throw failure(path, e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof FileNotFoundException) throw gone(path);
+            throw failure(path, cause instanceof IOException ? (IOException) cause : new IOException(cause));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw failure(path, new java.io.InterruptedIOException("interrupted opening " + path));
         }
         streams.put(path, in);
         return in;
