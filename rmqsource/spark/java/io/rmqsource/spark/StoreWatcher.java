@@ -2,6 +2,7 @@ package io.rmqsource.spark;
 
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.io.StoreFiles;
 import io.rmqsource.spark.store.CommitLog;
 import io.rmqsource.spark.store.DLedgerLog;
 import io.rmqsource.spark.store.MappedFaults;
@@ -10,7 +11,6 @@ import io.rmqsource.spark.store.QueueTail;
 import io.rmqsource.spark.store.Segment;
 import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreLayout;
-import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -29,8 +29,8 @@ import java.util.regex.Pattern;
  * record it points at (size, topic, queueId, queueOffset) before admitting it, so a unit caught
  * half-written is never read.  Files are read through the layout's StoreFiles: local files stay
  * mapped between batches; on another file system the queues' files are re-listed every trigger and
- * read again whole when their length changed (an object store replaces a file, never appends), and
- * a record is checked by one positioned read.
+ * read again whole when their length or modification time changed (an object store replaces a
+ * file, never appends), and a record is checked by one positioned read.
  */
 final class StoreWatcher implements QueueTail.Verifier {
     private final RmqStreamOptions opts;

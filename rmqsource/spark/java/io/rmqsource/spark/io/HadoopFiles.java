@@ -217,10 +217,10 @@ public final class HadoopFiles extends StoreFiles {
             ByteBuffer b = WHOLE.get(key);
             if (b != null) return b;
         }
-        forget(path);                   // an object replaced by a longer one is read from a new stream
+        forget(path);                   // an object replaced since it was opened is read from a new stream
         ByteBuffer b = read(path, 0, (int) len);
-        // Cut short since listed, or maybe still being written: not kept.
-        if (b.capacity() < len || (listedModified != 0 && !settled(listedModified, System.currentTimeMillis()))) return b;
+        boolean writing = listedModified != 0 && !settled(listedModified, System.currentTimeMillis());
+        if (b.capacity() < len || writing) return b;        // cut short since listed, or maybe still written: not kept
         synchronized (WHOLE) {
             if (WHOLE.put(key, b) == null) cachedBytes += b.capacity();
             var it = WHOLE.entrySet().iterator();

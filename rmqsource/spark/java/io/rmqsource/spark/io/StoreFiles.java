@@ -65,8 +65,9 @@ public abstract class StoreFiles implements Serializable {
 
     /**
      * The whole file, read-only: mapped (local) or read whole (ConsumeQueue files, shared by the
-     * tasks of a JVM while the file keeps its length).  {@code listedLength}: the length a listing
-     * gave (-1: unknown), which saves a request per file.  A file that vanished is a DataLossError.
+     * tasks of a JVM while the file keeps its length; the overload below adds the modification
+     * time).  {@code listedLength}: the length a listing gave (-1: unknown), which saves a request
+     * per file.  A file that vanished is a DataLossError.
      */
     public abstract ByteBuffer whole(String path, long listedLength);
 

@@ -11,9 +11,10 @@ import java.util.Map;
  * One queue followed by a stream's driver (the tail part of StoreWatcher in
  * rmqsource/spark/stream.py): local files stay mapped between batches, and the tail moves forward
  * over units written since the last look, never backwards.  Off a mapped file system the files are
- * re-listed at each {@link #advance} and a file is read whole again when its listed length changed
- * (a sync job re-uploads a longer object: object stores replace, never append).  {@link #maxOffset()} is the verified
- * tail, so the inherited helpers (min offset, unit reads) see exactly what a batch may admit.
+ * re-listed at each {@link #advance}, and a file is read whole again unless its listed length and
+ * modification time are those it had, settled, when last read (a sync job re-uploads a longer
+ * object: object stores replace, never append).  {@link #maxOffset()} is the verified tail, so
+ * the inherited helpers (min offset, unit reads) see exactly what a batch may admit.
  */
 public final class QueueTail extends QueueUnits {
     /** Checks the unit about to become the last admitted one against the record it points at. */
