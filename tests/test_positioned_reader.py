@@ -4,7 +4,9 @@
 positioned reads, as ``s3a://`` and ``hdfs://`` stores are read, instead of mapping it.  The
 golden-corpus, crash-case, lookup, count, live-store and error tests of the batch scan run here
 again with it, and with a window small enough (64 KiB) that records straddle window ends: same
-answers, same errors as the mapped reader.
+answers, same errors as the mapped reader.  So do the JVM stream's key tests (golden streams equal
+batch reads, AvailableNow, consumer-group commits, DLedger crash cases), a stream following a
+writer, and one following a sync job that replaces files with longer ones.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ from test_read_regressions import (  # noqa: F401
     test_topic_read_past_a_truncated_consume_queue_file_names_that_file,
 )
 from test_layouts import variant  # noqa: F401
+from test_spark_stream_jvm import (  # noqa: F401
+    jvm_spark,
+    test_available_now_runs_natively_and_its_lag_metrics_match_rmq_lag,
+    test_group_commit_from_the_jvm_is_read_by_the_python_engine,
+    test_stream_admits_what_the_engine_serves_after_a_dledger_crash,
+    test_stream_rows_equal_the_batch_scan_column_for_column,
+)
 from test_spark_jvm_scan import (  # noqa: F401
     test_count_pushdown_equals_engine_and_full_read,
     test_decompress_zlib_lz4_zstd_with_a_cap,
@@ -152,3 +161,116 @@ def test_other_layouts_are_refused_as_by_the_mapped_reader(spark, variant):
     spark.conf.unset(MODE)
     assert positioned == refusal()
     assert f"{folder}: " in positioned and words in positioned
+
+
+# --------------------------------------------------------------------------- streams
+
+def _follow(spark, root, tmp_path, between, total, **options):
+    """Rows (queueId, queueOffset, body, storeSize) of a stream over ``root`` until ``total`` arrived;
+    ``between()`` runs once, after the first batch (before the next trigger)."""
+    import time
+    rows = []
+
+    def each(batch_df, batch_id):
+        rows.extend(tuple(r) for r in batch_df.collect())
+        if batch_id == 0:
+            between()
+
+    reader = spark.readStream.format("rmq").option("topics", "T").option("startingOffsets", "earliest")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    q = (reader.load(str(root)).select("queueId", "queueOffset", "body", "storeSize").writeStream
+         .foreachBatch(each).option("checkpointLocation", str(tmp_path / "ckpt"))
+         .trigger(processingTime="300 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 180
+        while len(rows) < total and q.exception() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert q.exception() is None, str(q.exception())
+    finally:
+        q.stop()
+    assert q.recentProgress[-1]["sources"][0]["description"].startswith("RmqMicroBatchStream(JVM)")
+    return rows
+
+
+def test_a_stream_reads_through_hadoop_and_follows_a_writer(spark, tmp_path):
+    """Positioned mode streams through Hadoop's file system (the CommitLog's record bytes, at least, are
+    read by it), and units written into the same full-size ConsumeQueue files between triggers are read."""
+    from test_spark_stream import fill
+    root = tmp_path / "store"
+    fill(root, 200, body_size=1000)
+    before = _file_bytes_read(spark)
+    rows = _follow(spark, root, tmp_path, lambda: fill(root, 100, start=200, body_size=1000), 300)
+    read = _file_bytes_read(spark) - before
+    keys = [(r[0], r[1]) for r in rows]
+    assert len(keys) == len(set(keys)) == 300
+    assert sorted(keys) == sorted((i % 4, i // 4) for i in range(300))
+    assert sorted(bytes(r[2]) for r in rows) == sorted(str(i).encode().ljust(1000, b".") for i in range(300))
+    assert read >= sum(r[3] for r in rows), (read, sum(r[3] for r in rows))
+
+
+def _written_prefix(store, config) -> dict:
+    """A store's files as a sync job copying the written bytes would upload them: the CommitLog up to
+    its end, each ConsumeQueue file up to its last unit, other files whole."""
+    from rmqsource.store.reader import MessageStoreReader
+    with MessageStoreReader(store, config) as r:
+        end = r.commit_log_max_offset
+    out = {}
+    for path in sorted(store.rglob("*")):
+        if not path.is_file() or path.name == "lock":
+            continue
+        rel = path.relative_to(store).as_posix()
+        data = path.read_bytes()
+        if rel.startswith("commitlog/"):
+            data = data[:max(0, end - int(path.name))]
+        elif rel.startswith("consumequeue/"):
+            units = len(data) // 20
+            while units and data[(units - 1) * 20:units * 20] == bytes(20):
+                units -= 1
+            data = data[:units * 20]
+        out[rel] = data
+    return out
+
+
+def test_a_stream_follows_files_replaced_by_longer_ones(spark, tmp_path):
+    """A sync job replaces the last CommitLog and ConsumeQueue files with longer ones (a new file renamed
+    over the old, as object stores replace, never append): the next trigger reads the records they
+    gained, once each."""
+    import os
+    from rmqsource.store.config import StoreConfig
+    from test_spark_stream import fill
+    config = StoreConfig().with_overrides({"mappedFileSizeCommitLog": str(64 * 1024),
+                                           "mappedFileSizeConsumeQueue": str(300 * 20)})
+    props = tmp_path / "store.properties"
+    props.write_text("mappedFileSizeCommitLog=65536\nmappedFileSizeConsumeQueue=6000\n")
+    source, mirror = tmp_path / "source", tmp_path / "mirror"
+    synced: dict = {}
+
+    def sync() -> list:
+        changed = []
+        for rel, data in _written_prefix(source, config).items():
+            if synced.get(rel) == data:
+                continue
+            target = mirror / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            part = target.with_name(target.name + ".part")       # (not a segment name: listings skip it)
+            part.write_bytes(data)
+            os.replace(part, target)
+            synced[rel] = data
+            changed.append(rel)
+        return changed
+
+    fill(source, 300, config=config, body_size=200)          # past the first 64 KiB segment
+    sync()
+    changed = []
+
+    def more():
+        fill(source, 120, start=300, config=config, body_size=200)
+        changed.extend(sync())
+
+    rows = _follow(spark, mirror, tmp_path, more, 420, config=str(props))
+    assert any(c.startswith("commitlog/") for c in changed) and any(c.startswith("consumequeue/") for c in changed)
+    keys = [(r[0], r[1]) for r in rows]
+    assert len(keys) == len(set(keys)) == 420
+    assert sorted(keys) == sorted((i % 4, i // 4) for i in range(420))
+    assert sorted(bytes(r[2]) for r in rows) == sorted(str(i).encode().ljust(200, b".") for i in range(420))

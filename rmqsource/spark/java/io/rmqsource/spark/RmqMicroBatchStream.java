@@ -7,7 +7,6 @@ import io.rmqsource.spark.errors.Repr;
 import io.rmqsource.spark.store.ConsumerOffsetsFile;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueTail;
-import io.rmqsource.spark.store.StoreLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -67,8 +66,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         this.schema = schema;
         this.lenient = RmqStreamOptions.parse(options).read;
         lenient.failOnDataLoss = false;
-        new StoreLayout(opts.root(), opts.read.storeConfig).checkIsStore();
-        this.watcher = new StoreWatcher(opts);
+        this.watcher = new StoreWatcher(opts, StoreAccess.forStream(opts.root()));
+        watcher.layout.checkIsStore();
     }
 
     private static double nowMs() {
@@ -353,7 +352,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new StreamReaderFactory(opts, lenient, schema);
+        return new StreamReaderFactory(opts, lenient, schema, watcher.layout.files);
     }
 
     // ------------------------------------------------------------------ lifecycle

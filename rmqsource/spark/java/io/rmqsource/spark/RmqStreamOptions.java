@@ -93,10 +93,6 @@ public final class RmqStreamOptions implements Serializable {
             throw new OptionError("a stream reads one store; got " + o.read.paths.size() + " paths ("
                     + String.join(", ", o.read.paths) + ")");
         }
-        if (io.rmqsource.spark.io.StoreFiles.isUri(o.root())) {
-            throw new OptionError("a stream reads a local store; " + o.root() + " is on another file system, which "
-                    + "batch reads (spark.read) read by positioned reads");
-        }
         if (!o.read.topicMode()) throw new OptionError("a stream needs one of the options topics, topicPattern or queues");
         if (ours.containsKey("startingoffsets")) {
             String text = ours.get("startingoffsets").strip();
@@ -154,6 +150,10 @@ public final class RmqStreamOptions implements Serializable {
                 throw new OptionError("option consumerGroup must be a non-empty name without '@', got " + Repr.of(group));
             }
             o.consumerGroup = group;
+            if (io.rmqsource.spark.io.StoreFiles.isUri(o.root())) {
+                throw new OptionError("option consumerGroup commits into the store's config/consumerOffset.json; "
+                        + o.root() + " is on another file system, read-only to rmqsource");
+            }
         }
         if (GROUP.equals(o.starting) && o.consumerGroup == null) {
             throw new OptionError("startingOffsets=group needs the option consumerGroup");

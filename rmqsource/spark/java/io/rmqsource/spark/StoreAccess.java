@@ -34,7 +34,8 @@ final class StoreAccess {
 
     /** The files of each store root, in order: {@link StoreFiles#LOCAL} or one shared {@link HadoopFiles}. */
     static List<StoreFiles> forPaths(List<String> roots) {
-        SparkSession session = SparkSession.getActiveSession().isDefined() ? SparkSession.getActiveSession().get() : null;
+        SparkSession session = SparkSession.getActiveSession().isDefined() ? SparkSession.getActiveSession().get()
+                : SparkSession.getDefaultSession().isDefined() ? SparkSession.getDefaultSession().get() : null;
         String mode = session == null ? "auto" : session.conf().get(MODE_CONF, "auto").strip().toLowerCase(Locale.ROOT);
         if (!mode.equals("auto") && !mode.equals("positioned")) {
             throw new OptionError(MODE_CONF + " must be auto or positioned, got " + Repr.of(mode));
@@ -49,6 +50,11 @@ final class StoreAccess {
         HadoopFiles hadoop = hadoopFiles(session);
         for (String r : roots) out.add(mode.equals("positioned") || StoreFiles.isUri(r) ? hadoop : StoreFiles.LOCAL);
         return out;
+    }
+
+    /** The files of a stream's store (the driver's StoreWatcher and the stream's tasks read through them). */
+    static StoreFiles forStream(String root) {
+        return forPaths(List.of(root)).get(0);
     }
 
     private static HadoopFiles hadoopFiles(SparkSession session) {

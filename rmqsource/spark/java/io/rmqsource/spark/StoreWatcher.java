@@ -2,14 +2,15 @@ package io.rmqsource.spark;
 
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.format.Record;
+import io.rmqsource.spark.io.StoreFiles;
 import io.rmqsource.spark.store.CommitLog;
 import io.rmqsource.spark.store.DLedgerLog;
 import io.rmqsource.spark.store.MappedFaults;
 import io.rmqsource.spark.store.QueueKey;
 import io.rmqsource.spark.store.QueueTail;
 import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreLayout;
-import java.io.File;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -26,7 +27,10 @@ import java.util.regex.Pattern;
  * StoreWatcher in rmqsource/spark/stream.py).  It never computes the CommitLog's recovered end:
  * it follows each queue's ConsumeQueue tail instead, and checks the last unit found against the
  * record it points at (size, topic, queueId, queueOffset) before admitting it, so a unit caught
- * half-written is never read.  Queue files and CommitLog segments stay mapped between batches.
+ * half-written is never read.  Files are read through the layout's StoreFiles: local files stay
+ * mapped between batches; on another file system the queues' files are re-listed every trigger and
+ * read again whole when their length or modification time changed (an object store replaces a
+ * file, never appends), and a record is checked by one positioned read.
  */
 final class StoreWatcher implements QueueTail.Verifier {
     private final RmqStreamOptions opts;
@@ -41,9 +45,9 @@ final class StoreWatcher implements QueueTail.Verifier {
     private long dledgerEnd;
     private final Record record = new Record();
 
-    StoreWatcher(RmqStreamOptions opts) {
+    StoreWatcher(RmqStreamOptions opts, StoreFiles files) {
         this.opts = opts;
-        this.layout = new StoreLayout(opts.root(), opts.read.storeConfig);
+        this.layout = new StoreLayout(files, opts.root(), opts.read.storeConfig);
         RmqOptions r = opts.read;
         topics = r.topics != null ? new HashSet<>(r.topics) : null;
         pattern = r.topicPattern != null ? Pattern.compile(r.topicPattern) : null;
@@ -60,26 +64,28 @@ final class StoreWatcher implements QueueTail.Verifier {
     /** The selected queues that exist on disk, sorted; only the selected topics' directories are listed. */
     List<QueueKey> keys() {
         layout.checkSupported();        // every trigger: a broker restarted in DLedger mode changes the layout
+        if (!layout.files.mapped()) layout.files.close();     // files replaced since the last trigger are opened anew
         TreeSet<QueueKey> out = new TreeSet<>();
-        File cq = layout.consumeQueueDir();
+        StoreFiles files = layout.files;
+        String cq = layout.pathOf("consumequeue");
         if (queues != null) {
-            for (QueueKey k : queues) if (layout.queueDir(k.topic, k.queueId).isDirectory()) out.add(k);
+            for (QueueKey k : queues) if (files.isDirectory(layout.queueDirPath(k.topic, k.queueId))) out.add(k);
             return new ArrayList<>(out);
         }
         List<String> names = new ArrayList<>();
         if (topics != null) {
             names.addAll(topics);
         } else {
-            String[] all = cq.list();
-            if (all != null) for (String t : all) if (pattern.matcher(t).matches()) names.add(t);
+            List<StoreFiles.Entry> all = files.list(cq);
+            if (all != null) for (StoreFiles.Entry t : all) if (pattern.matcher(t.name).matches()) names.add(t.name);
         }
         for (String t : names) {
             if (!StoreLayout.isSafeDirName(t)) continue;
-            File[] qs = new File(cq, t).listFiles();
+            List<StoreFiles.Entry> qs = files.list(StoreFiles.child(cq, t));
             if (qs == null) continue;
-            for (File q : qs) {
-                String n = q.getName();
-                if (!n.isEmpty() && n.length() < 10 && n.chars().allMatch(Character::isDigit) && q.isDirectory()) {
+            for (StoreFiles.Entry q : qs) {
+                String n = q.name;
+                if (!n.isEmpty() && n.length() < 10 && n.chars().allMatch(Character::isDigit) && q.directory) {
                     out.add(new QueueKey(t, Integer.parseInt(n)));
                 }
             }
@@ -90,7 +96,7 @@ final class StoreWatcher implements QueueTail.Verifier {
     QueueTail tail(QueueKey key) {
         QueueTail t = tails.get(key);
         if (t == null) {
-            t = new QueueTail(layout.queueDir(key.topic, key.queueId).getPath(), key.topic, key.queueId);
+            t = new QueueTail(layout.files, layout.queueDirPath(key.topic, key.queueId), key.topic, key.queueId);
             tails.put(key, t);
         }
         return t;
@@ -148,18 +154,22 @@ final class StoreWatcher implements QueueTail.Verifier {
             CommitLog cl = commitLog(pass == 1);
             Segment seg = cl.segments.find(phy);
             if (seg == null) continue;
-            ByteBuffer b = cl.segments.map(seg);
             long pos = phy - seg.startOffset;
-            if (pos + size > b.capacity()) continue;          // mapped before the file grew: map again
+            // Mapped files and DLedger data files whole (as the batch read); else one read of the record.
+            boolean whole = cl.segments.files.mapped() || seg.dledger;
+            Segments.Window w = whole ? cl.segments.whole(seg) : cl.segments.readWindow(seg, pos, size);
+            ByteBuffer b = w.buf;
+            long at = pos - w.base;
+            if (at + size > b.capacity()) continue;           // read before the file grew (or was re-uploaded): again
             if (seg.dledger) {
                 if (phy >= dledgerEnd(cl)) continue;           // past the DLedger data's valid end: look again
                 if (!DLedgerLog.entryHoldsRecord(b, pos, seg.startOffset, size)) return false;
             }
-            if (record.decode(b, (int) pos, b.capacity() - pos, size) != null) {
+            if (record.decode(b, (int) at, b.capacity() - at, size) != null) {
                 // A whole DLedger entry whose record is damaged stays below DLedger's end: admitted, and reading
                 // it fails with the typed error a batch read gives (never skipped in silence).
-                int magic = b.getInt((int) pos + 4);
-                return seg.dledger && b.getInt((int) pos) == size && (magic == Record.MAGIC_V1 || magic == Record.MAGIC_V2);
+                int magic = b.getInt((int) at + 4);
+                return seg.dledger && b.getInt((int) at) == size && (magic == Record.MAGIC_V1 || magic == Record.MAGIC_V2);
             }
             if (queue.topic.startsWith("%LMQ%")) return true;
             byte[] t = queue.topic.getBytes(StandardCharsets.UTF_8);

@@ -1,6 +1,7 @@
 package io.rmqsource.spark;
 
 import io.rmqsource.spark.errors.DataLossError;
+import io.rmqsource.spark.io.StoreFiles;
 import io.rmqsource.spark.store.CommitLog;
 import io.rmqsource.spark.store.Segment;
 import io.rmqsource.spark.store.Segments;
@@ -54,11 +55,13 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
     private final RmqStreamOptions opts;
     private final RmqOptions lenient;        // failOnDataLoss=false: new queues
     private final StructType schema;
+    private final StoreFiles files;          // the store's files, as the driver's StoreWatcher reads them
 
-    StreamReaderFactory(RmqStreamOptions opts, RmqOptions lenient, StructType schema) {
+    StreamReaderFactory(RmqStreamOptions opts, RmqOptions lenient, StructType schema, StoreFiles files) {
         this.opts = opts;
         this.lenient = lenient;
         this.schema = schema;
+        this.files = files;
     }
 
     @Override
@@ -70,7 +73,7 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
         StreamRange part = (StreamRange) partition;
         String root = opts.root();
-        StoreLayout layout = new StoreLayout(root, opts.read.storeConfig);
+        StoreLayout layout = new StoreLayout(files, root, opts.read.storeConfig);
         long clMin = Long.MAX_VALUE;
         long clEnd = 0;
         for (Segment s : CommitLog.listFiles(layout)) {
@@ -78,7 +81,7 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
             clEnd = Math.max(clEnd, s.startOffset + s.sizeBytes);
         }
         if (clMin == Long.MAX_VALUE) clMin = 0;
-        List<Segment> cq = Segments.listDirectory(layout.queueDir(part.topic, part.queueId).getPath());
+        List<Segment> cq = Segments.listDirectory(files, layout.queueDirPath(part.topic, part.queueId));
         long first = cq.isEmpty() ? part.end : cq.get(0).startOffset / io.rmqsource.spark.format.ConsumeQueue.UNIT_SIZE;
         long start = part.start;
         if (start < first) {
@@ -92,7 +95,7 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
             start = Math.min(first, part.end);
         }
         if (start >= part.end) return new Empty();
-        StoreRef store = new StoreRef(0, root, opts.broker(), opts.read.storeConfig, clMin, clEnd, true);
+        StoreRef store = new StoreRef(0, root, opts.broker(), opts.read.storeConfig, clMin, clEnd, true, files);
         return new Named(ConsumeQueueRangeReader.of(store, part.topic, part.queueId, start, part.end, schema, opts.subTags,
                 part.newQueue ? lenient : opts.read), part);
     }

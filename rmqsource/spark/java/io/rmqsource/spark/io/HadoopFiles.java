@@ -122,7 +122,7 @@ public final class HadoopFiles extends StoreFiles {
         for (FileStatus s : st) {
             String name = s.getPath().getName();
             if (st.length == 1 && s.isFile() && name.equals(self) && isFile(dir)) return null;   // dir is a file
-            out.add(new Entry(name, s.isDirectory() ? 0 : s.getLen(), s.isDirectory()));
+            out.add(new Entry(name, s.isDirectory() ? 0 : s.getLen(), s.isDirectory(), s.getModificationTime()));
         }
         return out;
     }
@@ -174,6 +174,17 @@ public final class HadoopFiles extends StoreFiles {
         return in;
     }
 
+    /** Closes the open stream of {@code path}, if any: the next read opens the file as it is now. */
+    private synchronized void forget(String path) {
+        FSDataInputStream in = streams == null ? null : streams.remove(path);
+        if (in == null) return;
+        try {
+            in.close();
+        } catch (IOException e) {
+            // read-only stream: nothing is lost
+        }
+    }
+
     /** Up to {@code len} bytes at {@code pos} into {@code into}; how many were read (fewer at the end). */
     private int readInto(String path, long pos, byte[] into, int len) {
         FSDataInputStream in = stream(path);
@@ -203,17 +214,26 @@ public final class HadoopFiles extends StoreFiles {
 
     @Override
     public ByteBuffer whole(String path, long listedLength) {
+        return whole(path, listedLength, 0);
+    }
+
+    /** Kept per JVM by path, length and modification time, once the file has {@link #settled}. */
+    @Override
+    public ByteBuffer whole(String path, long listedLength, long listedModified) {
         long len = listedLength >= 0 ? listedLength : length(path);
         if (len < 0) throw gone(path);
         if (len > Integer.MAX_VALUE) {
             throw new CorruptRecordError("file is " + len + " bytes; files over 2 GiB are not read whole", path, 0);
         }
-        String key = path + "\0" + len;
+        String key = path + "\0" + len + "\0" + listedModified;
         synchronized (WHOLE) {
             ByteBuffer b = WHOLE.get(key);
             if (b != null) return b;
         }
+        forget(path);                   // an object replaced since it was opened is read from a new stream
         ByteBuffer b = read(path, 0, (int) len);
+        boolean writing = listedModified != 0 && !settled(listedModified, System.currentTimeMillis());
+        if (b.capacity() < len || writing) return b;        // cut short since listed, or maybe still written: not kept
         synchronized (WHOLE) {
             if (WHOLE.put(key, b) == null) cachedBytes += b.capacity();
             var it = WHOLE.entrySet().iterator();

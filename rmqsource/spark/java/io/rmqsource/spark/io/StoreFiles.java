@@ -19,17 +19,35 @@ public abstract class StoreFiles implements Serializable {
     /** Local files through read-only memory maps (the default for local paths). */
     public static final StoreFiles LOCAL = new LocalFiles();
 
-    /** A directory entry: its name, length and whether it is a directory. */
+    /** A directory entry: its name, length, whether it is a directory and when it was modified. */
     public static final class Entry {
         public final String name;
         public final long size;
         public final boolean directory;
+        /** Modification time in ms, 0 when the listing does not give it (local maps need none). */
+        public final long modified;
 
         public Entry(String name, long size, boolean directory) {
+            this(name, size, directory, 0);
+        }
+
+        public Entry(String name, long size, boolean directory, long modified) {
             this.name = name;
             this.size = size;
             this.directory = directory;
+            this.modified = modified;
         }
+    }
+
+    /**
+     * A file modified less than this long ago may still be written (a broker's files keep their
+     * length while units are written into them): a buffer read from it is not kept.
+     */
+    public static final long SETTLE_MS = 2000;
+
+    /** Whether a file listed as modified at {@code modified} had settled at {@code nowMs} (0: unknown, never). */
+    public static boolean settled(long modified, long nowMs) {
+        return modified > 0 && modified <= nowMs - SETTLE_MS;
     }
 
     /** Whether {@link #whole} maps files: then whole files cost nothing and no read needs a window. */
@@ -47,10 +65,20 @@ public abstract class StoreFiles implements Serializable {
 
     /**
      * The whole file, read-only: mapped (local) or read whole (ConsumeQueue files, shared by the
-     * tasks of a JVM while the file keeps its length).  {@code listedLength}: the length a listing
-     * gave (-1: unknown), which saves a request per file.  A file that vanished is a DataLossError.
+     * tasks of a JVM while the file keeps its length; the overload below adds the modification
+     * time).  {@code listedLength}: the length a listing gave (-1: unknown), which saves a request
+     * per file.  A file that vanished is a DataLossError.
      */
     public abstract ByteBuffer whole(String path, long listedLength);
+
+    /**
+     * The same for a file listed with modification time {@code listedModified} (0: unknown): a
+     * buffer read before the file was rewritten at the same length (an object replaced, a unit
+     * written into a full-size file) is not returned.
+     */
+    public ByteBuffer whole(String path, long listedLength, long listedModified) {
+        return whole(path, listedLength);
+    }
 
     /**
      * A new buffer of the {@code len} bytes at {@code pos}, fewer when the file ends first (one

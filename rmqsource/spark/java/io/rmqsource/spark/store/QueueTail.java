@@ -1,6 +1,7 @@
 package io.rmqsource.spark.store;
 
 import io.rmqsource.spark.format.ConsumeQueue;
+import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.List;
@@ -8,9 +9,12 @@ import java.util.Map;
 
 /**
  * One queue followed by a stream's driver (the tail part of StoreWatcher in
- * rmqsource/spark/stream.py): its files stay mapped between batches, and the tail moves forward
- * over units written since the last look, never backwards.  {@link #maxOffset()} is the verified
- * tail, so the inherited helpers (min offset, unit reads) see exactly what a batch may admit.
+ * rmqsource/spark/stream.py): local files stay mapped between batches, and the tail moves forward
+ * over units written since the last look, never backwards.  Off a mapped file system the files are
+ * re-listed at each {@link #advance}, and a file is read whole again unless its listed length and
+ * modification time are those it had, settled, when last read (a sync job re-uploads a longer
+ * object: object stores replace, never append).  {@link #maxOffset()} is the verified tail, so
+ * the inherited helpers (min offset, unit reads) see exactly what a batch may admit.
  */
 public final class QueueTail extends QueueUnits {
     /** Checks the unit about to become the last admitted one against the record it points at. */
@@ -18,27 +22,35 @@ public final class QueueTail extends QueueUnits {
         boolean verify(QueueTail queue, long offset, long phy, int size);
     }
 
+    private final StoreFiles storeFiles;
     private final String directory;
     private List<Segment> files = List.of();
     private long fileSize;
     private int unitsPerFile = 1;
     private final Map<String, ByteBuffer> maps = new HashMap<>();
+    /** Off a mapped file system: the listing of each file read whole after it had settled (kept while it holds). */
+    private final Map<String, Segment> settled = new HashMap<>();
     private long tail;
 
-    public QueueTail(String directory, String topic, int queueId) {
+    public QueueTail(StoreFiles files, String directory, String topic, int queueId) {
         super(topic, queueId);
+        this.storeFiles = files;
         this.directory = directory;
         relist();
     }
 
     /** Re-reads the directory: new files, files removed by retention. */
     public void relist() {
-        List<Segment> segs = Segments.listDirectory(directory);
+        List<Segment> segs = Segments.listDirectory(storeFiles, directory);
         Map<String, ByteBuffer> keep = new HashMap<>();
         for (Segment s : segs) {
             ByteBuffer b = maps.get(s.path);
-            if (b != null && b.capacity() >= s.sizeBytes) keep.put(s.path, b);
+            Segment read = settled.get(s.path);
+            boolean same = storeFiles.mapped() ? b != null && b.capacity() >= s.sizeBytes
+                    : b != null && read != null && read.sizeBytes == s.sizeBytes && read.modified == s.modified;
+            if (same) keep.put(s.path, b);
         }
+        settled.keySet().retainAll(keep.keySet());
         maps.clear();
         maps.putAll(keep);
         files = segs;
@@ -100,9 +112,14 @@ public final class QueueTail extends QueueUnits {
             for (Segment s : files) {
                 if (s.startOffset == startByte) {
                     ByteBuffer b = maps.get(s.path);
-                    if (b == null || b.capacity() < fileSize) {
-                        b = Segments.mapFile(s.path);      // the file may still be growing
+                    if (b == null || (storeFiles.mapped() && b.capacity() < fileSize)) {
+                        // A mapped file may still be growing; a file read whole is read again at the next relist.
+                        b = storeFiles.mapped() ? Segments.mapFile(s.path)
+                                : storeFiles.whole(s.path, s.sizeBytes, s.modified);
                         maps.put(s.path, b);
+                        if (!storeFiles.mapped() && StoreFiles.settled(s.modified, System.currentTimeMillis())) {
+                            settled.put(s.path, s);
+                        }
                     }
                     fileStartUnit[0] = start;
                     return b;
@@ -120,6 +137,7 @@ public final class QueueTail extends QueueUnits {
      * Returns the tail.
      */
     public long advance(Verifier verifier) {
+        if (!storeFiles.mapped()) relist();          // lengths as they are now: one listing per trigger
         long off = Math.max(tail, firstFileStartOffset());
         long lastPhy = -1;
         int lastSize = 0;

@@ -14,6 +14,8 @@ public final class Segment implements Serializable {
     public final String path;
     public final long sizeBytes;
     public final boolean dledger;
+    /** Modification time the listing gave (ms; 0: unknown): a file rewritten at the same length differs. */
+    public final long modified;
 
     /** By start offset (a class, not a lambda: no method-handle spinning on a short JVM run's path). */
     public static final Comparator<Segment> BY_START_OFFSET = new Comparator<Segment>() {
@@ -28,6 +30,11 @@ public final class Segment implements Serializable {
     }
 
     public Segment(long startOffset, String path, long sizeBytes, boolean dledger) {
+        this(startOffset, path, sizeBytes, dledger, 0);
+    }
+
+    public Segment(long startOffset, String path, long sizeBytes, boolean dledger, long modified) {
+        this.modified = modified;
         this.startOffset = startOffset;
         this.path = path;
         this.sizeBytes = sizeBytes;

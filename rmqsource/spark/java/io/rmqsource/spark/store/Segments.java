@@ -86,7 +86,7 @@ public final class Segments {
             } catch (NumberFormatException e) {     // the broker parses names as a long (spec 1.1)
                 throw new FormatError("segment file name is past the int64 range", path, -1);
             }
-            out.add(new Segment(start, path, size, dledger));
+            out.add(new Segment(start, path, size, dledger, f.modified));
             if (out.size() > MAX_SEGMENTS) {
                 throw new FormatError("more than " + MAX_SEGMENTS + " segment files", directory, -1);
             }
@@ -139,7 +139,7 @@ public final class Segments {
         MappedFaults.mapped(seg.path);
         ByteBuffer b = maps.get(seg.path);
         if (b == null) {
-            b = files.whole(seg.path, seg.sizeBytes);
+            b = files.whole(seg.path, seg.sizeBytes, seg.modified);
             maps.put(seg.path, b);
         }
         return b;
