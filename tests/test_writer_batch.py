@@ -16,10 +16,10 @@ import pytest
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
-from golden import GOLDEN_ROOT, corpus_names, tree_bytes
+from golden import GOLDEN_ROOT, tree_bytes, writable_names
 
 GOLDEN = GOLDEN_ROOT
-CORPORA = corpus_names()
+CORPORA = writable_names()
 PUT_FIELDS = ("status", "appendStatus", "msgId", "commitLogOffset", "queueOffset", "size", "storeTimestamp",
               "topic", "queueId", "sysFlag")
 

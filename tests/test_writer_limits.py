@@ -19,7 +19,7 @@ from rmqsource.errors import OptionError
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter, PutMessageStatus
 
-from golden import PROJECT_ROOT, copy_store, corpora, load_config
+from golden import PROJECT_ROOT, copy_store, corpora, load_config, writable_names
 
 pytestmark = [pytest.mark.unit, pytest.mark.skipif(not corpora(), reason="no golden corpus")]
 
@@ -38,7 +38,7 @@ def golden_copy(tmp_path):
     return _copy(corpora()[0], tmp_path)
 
 
-@pytest.fixture(params=[c.name for c in corpora()])
+@pytest.fixture(params=writable_names())
 def each_golden_copy(request, tmp_path):
     return _copy(next(c for c in corpora() if c.name == request.param), tmp_path)
 
