@@ -176,19 +176,9 @@ public final class StoreReader implements AutoCloseable {
                     : cp.minTimestampMs();
             return commitLog.findValidEnd(commitLog.abnormalRecoveryStartIndex(minTs), crc);
         }
-        long lastStart = -1;
-        long maxCqEnd = -1;
-        long[] p = new long[1];
-        int[] s = new int[1];
-        long[] c = new long[1];
-        for (QueueKey key : keysOnDisk()) {
-            QueueUnits q = consumeQueue(key.topic, key.queueId);
-            if (q.maxOffset() > q.firstFileStartOffset() && q.unit(q.maxOffset() - 1, p, s, c)
-                    && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
-                lastStart = Math.max(lastStart, p[0]);
-                maxCqEnd = Math.max(maxCqEnd, p[0] + s[0]);
-            }
-        }
+        long[] last = lastUnits();
+        long lastStart = last[0];
+        long maxCqEnd = last[1];
         long end = -1;
         if (lastStart >= commitLog.minOffset() && commitLog.segments.find(lastStart) != null) {
             end = commitLog.findValidEndFrom(lastStart, crc);
@@ -214,6 +204,15 @@ public final class StoreReader implements AutoCloseable {
     private long dledgerMaxOffset() {
         long end = DLedgerLog.validEnd(commitLog);
         if (!live()) return end;
+        return Math.min(end, Math.max(lastUnits()[1], commitLog.minOffset()));
+    }
+
+    /**
+     * {start of the latest record a queue's last unit points at, end of the furthest such record}
+     * over every queue on disk, -1 each when no queue has a unit.
+     */
+    private long[] lastUnits() {
+        long lastStart = -1;
         long maxCqEnd = -1;
         long[] p = new long[1];
         int[] s = new int[1];
@@ -222,10 +221,11 @@ public final class StoreReader implements AutoCloseable {
             QueueUnits q = consumeQueue(key.topic, key.queueId);
             if (q.maxOffset() > q.firstFileStartOffset() && q.unit(q.maxOffset() - 1, p, s, c)
                     && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
+                lastStart = Math.max(lastStart, p[0]);
                 maxCqEnd = Math.max(maxCqEnd, p[0] + s[0]);
             }
         }
-        return Math.min(end, Math.max(maxCqEnd, commitLog.minOffset()));
+        return new long[] {lastStart, maxCqEnd};
     }
 
     public long queueMaxOffset(QueueUnits q) {
