@@ -144,3 +144,26 @@ def writable(paths: list[Path]) -> list:
     import pytest
     return [pytest.param(p, id=case_id(p), marks=pytest.mark.skip(reason=DLEDGER_WRITE_SKIP)) if is_dledger(p)
             else pytest.param(p, id=case_id(p)) for p in paths]
+
+
+def written_prefix(store: Path, config) -> dict[str, bytes]:
+    """A store's files as a sync job copying the written bytes uploads them: the CommitLog up to its
+    end, each ConsumeQueue file up to its last unit, other files whole."""
+    from rmqsource.store.reader import MessageStoreReader
+    with MessageStoreReader(store, config) as r:
+        end = r.commit_log_max_offset
+    out = {}
+    for path in sorted(store.rglob("*")):
+        if not path.is_file() or path.name == "lock":
+            continue
+        rel = path.relative_to(store).as_posix()
+        data = path.read_bytes()
+        if rel.startswith("commitlog/"):
+            data = data[:max(0, end - int(path.name))]
+        elif rel.startswith("consumequeue/"):
+            units = len(data) // 20
+            while units and data[(units - 1) * 20:units * 20] == bytes(20):
+                units -= 1
+            data = data[:units * 20]
+        out[rel] = data
+    return out

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN_ROOT, case_id, copy_store, corpora, corpus_of, crash_cases, read_jsonl
-from test_spark_batch import assert_row_equals_engine, expected_messages, plan_of, rmq, rows_of
+from golden import GOLDEN_ROOT, case_id, copy_store, corpora, corpus_of, crash_cases, read_jsonl, written_prefix
+from test_spark_batch import assert_rows_equal_engine_get, expected_messages, plan_of, rmq, rows_of
 
 pytestmark = [pytest.mark.objectstore, pytest.mark.spark]
 
@@ -142,12 +142,7 @@ def test_golden_corpus_in_a_bucket_reads_equal_engine_get(s3_spark, s3, corpus, 
     opts = {} if mode == "whole_store" else {"topicPattern": ".*", "maxRecordsPerPartition": "50"}
     uri = uri_of(s3, corpus / "store")
     rows = rows_of(rmq(s3_spark, corpus, uri, **opts))
-    got = {(r["topic"], r["queueId"], r["queueOffset"]): r for r in rows}
-    assert len(got) == len(rows)
-    assert set(got) == set(expected)
-    for key, want in expected.items():
-        assert_row_equals_engine(got[key], want)
-    assert {r["broker"] for r in rows} == {"store"}
+    assert_rows_equal_engine_get(rows, expected)
     assert {r["storePath"] for r in rows} == {uri}
 
 
@@ -286,29 +281,6 @@ def _write(store: Path, config, start: int, n: int) -> None:
                                   keys=f"k{i}"))
 
 
-def _written_prefix(store: Path, config) -> dict[str, bytes]:
-    """A store's files as a sync job copying the written bytes uploads them: the CommitLog up to its
-    end, each ConsumeQueue file up to its last unit, other files whole."""
-    from rmqsource.store.reader import MessageStoreReader
-    with MessageStoreReader(store, config) as r:
-        end = r.commit_log_max_offset
-    out = {}
-    for path in sorted(store.rglob("*")):
-        if not path.is_file() or path.name == "lock":
-            continue
-        rel = path.relative_to(store).as_posix()
-        data = path.read_bytes()
-        if rel.startswith("commitlog/"):
-            data = data[:max(0, end - int(path.name))]
-        elif rel.startswith("consumequeue/"):
-            units = len(data) // 20
-            while units and data[(units - 1) * 20:units * 20] == bytes(20):
-                units -= 1
-            data = data[:units * 20]
-        out[rel] = data
-    return out
-
-
 def _whole_files(store: Path, config) -> dict[str, bytes]:
     return {p.relative_to(store).as_posix(): p.read_bytes() for p in sorted(store.rglob("*"))
             if p.is_file() and p.name != "lock"}
@@ -326,7 +298,7 @@ def test_stream_picks_up_records_of_objects_reuploaded_longer(s3_spark, s3, tmp_
     props.write_text("mappedFileSizeCommitLog=65536\nmappedFileSizeConsumeQueue=6000\n"
                      "maxHashSlotNum=64\nmaxIndexNum=256\n")
     store = tmp_path / "store"
-    snapshot = _written_prefix if objects == "written-bytes" else _whole_files
+    snapshot = written_prefix if objects == "written-bytes" else _whole_files
     prefix = f"stream-{objects}/store"
     uploaded: dict[str, bytes] = {}
 
@@ -369,6 +341,17 @@ def test_stream_picks_up_records_of_objects_reuploaded_longer(s3_spark, s3, tmp_
 
 # --------------------------------------------------------------------------- read-only
 
+def _run_to_end(start) -> None:
+    """Starts a streaming query, waits for its end and raises what failed it (it is stopped either way)."""
+    q = start()
+    try:
+        q.awaitTermination(300)
+        if q.exception() is not None:
+            raise q.exception()
+    finally:
+        q.stop()
+
+
 def _one_line_refusal(exc: BaseException, uri: str) -> str:
     line = rmq_error_line(exc)
     assert uri in line and "read-only" in line, line
@@ -391,14 +374,8 @@ def test_stream_sink_to_a_bucket_is_refused_in_one_line(s3_spark, s3, tmp_path):
     src = s3_spark.readStream.format("rmq").option("config", str(corpus / "store.properties")) \
         .option("topics", "TopicTest").load(str(corpus / "store"))
     with pytest.raises(Exception) as exc:
-        q = (src.writeStream.format("rmq").option("checkpointLocation", str(tmp_path / "ckpt"))
-             .trigger(availableNow=True).start(target))
-        try:
-            q.awaitTermination(300)
-            if q.exception() is not None:
-                raise q.exception()
-        finally:
-            q.stop()
+        _run_to_end(lambda: src.writeStream.format("rmq").option("checkpointLocation", str(tmp_path / "ckpt"))
+                    .trigger(availableNow=True).start(target))
     _one_line_refusal(exc.value, target)
     assert s3.keys("streamed/") == []
 
@@ -408,16 +385,10 @@ def test_consumer_group_commits_to_a_bucket_are_refused_in_one_line(s3_spark, s3
     uri = uri_of(s3, corpus / "store")
     before = sorted(s3.keys(object_key(corpus / "store") + "/config/"))
     with pytest.raises(Exception) as exc:
-        q = (s3_spark.readStream.format("rmq").option("config", str(corpus / "store.properties"))
-             .option("topics", "TopicTest").option("consumerGroup", "analytics")
-             .option("startingOffsets", "group").load(uri)
-             .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
-             .trigger(availableNow=True).start())
-        try:
-            q.awaitTermination(300)
-            if q.exception() is not None:
-                raise q.exception()
-        finally:
-            q.stop()
+        _run_to_end(lambda: s3_spark.readStream.format("rmq").option("config", str(corpus / "store.properties"))
+                    .option("topics", "TopicTest").option("consumerGroup", "analytics")
+                    .option("startingOffsets", "group").load(uri)
+                    .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
+                    .trigger(availableNow=True).start())
     _one_line_refusal(exc.value, uri)
     assert sorted(s3.keys(object_key(corpus / "store") + "/config/")) == before

@@ -17,6 +17,8 @@ import pytest
 
 from rmqsource.spark.jar import session_jar
 
+from golden import written_prefix
+
 # The tests below are the mapped reader's; here they run through the `spark` fixture of this module.
 from test_spark_batch import (  # noqa: F401
     test_crash_stores_read_as_recovered_view,
@@ -209,29 +211,6 @@ def test_a_stream_reads_through_hadoop_and_follows_a_writer(spark, tmp_path):
     assert read >= sum(r[3] for r in rows), (read, sum(r[3] for r in rows))
 
 
-def _written_prefix(store, config) -> dict:
-    """A store's files as a sync job copying the written bytes would upload them: the CommitLog up to
-    its end, each ConsumeQueue file up to its last unit, other files whole."""
-    from rmqsource.store.reader import MessageStoreReader
-    with MessageStoreReader(store, config) as r:
-        end = r.commit_log_max_offset
-    out = {}
-    for path in sorted(store.rglob("*")):
-        if not path.is_file() or path.name == "lock":
-            continue
-        rel = path.relative_to(store).as_posix()
-        data = path.read_bytes()
-        if rel.startswith("commitlog/"):
-            data = data[:max(0, end - int(path.name))]
-        elif rel.startswith("consumequeue/"):
-            units = len(data) // 20
-            while units and data[(units - 1) * 20:units * 20] == bytes(20):
-                units -= 1
-            data = data[:units * 20]
-        out[rel] = data
-    return out
-
-
 def test_a_stream_follows_files_replaced_by_longer_ones(spark, tmp_path):
     """A sync job replaces the last CommitLog and ConsumeQueue files with longer ones (a new file renamed
     over the old, as object stores replace, never append): the next trigger reads the records they
@@ -248,7 +227,7 @@ def test_a_stream_follows_files_replaced_by_longer_ones(spark, tmp_path):
 
     def sync() -> list:
         changed = []
-        for rel, data in _written_prefix(source, config).items():
+        for rel, data in written_prefix(source, config).items():
             if synced.get(rel) == data:
                 continue
             target = mirror / rel
