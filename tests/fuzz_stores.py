@@ -534,7 +534,10 @@ def _append_bytes(rng, facts: CorpusFacts, store: Path) -> tuple[str, bytearray,
 def _sparse_tail(rng, facts: CorpusFacts, store: Path) -> Applied:
     """A CommitLog segment whose tail is a hole: cut after its records (and the blank marker) to a page
     and extended sparse to its size, or extended sparse past its size, or both."""
-    rel = rng.choice(facts.files["commitlog"])
+    present = [rel for rel in facts.files["commitlog"] if (store / rel).exists()]   # a mutation may delete one
+    if not present:
+        return Applied("no CommitLog file left to make sparse", ())
+    rel = rng.choice(present)
     path = store / rel
     data = path.read_bytes()
     how = rng.choice(["hole", "extend", "hole+extend"])

@@ -63,3 +63,57 @@ def test_jvm_walk_of_a_dledger_store_ends_where_the_engine_recovered(store):
     else:
         recovered = json.loads((case / "case.json").read_text())["checks"]["commitLogMaxOffset"]
     assert stats["commitLogEnd"] == recovered
+
+
+def _set_checkpoint_past_int64(store: Path) -> None:
+    (store / "dledger-n0" / "checkpoint").write_text("committedIndex=99999999999999999999\nendIndex=749\n")
+
+
+def _unknown_record_magic(store: Path) -> None:
+    data = store / "dledger-n0" / "data" / "00000000000000786432"
+    raw = bytearray(data.read_bytes())
+    raw[48 + 4:48 + 8] = (90).to_bytes(4, "big")          # the magic of the file's first record
+    data.write_bytes(bytes(raw))
+
+
+def _short_middle_data_file(store: Path) -> None:
+    data = store / "dledger-n0" / "data" / "00000000000000786432"
+    data.write_bytes(data.read_bytes()[:20])
+
+
+def _record_size_zero_and_a_cut_queue(store: Path) -> None:
+    data = store / "dledger-n0" / "data" / "00000000000000524288"
+    raw = bytearray(data.read_bytes())
+    raw[35387:35391] = bytes(4)                               # the totalSize of a record inside its entry
+    data.write_bytes(bytes(raw))
+    cq = store / "consumequeue" / "OrderTopic" / "0" / "00000000000000001200"
+    cq.write_bytes(cq.read_bytes()[:1188])                    # a unit cut: garbage after the last whole one
+
+
+def _stray_index_file(store: Path) -> None:
+    (store / "dledger-n0" / "index" / "00000000000000000020").write_bytes(bytes(range(100)))
+
+
+@pytest.mark.skipif(jvm_command() is None, reason="the JVM walk needs the rmq jar and java")
+@pytest.mark.parametrize("damage", [_set_checkpoint_past_int64, _unknown_record_magic, _short_middle_data_file,
+                                    _record_size_zero_and_a_cut_queue, _stray_index_file],
+                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("corpus", [c for c in corpora() if is_dledger(c)], ids=case_id)
+def test_both_walks_list_the_same_problems_of_a_damaged_dledger_store(corpus, damage, tmp_path):
+    """Damage the differential fuzz tier found the two walks reading apart: each walk lists the same problems,
+    in the same order, and at least one of them names the damage."""
+    from fuzz_stores import verify_both_walks
+    from golden import copy_store
+    from rmqsource.store.verify import verify_store
+    store = copy_store(corpus / "store", tmp_path / "store")
+    damage(store)
+    config = load_config(corpus)
+    verify_both_walks(store, config)
+    problems = [(p.area, p.check, p.file) for p in verify_store(store, config).problems]
+    touched = {"set_checkpoint_past_int64": ("dledger", "checkpoint", "dledger-n0/checkpoint"),
+               "unknown_record_magic": ("commitlog", "record-fields", "dledger-n0/data/00000000000000786432"),
+               "short_middle_data_file": ("dledger", "entry-header", "dledger-n0/data/00000000000000786432"),
+               "record_size_zero_and_a_cut_queue": ("commitlog", "record-length",
+                                                    "dledger-n0/data/00000000000000524288"),
+               "stray_index_file": ("dledger", "index-missing", "dledger-n0/index")}[damage.__name__.strip("_")]
+    assert touched in problems, problems

@@ -18,6 +18,7 @@ One decoder per structure (twin: format/DLedgerFormat.java):
 from __future__ import annotations
 
 import enum
+import re
 import struct
 from dataclasses import dataclass
 from typing import Optional
@@ -127,17 +128,32 @@ class DLedgerCheckpoint:
     end_index: Optional[int]
 
 
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_JAVA_WHITESPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "   # Character.isWhitespace within latin-1
+
+
+def java_long(text: str) -> int:
+    """``Long.parseLong``: an optional sign and ASCII digits within int64, else ValueError (Python's
+    int() would also take '1_0', inner spaces and out-of-range values)."""
+    if not _JAVA_LONG.fullmatch(text):
+        raise ValueError(f"not a Java long: {text[:40]!r}")
+    value = int(text)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"outside the long range: {text[:40]!r}")
+    return value
+
+
 def decode_checkpoint(text: str) -> DLedgerCheckpoint:
-    """``committedIndex``/``endIndex`` of the checkpoint properties; ValueError when a value is not an int."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
+    """``committedIndex``/``endIndex`` of the checkpoint properties (the last line naming each), read as
+    the engine reads them: ValueError when any such line's value is not a Java long."""
+    values: dict[str, int] = {}
+    for line in _LINE_BREAK.split(text):
+        line = line.strip(_JAVA_WHITESPACE)
         if not line or line[0] in "#!" or "=" not in line:
             continue
         key, value = line.split("=", 1)
-        values[key.strip()] = value.strip()
-
-    def number(key: str) -> Optional[int]:
-        return int(values[key]) if key in values else None
-
-    return DLedgerCheckpoint(number("committedIndex"), number("endIndex"))
+        key = key.strip(_JAVA_WHITESPACE)
+        if key in ("committedIndex", "endIndex"):
+            values[key] = java_long(value.strip(_JAVA_WHITESPACE))
+    return DLedgerCheckpoint(values.get("committedIndex"), values.get("endIndex"))

@@ -263,11 +263,12 @@ class _Verifier:
         for _ in range(seg_len // ENTRY_HEADER_BYTES + 2):              # each round advances or returns
             if pos >= seg_len:
                 return None
-            pb = col.read_padded(fd, min(CHUNK_BYTES, seg_len - pos), pos)
+            want = min(CHUNK_BYTES, seg_len - pos)
+            pb = col.read_padded(fd, want, pos)
             n, r, positions, sizes, stop = pb.n, 0, [], [], None
             while stop is None:
                 at = pos + r
-                if r + ENTRY_HEADER_BYTES > n and pos + n < seg_len:
+                if r + ENTRY_HEADER_BYTES > n and n == want and pos + n < seg_len:
                     break                                  # the header continues in the next window
                 entry = decode_entry(pb.view, r, n)
                 if entry.kind is not EntryKind.ENTRY:

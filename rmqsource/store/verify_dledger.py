@@ -7,11 +7,10 @@ The data walk (verify.py) hands over what DLedger recovery would keep: one row p
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from ..format.dledger import INDEX_ENTRY_BYTES, decode_checkpoint, decode_index_entry
-from ..io.segments import list_segments
+from ..io.segments import SegmentReader, list_segments
 from .layout import StoreLayout
 from .verify_report import WARNING, Problem, VerifyReport
 
@@ -26,20 +25,16 @@ def check_dledger_files(layout: StoreLayout, rep: VerifyReport, entries: list[tu
 
 def _check_index(layout: StoreLayout, rep: VerifyReport, entries) -> None:
     folder = layout.dledger_index_dir
-    files = list_segments(folder) if folder is not None else []
+    files = SegmentReader(list_segments(folder) if folder is not None else [])
     covered = 0                          # entries of the data that an index entry exists for
     listed = 0
-    fds: dict[str, int] = {}
     try:
         for index, pos, size, term, magic in entries:
             at = index * INDEX_ENTRY_BYTES
-            seg = next((f for f in files if f.start_offset <= at < f.start_offset + f.size_bytes), None)
+            seg = files.find(at) if index >= 0 else None   # the file the names place it in, as the JVM walk
             if seg is None or at + INDEX_ENTRY_BYTES > seg.start_offset + seg.size_bytes:
                 continue
-            fd = fds.get(seg.path)
-            if fd is None:
-                fd = fds[seg.path] = os.open(seg.path, os.O_RDONLY)
-            raw = os.pread(fd, INDEX_ENTRY_BYTES, at - seg.start_offset)
+            raw = files.pread(seg, at - seg.start_offset, INDEX_ENTRY_BYTES)
             if len(raw) < INDEX_ENTRY_BYTES:
                 continue
             covered += 1
@@ -56,8 +51,7 @@ def _check_index(layout: StoreLayout, rep: VerifyReport, entries) -> None:
                     listed += 1
                     break
     finally:
-        for fd in fds.values():
-            os.close(fd)
+        files.close()
     if covered < len(entries):
         rep.add(Problem("dledger", "index-missing", rep.rel(folder), None,
                         "the DLedger index covers fewer entries than the data holds (DLedger recovery rebuilds it)",

@@ -302,8 +302,10 @@ final class Verifier {
                 dledger.entry(entry, seg.startOffset + e);
                 int total = b.getInt((int) rec);
                 if (total != entry.bodyLen) {
-                    report.add("commitlog", "record-length", rel, rec, "record totalSize is not the DLedger entry's "
-                            + "bodyLen", Integer.toString(entry.bodyLen), Integer.toString(total));
+                    entryLengths.add(rec, "record totalSize is not the DLedger entry's bodyLen",
+                            Integer.toString(entry.bodyLen), Integer.toString(total));
+                } else if (!entryHoldsRecordHead(b, (int) rec, entry.bodyLen)) {
+                    invalidAt = Math.min(invalidAt, seg.startOffset + rec);
                 } else {
                     checkRecord(b, (int) rec, entry.bodyLen);
                 }
@@ -311,6 +313,7 @@ final class Verifier {
             }
             long windowEnd = seg.startOffset + e;
             takeUnits(windowEnd);
+            entryLengths.flush(rel);                            // the Python walk lists these after taking units
             endWindow(rel);
             checkUnitsAndEntries(windowEnd);
             report.progress(e - windowStart);
@@ -319,6 +322,23 @@ final class Verifier {
             if (stop >= 0 && entry.kind == DLedgerFormat.END) return dataEnds(b, seg, rel, (int) e, segLen, last, "zero bytes");
             return stop;
         }
+    }
+
+    /**
+     * Whether the record inside a DLedger entry starts as a record (a message magic, a totalSize within
+     * bounds); else its problem is listed as decode_record's kind (END, BLANK, CORRUPT) and reason.  The
+     * chain walk proves this for CommitLog records; DLedger entries are found by their headers instead.
+     */
+    private boolean entryHoldsRecordHead(ByteBuffer b, int rec, int total) {
+        int magic = b.getInt(rec + 4);
+        if ((magic == Record.MAGIC_V1 || magic == Record.MAGIC_V2)
+                && total >= Record.MIN_RECORD_BYTES && total <= Record.MAX_RECORD_BYTES_READ) {
+            return true;
+        }
+        Record.check(b, rec, windowLimit, false, recordHead);
+        String kind = recordHead.kind == Record.END ? "END" : recordHead.kind == Record.BLANK ? "BLANK" : "CORRUPT";
+        fieldProblems.add(new Object[] {rec, recordHead.reason, kind});
+        return false;
     }
 
     /** Windows of one segment; returns the valid end when the data ends inside it, else -1. */
@@ -406,6 +426,8 @@ final class Verifier {
 
     // Problems of the window being walked, listed in the Python twin's order when it ends.
     private final List<Object[]> fieldProblems = new ArrayList<>();
+    private final Record.Check recordHead = new Record.Check();
+    private Listed entryLengths;              // DLedger records whose totalSize is not their entry's bodyLen
     private Listed phyProblems;
     private Listed bodyCrcs;
     private Listed recordCrcs;
@@ -421,6 +443,7 @@ final class Verifier {
     private void startWindow(ByteBuffer b, Segment seg, int limit) {
         w.clear();
         fieldProblems.clear();
+        entryLengths = new Listed("record-length");
         phyProblems = new Listed("phy-offset");
         bodyCrcs = new Listed("body-crc");
         recordCrcs = new Listed("record-crc");
@@ -432,7 +455,7 @@ final class Verifier {
     private void endWindow(String rel) {
         for (Object[] it : fieldProblems) {
             report.add("commitlog", "record-fields", rel, (Integer) it[0], "record fields do not add up: " + it[1],
-                    "a decodable record", "CORRUPT");
+                    "a decodable record", it.length > 2 ? (String) it[2] : "CORRUPT");
         }
         phyProblems.flush(rel);
         bodyCrcs.flush(rel);
