@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN_ROOT, case_id, copy_store, corpus_of, crash_cases, load_config
+from golden import GOLDEN_ROOT, case_id, copy_store, corpora, corpus_of, crash_cases, is_dledger, load_config
 
 
 G1 = GOLDEN_ROOT / "rmq497-g1"
@@ -213,6 +213,36 @@ def test_stream_tail_of_every_queue_is_the_batch_reads_max_offset(case):
         with MessageStoreReader(root, load_config(corpus)) as reader:
             for key in watcher.keys():
                 assert watcher.max_offset(key) == reader.queue_max_offset(reader.consume_queue(*key)), key
+    finally:
+        watcher.close()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("corpus", [c for c in corpora() if is_dledger(c)], ids=case_id)
+def test_stream_tail_stops_at_a_failing_dledger_header_before_valid_ones(corpus, tmp_path):
+    """A DLedger entry header failing recovery's pos check in the middle of the last data file, the
+    entries after it intact: the engine's data ends there, so the Python stream admits no unit past it
+    (each unit's own header still passes; the JVM stream and the batch read stop at the same end)."""
+    import struct
+
+    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.store.reader import MessageStoreReader
+    store = copy_store(corpus / "store", tmp_path / "store")
+    data = sorted((store / "dledger-n0" / "data").iterdir())[-1]
+    raw = bytearray(data.read_bytes())
+    pos = 0
+    for _ in range(10):                                   # the 11th entry of the file
+        pos += struct.unpack_from(">i", raw, pos + 4)[0]
+    raw[pos + 24:pos + 32] = bytes(8)                     # its pos field
+    data.write_bytes(bytes(raw))
+    config = load_config(corpus)
+    watcher = StoreWatcher(parse_stream_options({"path": str(store), "topicPattern": ".*",
+                                                 "config": str(corpus / "store.properties")}))
+    try:
+        with MessageStoreReader(str(store), config) as reader:
+            assert reader.commit_log_max_offset == int(data.name) + pos
+            tails = {key: watcher.max_offset(key) for key in watcher.keys()}
+            assert tails == {key: reader.queue_max_offset(reader.consume_queue(*key)) for key in tails}
     finally:
         watcher.close()
 

@@ -266,6 +266,7 @@ class StoreWatcher:
         self._pattern = re.compile(rd.topic_pattern) if rd.topic_pattern is not None else None
         self._queues = set(rd.queues) if rd.queues is not None else None
         self._commitlog: Optional[CommitLog] = None
+        self._dledger_end: Optional[tuple[CommitLog, int]] = None     # (the listing, its DLedger valid end)
 
     # -- selection --------------------------------------------------------------
     def wanted(self, key: Key) -> bool:
@@ -294,6 +295,13 @@ class StoreWatcher:
             self._commitlog = CommitLog(self.layout)
         return self._commitlog
 
+    def dledger_end(self, cl: CommitLog) -> int:
+        """DLedger recovery's end of the data, once per CommitLog listing (as the JVM stream): a unit's own
+        entry header may pass while an earlier one fails, and the engine serves nothing past that."""
+        if self._dledger_end is None or self._dledger_end[0] is not cl:
+            self._dledger_end = (cl, cl.dledger_valid_end())
+        return self._dledger_end[1]
+
     def commit_log_min(self) -> int:
         segs = commitlog_segments(self.layout)
         return segs[0].start_offset if segs else 0
@@ -302,6 +310,7 @@ class StoreWatcher:
         if self._commitlog is not None:
             self._commitlog.close()
             self._commitlog = None
+        self._dledger_end = None
 
     # -- ConsumeQueue tail --------------------------------------------------------
     def max_offset(self, key: Key) -> int:
@@ -379,12 +388,13 @@ class StoreWatcher:
         phy = int(unit["phy_offset"])
         for refresh in (False, True):
             cl = self.commitlog(refresh)
-            if cl.reader.find(phy) is None:
-                continue
+            seg = cl.reader.find(phy)
+            if seg is None or (seg.dledger and phy >= self.dledger_end(cl)):
+                continue                                   # not there yet: look again in a fresh listing
             decoded, _ = cl.decode_at(phy, size_hint=size)
             if not cl.entry_holds_record(phy, size):
                 return False
-            if decoded.kind is Kind.CORRUPT and decoded.size == size and cl.reader.find(phy).dledger:
+            if decoded.kind is Kind.CORRUPT and decoded.size == size and seg.dledger:
                 # A whole DLedger entry whose record is damaged stays below DLedger's end: admitted, and
                 # reading it fails with the typed error a batch read gives (never skipped in silence).
                 return True
