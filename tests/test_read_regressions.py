@@ -247,6 +247,26 @@ def test_stream_tail_stops_at_a_failing_dledger_header_before_valid_ones(corpus,
         watcher.close()
 
 
+@pytest.mark.unit
+def test_stream_tail_reads_past_a_consume_queue_file_cut_short_as_the_batch_read(g1_store):
+    """The first ConsumeQueue file of a queue cut to half its size: the stream's driver takes the file size
+    from the queue's file names as the batch read does (it took the cut file's length and stopped at the
+    cut, never admitting the next file's units the batch read returns)."""
+    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.store.reader import MessageStoreReader
+    corpus = G1
+    os.truncate(g1_store / "consumequeue" / "OrderTopic" / "0" / f"{0:020d}", 600)
+    watcher = StoreWatcher(parse_stream_options({"path": str(g1_store), "topics": "OrderTopic",
+                                                 "config": str(corpus / "store.properties")}))
+    try:
+        with MessageStoreReader(str(g1_store), load_config(corpus)) as reader:
+            tails = {key: watcher.max_offset(key) for key in watcher.keys()}
+            assert tails == {key: reader.queue_max_offset(reader.consume_queue(*key)) for key in tails}
+            assert tails[("OrderTopic", 0)] > 60
+    finally:
+        watcher.close()
+
+
 # ------------------------------------------------------------------ a gap between ConsumeQueue files
 
 G2 = GOLDEN_ROOT / "rmq533-g2"

@@ -76,7 +76,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from ..errors import DataLossError, OptionError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
 from ..format.record import Kind
-from ..io.segments import list_segments
+from ..io.segments import common_segment_size, list_segments
 from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
@@ -320,7 +320,7 @@ class StoreWatcher:
         segs = list_segments(qdir)
         if not segs:
             return known
-        file_size = segs[0].size_bytes
+        file_size = common_segment_size(segs)          # as the batch read: a first file cut short misleads
         if file_size % CQ_UNIT_SIZE:
             return known
         upf = file_size // CQ_UNIT_SIZE
