@@ -248,21 +248,42 @@ def test_stream_tail_stops_at_a_failing_dledger_header_before_valid_ones(corpus,
 
 
 @pytest.mark.unit
-def test_stream_tail_reads_past_a_consume_queue_file_cut_short_as_the_batch_read(g1_store):
-    """The first ConsumeQueue file of a queue cut to half its size: the stream's driver takes the file size
-    from the queue's file names as the batch read does (it took the cut file's length and stopped at the
-    cut, never admitting the next file's units the batch read returns)."""
+def test_stream_driver_refuses_a_consume_queue_file_cut_short_before_later_files(g1_store):
+    """The first ConsumeQueue file of a queue cut to half its size, the next file intact: the stream's
+    driver names the cut file and its end (it took the cut file's length as the file size and stopped
+    there for good, without a word, while the batch read returns the next file's units)."""
+    from rmqsource.errors import CorruptRecordError
     from rmqsource.spark.stream import StoreWatcher, parse_stream_options
-    from rmqsource.store.reader import MessageStoreReader
-    corpus = G1
-    os.truncate(g1_store / "consumequeue" / "OrderTopic" / "0" / f"{0:020d}", 600)
+    cut = g1_store / "consumequeue" / "OrderTopic" / "0" / f"{0:020d}"
+    os.truncate(cut, 600)
     watcher = StoreWatcher(parse_stream_options({"path": str(g1_store), "topics": "OrderTopic",
-                                                 "config": str(corpus / "store.properties")}))
+                                                 "config": str(G1 / "store.properties")}))
     try:
-        with MessageStoreReader(str(g1_store), load_config(corpus)) as reader:
-            tails = {key: watcher.max_offset(key) for key in watcher.keys()}
-            assert tails == {key: reader.queue_max_offset(reader.consume_queue(*key)) for key in tails}
-            assert tails[("OrderTopic", 0)] > 60
+        assert watcher.max_offset(("OrderTopic", 1)) == 156
+        with pytest.raises(CorruptRecordError) as info:
+            watcher.max_offset(("OrderTopic", 0))
+        assert info.value.file == str(cut) and info.value.offset == 600
+        assert "ends at unit 30, 600 of its file's 1200 bytes, and later files follow" in str(info.value)
+    finally:
+        watcher.close()
+
+
+@pytest.mark.unit
+def test_stream_driver_refuses_a_missing_consume_queue_file_between_others(g1_store):
+    """A ConsumeQueue file missing between two others: the stream's driver raises the batch read's gap
+    error naming the missing file (it stopped admitting there without a word)."""
+    from rmqsource.errors import CorruptRecordError
+    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    qdir = g1_store / "consumequeue" / "OrderTopic" / "1"
+    files = sorted(qdir.iterdir())
+    assert len(files) >= 3
+    files[1].unlink()
+    watcher = StoreWatcher(parse_stream_options({"path": str(g1_store), "topics": "OrderTopic",
+                                                 "config": str(G1 / "store.properties")}))
+    try:
+        with pytest.raises(CorruptRecordError) as info:
+            watcher.max_offset(("OrderTopic", 1))
+        assert info.value.file == str(files[1]) and "has a gap" in str(info.value)
     finally:
         watcher.close()
 
@@ -300,3 +321,27 @@ def test_consumequeue_gap_is_refused_at_planning_naming_the_missing_file(spark, 
     assert not isinstance(err.value, TimeoutError), text
     assert "CorruptRecordError" in text and "has a gap" in text, text
     assert str(qdir / "00000000000000001200") in text, text
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("damage", ["cut", "missing"])
+def test_a_stream_over_a_damaged_consume_queue_fails_naming_the_file(spark, g1_store, tmp_path, damage):
+    """A queue file cut short or missing between two others: the stream fails with the typed error naming
+    the file (in either mode), where it used to stop admitting that queue for good without a word."""
+    qdir = g1_store / "consumequeue" / "OrderTopic" / "1"
+    files = sorted(qdir.iterdir())
+    if damage == "cut":
+        os.truncate(files[0], 600)
+    else:
+        files[1].unlink()
+    df = (spark.readStream.format("rmq").option("config", str(G1 / "store.properties"))
+          .option("topics", "OrderTopic").option("startingOffsets", "earliest").load(str(g1_store)))
+    q = (df.writeStream.foreachBatch(lambda d, i: None).option("checkpointLocation", str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).start())
+    with pytest.raises(Exception) as info:
+        q.awaitTermination(240)
+    text = str(info.value)                # the error's own text, file and offset first (the JVM's names no class)
+    if damage == "cut":
+        assert f"{files[0]}, offset 600: ConsumeQueue OrderTopic:1 ends at unit 30" in text, text[-2000:]
+    else:
+        assert f"{files[1]}, offset 0: ConsumeQueue OrderTopic:1 has a gap" in text, text[-2000:]

@@ -73,7 +73,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 import numpy as np
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from ..errors import DataLossError, OptionError
+from ..errors import CorruptRecordError, DataLossError, OptionError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
 from ..format.record import Kind
 from ..io.segments import common_segment_size, list_segments
@@ -331,10 +331,17 @@ class StoreWatcher:
             file_start = (off // upf) * upf
             seg = by_start.get(file_start * CQ_UNIT_SIZE)
             if seg is None:
+                if segs[-1].start_offset > file_start * CQ_UNIT_SIZE:
+                    self._refuse_gap(key)
                 break
             pos = (off - file_start) * CQ_UNIT_SIZE
             want = min(TAIL_CHUNK_BYTES - TAIL_CHUNK_BYTES % CQ_UNIT_SIZE, seg.size_bytes - pos)
             if want <= 0:
+                if seg.size_bytes < file_size and seg is not segs[-1]:
+                    raise CorruptRecordError(
+                        f"ConsumeQueue {key[0]}:{key[1]} ends at unit {off}, {seg.size_bytes} of its file's "
+                        f"{file_size} bytes, and later files follow: the units between are missing", file=seg.path,
+                        offset=seg.size_bytes)
                 off = file_start + upf
                 continue
             try:
@@ -357,6 +364,15 @@ class StoreWatcher:
         if off > known:
             self._tails[key] = off
         return max(off, known)
+
+    def _refuse_gap(self, key: Key) -> None:
+        """A file missing between the queue's files (local files are never written out of order): the batch
+        read's error naming the missing file, rather than a stream that stops there without a word."""
+        q = self.consume_queue(key)
+        try:
+            q.require_contiguous()
+        finally:
+            q.close()
 
     def _first_unverified(self, key: Key, lo: int, bad: int) -> int:
         """The first unit in [lo, bad] its record does not confirm, given that unit ``bad`` fails.

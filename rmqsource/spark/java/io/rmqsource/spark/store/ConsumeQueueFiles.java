@@ -67,7 +67,11 @@ public final class ConsumeQueueFiles extends QueueUnits {
      */
     @Override
     public void requireContiguous() {
-        List<Segment> segs = files.list;
+        requireContiguous(files.list, fileSize, topic, queueId, directory);
+    }
+
+    /** The gap check of one queue's file listing (also a stream's tail, which keeps its own listing). */
+    static void requireContiguous(List<Segment> segs, long fileSize, String topic, int queueId, String directory) {
         for (int i = 0; i + 1 < segs.size(); i++) {
             long expected = segs.get(i).startOffset + fileSize;
             if (segs.get(i + 1).startOffset != expected) {

@@ -1,5 +1,6 @@
 package io.rmqsource.spark.store;
 
+import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.format.ConsumeQueue;
 import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
@@ -144,7 +145,12 @@ public final class QueueTail extends QueueUnits {
         long[] fs = new long[1];
         while (true) {
             ByteBuffer b = fileFor(off, fs);
-            if (b == null) break;
+            if (b == null) {
+                if (storeFiles.mapped() && hasFileAfter(off)) {
+                    ConsumeQueueFiles.requireContiguous(files, fileSize, topic, queueId, directory);
+                }
+                break;
+            }
             long limit = Math.min(unitsPerFile, b.capacity() / ConsumeQueue.UNIT_SIZE);
             long i = off - fs[0];
             boolean stopped = false;
@@ -160,6 +166,11 @@ public final class QueueTail extends QueueUnits {
                 lastSize = size;
             }
             off = fs[0] + i;
+            if (!stopped && i < unitsPerFile && storeFiles.mapped() && hasFileAfter(off)) {
+                throw new CorruptRecordError("ConsumeQueue " + topic + ":" + queueId + " ends at unit " + off + ", "
+                        + b.capacity() + " of its file's " + fileSize + " bytes, and later files follow: the units "
+                        + "between are missing", queueFileOf(off), b.capacity());
+            }
             if (stopped || i < unitsPerFile) break;
         }
         if (off > tail && lastSize != 0 && !verifier.verify(this, off - 1, lastPhy, lastSize)) {
@@ -167,6 +178,16 @@ public final class QueueTail extends QueueUnits {
         }
         if (off > tail) tail = off;
         return tail;
+    }
+
+    /**
+     * Whether a file starts past the one that would hold unit {@code offset}.  Local files are written in
+     * order, so a file missing or cut short before it is damage (an error, not a stream that stops there);
+     * an object store's sync job may upload out of order, so there the stream waits for the next listing.
+     */
+    private boolean hasFileAfter(long offset) {
+        long fileStartByte = (offset / unitsPerFile) * unitsPerFile * ConsumeQueue.UNIT_SIZE;
+        return !files.isEmpty() && files.get(files.size() - 1).startOffset > fileStartByte;
     }
 
     /**
