@@ -231,20 +231,32 @@ class CommitLog:
             seg_index += 1
             pos = 0
 
-    def dledger_valid_end(self, first: Optional[int] = None) -> int:
+    def dledger_valid_end(self, first: Optional[int] = None, pos: int = 0) -> int:
         """End of the last entry whose header passes DLedger recovery, walking from the 3rd-from-last data
-        file as the engine does, or from segment ``first`` (the start of the first file walked when no
-        entry passes)."""
+        file as the engine does, or from the entry at ``pos`` of segment ``first`` (where the walk starts
+        when no entry passes)."""
         if first is None:
             dledger = self.dledger_segments
             first = len(self.segments) - len(dledger) + max(0, len(dledger) - 3)
-        end = self.segments[first].start_offset
-        for step in self.dledger_entries(first):
+        end = self.segments[first].start_offset + pos
+        for step in self.dledger_entries(first, pos):
             if step.kind is EntryKind.ENTRY and step.problem is None:
                 end = step.entry_offset + step.header.size
             elif step.kind is EntryKind.BLANK and step.segment is not self.segments[-1]:
                 end = step.segment.start_offset + max(step.segment.size_bytes, self.segment_size)
         return end
+
+    def dledger_valid_end_from(self, phy_offset: int, size: int) -> Optional[int]:
+        """The same end found from the entry of the record at ``phy_offset`` (``size`` bytes; the latest
+        record a ConsumeQueue unit names after a clean shutdown): the walk covers only what follows it, as
+        the normal CommitLog's end is found from the last unit.  None when no valid entry header holds
+        that record (the caller then walks as recovery does)."""
+        seg = self.reader.find(phy_offset)
+        if seg is None or not seg.dledger or not self.entry_holds_record(phy_offset, size):
+            return None
+        seg_index = self._segment_index(phy_offset)
+        return self.dledger_valid_end(seg_index, phy_offset - self.segments[seg_index].start_offset -
+                                      ENTRY_HEADER_BYTES)
 
     def entry_holds_record(self, phy_offset: int, size: int) -> bool:
         """Whether the record of ``size`` bytes at ``phy_offset`` has an entry header DLedger recovery keeps

@@ -245,7 +245,13 @@ class MessageStoreReader:
             return 0
         if cl.divided_offset is not None:
             # DLedger: what the leader serves once it re-commits its own tail (README "DLedger stores").
-            return cl.dledger_valid_end()
+            # After a clean shutdown the walk starts at the queues' last unit, as for a normal CommitLog
+            # (the reads that pass the earlier headers still check them); else recovery's walk.
+            last_start, _, last_size = self._last_units()
+            end = None
+            if not self.abort_file_existed and last_start >= 0:
+                end = cl.dledger_valid_end_from(last_start, last_size)
+            return cl.dledger_valid_end() if end is None else end
         check_crc = self.config.check_crc_on_recover
         if self.abort_file_existed and not self.live:
             start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
@@ -253,14 +259,7 @@ class MessageStoreReader:
         # Clean shutdown (or a live writer): trust the ConsumeQueues and validate
         # only from the record of their last unit on (5.3.2+ normal recovery
         # starts at that segment; starting at the record itself finds the same end).
-        last_start, max_cq_end = -1, -1
-        for key in self._queue_keys_on_disk:
-            q = self.consume_queue(*key)
-            if q.max_offset > q.first_file_start_offset:
-                u = q.unit_at(q.max_offset - 1)
-                if u and u[1] != PRE_BLANK_SIZE:
-                    last_start = max(last_start, u[0])
-                    max_cq_end = max(max_cq_end, u[0] + u[1])
+        last_start, max_cq_end, _ = self._last_units()
         end = -1
         if last_start >= cl.min_offset and cl.reader.find(last_start) is not None:
             end = cl.find_valid_end_from(last_start, check_crc=check_crc)
@@ -277,6 +276,20 @@ class MessageStoreReader:
             # or not yet in any ConsumeQueue; show only what dispatch has seen.
             end = min(end, max(max_cq_end, cl.min_offset))
         return end
+
+    def _last_units(self) -> tuple[int, int, int]:
+        """(start of the latest record a queue's last unit points at, end of the furthest such record, size
+        of the latest record) over every queue on disk, -1 each when no queue has a unit."""
+        last_start, max_cq_end, last_size = -1, -1, -1
+        for key in self._queue_keys_on_disk:
+            q = self.consume_queue(*key)
+            if q.max_offset > q.first_file_start_offset:
+                u = q.unit_at(q.max_offset - 1)
+                if u and u[1] != PRE_BLANK_SIZE:
+                    if u[0] > last_start:
+                        last_start, last_size = u[0], u[1]
+                    max_cq_end = max(max_cq_end, u[0] + u[1])
+        return last_start, max_cq_end, last_size
 
     @cached_property
     def lock_state(self) -> LockState:

@@ -26,28 +26,45 @@ public final class DLedgerLog {
      * committedIndex does not lower it: the leader re-commits its own tail.
      */
     public static long validEnd(CommitLog commitLog) {
+        int from = Math.max(commitLog.firstDLedgerSegment, commitLog.segments.list.size() - 3);
+        return walkEnd(commitLog.segments, from, 0);
+    }
+
+    /**
+     * The same end found from the entry of the record at {@code recordOffset} ({@code size} bytes, the
+     * latest record a ConsumeQueue unit names after a clean shutdown), as the normal CommitLog's end is
+     * found from the last unit: the walk covers only what follows it.  -1 when no valid entry header
+     * holds that record (the caller then walks as recovery does).
+     */
+    public static long validEndFrom(CommitLog commitLog, long recordOffset, int size) {
         Segments segs = commitLog.segments;
+        Segment seg = segs.find(recordOffset);
+        if (seg == null || !seg.dledger) return -1;
+        long rec = recordOffset - seg.startOffset;
+        if (!entryHoldsRecord(segs.map(seg), rec, seg.startOffset, size)) return -1;
+        return walkEnd(segs, segs.indexOf(seg), rec - DLedgerFormat.ENTRY_HEADER_BYTES);
+    }
+
+    /** End of the last entry passing the checks, walking from position {@code pos} of segment {@code from}. */
+    private static long walkEnd(Segments segs, int from, long pos) {
         List<Segment> list = segs.list;
-        int from = Math.max(commitLog.firstDLedgerSegment, list.size() - 3);
-        long end = list.get(from).startOffset;
+        long end = list.get(from).startOffset + pos;
         DLedgerFormat.Header h = new DLedgerFormat.Header();
-        Long prevIndex = null;
-        Long prevTerm = null;
+        DLedgerFormat.Chain chain = new DLedgerFormat.Chain();
         for (int i = from; i < list.size(); i++) {
             Segment seg = list.get(i);
             ByteBuffer b = segs.map(seg);
             long limit = Math.min(segs.lengthOf(seg), b.capacity());
-            long e = 0;
+            long e = i == from ? pos : 0;
             while (true) {
                 DLedgerFormat.decodeEntry(b, e, limit, h);
                 if (h.kind == DLedgerFormat.END) return end;
                 if (h.kind == DLedgerFormat.BLANK) break;
-                if (DLedgerFormat.headerProblem(h, seg.startOffset + e, prevIndex, prevTerm) != null
+                if (DLedgerFormat.headerProblem(h, seg.startOffset + e, chain) != null
                         || e + h.size > limit) {
                     return end;
                 }
-                prevIndex = h.index;
-                prevTerm = h.term;
+                chain.follow(h);
                 e += h.size;
                 end = seg.startOffset + e;
             }
@@ -84,7 +101,7 @@ public final class DLedgerLog {
         long e = rec - DLedgerFormat.ENTRY_HEADER_BYTES;
         if (e < 0 || rec > b.capacity()) return false;
         DLedgerFormat.Header h = DLedgerFormat.decodeEntry(b, e, rec, new DLedgerFormat.Header());
-        return h.kind == DLedgerFormat.ENTRY && DLedgerFormat.headerProblem(h, fileStart + e, null, null) == null
+        return h.kind == DLedgerFormat.ENTRY && DLedgerFormat.headerProblem(h, fileStart + e, null) == null
                 && h.bodyLen == size;
     }
 
@@ -100,8 +117,7 @@ public final class DLedgerLog {
         private final Segments segs;
         private final boolean checkCrc;
         private final DLedgerFormat.Header h = new DLedgerFormat.Header();
-        private Long prevIndex;
-        private Long prevTerm;
+        private final DLedgerFormat.Chain chain = new DLedgerFormat.Chain();
 
         Walk(Segments segs, boolean checkCrc) {
             this.segs = segs;
@@ -127,14 +143,13 @@ public final class DLedgerLog {
                     c.size = segs.lengthOf(seg) - e;
                     return visitor.visit(Record.BLANK, seg, b, (int) e, seg.startOffset + e, c.size) ? -1 : seg.startOffset + e;
                 }
-                String[] problem = DLedgerFormat.headerProblem(h, seg.startOffset + e, prevIndex, prevTerm);
+                String[] problem = DLedgerFormat.headerProblem(h, seg.startOffset + e, chain);
                 if (problem != null) {
                     c.kind = Record.END;
                     c.reason = problem[1];
                     return seg.startOffset + e;
                 }
-                prevIndex = h.index;
-                prevTerm = h.term;
+                chain.follow(h);
                 long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
                 String bad = recordProblem(seg, b, rec, h.bodyLen, limit, checkCrc, c);
                 if (bad != null) throw corruptRecord(seg, rec, bad);

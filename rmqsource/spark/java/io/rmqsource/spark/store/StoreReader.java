@@ -202,18 +202,24 @@ public final class StoreReader implements AutoCloseable {
      * what dispatch has seen while a writer holds the lock.
      */
     private long dledgerMaxOffset() {
-        long end = DLedgerLog.validEnd(commitLog);
+        long[] last = lastUnits();
+        // After a clean shutdown the queues' last unit is trusted, as for a normal CommitLog: the walk
+        // starts at its entry instead of the 3rd-from-last data file (every header is still checked by
+        // the reads that pass it).  A crash, or a last unit no valid entry holds: recovery's walk.
+        long end = abortFileExisted() || last[0] < 0 ? -1 : DLedgerLog.validEndFrom(commitLog, last[0], (int) last[2]);
+        if (end < 0) end = DLedgerLog.validEnd(commitLog);
         if (!live()) return end;
-        return Math.min(end, Math.max(lastUnits()[1], commitLog.minOffset()));
+        return Math.min(end, Math.max(last[1], commitLog.minOffset()));
     }
 
     /**
-     * {start of the latest record a queue's last unit points at, end of the furthest such record}
-     * over every queue on disk, -1 each when no queue has a unit.
+     * {start of the latest record a queue's last unit points at, end of the furthest such record, size
+     * of the latest record} over every queue on disk, -1 each when no queue has a unit.
      */
     private long[] lastUnits() {
         long lastStart = -1;
         long maxCqEnd = -1;
+        long lastSize = -1;
         long[] p = new long[1];
         int[] s = new int[1];
         long[] c = new long[1];
@@ -221,11 +227,14 @@ public final class StoreReader implements AutoCloseable {
             QueueUnits q = consumeQueue(key.topic, key.queueId);
             if (q.maxOffset() > q.firstFileStartOffset() && q.unit(q.maxOffset() - 1, p, s, c)
                     && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
-                lastStart = Math.max(lastStart, p[0]);
+                if (p[0] > lastStart) {
+                    lastStart = p[0];
+                    lastSize = s[0];
+                }
                 maxCqEnd = Math.max(maxCqEnd, p[0] + s[0]);
             }
         }
-        return new long[] {lastStart, maxCqEnd};
+        return new long[] {lastStart, maxCqEnd, lastSize};
     }
 
     public long queueMaxOffset(QueueUnits q) {
