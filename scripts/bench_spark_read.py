@@ -15,8 +15,12 @@
    * msgId = x, planning included (load + where + collect)
    and prints the ratio Parquet time / rmq time (> 1: rmq is faster), plus the JVM scan's rows/s
    against one core reading the same CommitLog bytes raw (preadv, page cache warm).
+4. With --dledger, also generates the same messages in a DLedger store (store/dledger_writer.py: a
+   48-byte entry header before each record, 1 GiB data files) and times the JVM scan on it in the
+   same runs as the full-scan aggregate and the tag queries, printing DLedger time / normal time.
 
 Usage: bench_spark_read.py [--messages N] [--dir /tmp/rmq-bench] [--repeat 5] [--regen] [--skip-python]
+                           [--dledger]
 """
 
 from __future__ import annotations
@@ -42,35 +46,26 @@ AGGS = ["count(*) AS n", "sum(length(body)) AS body_bytes", "sum(queueOffset) AS
         "min(storeTimestamp) AS first", "max(storeTimestamp) AS last"]
 
 
-def generate(root: Path, n: int) -> None:
-    from rmqsource.format.consumequeue import CQ_UNIT_DTYPE
+def messages(n: int):
+    """(queue key, tagsCode, record encoder taking the PHYSICALOFFSET) of each message, in log order."""
     from rmqsource.format.javahash import tags_code
-    from rmqsource.format.record import encode_blank, encode_record
+    from rmqsource.format.record import encode_record
 
-    if root.exists():
-        shutil.rmtree(root)
-    (root / "commitlog").mkdir(parents=True)
     rng = np.random.default_rng(7)
     bodies = rng.integers(0, 256, size=(1024, BODY), dtype=np.uint8)
     body_list = [bodies[i].tobytes() for i in range(1024)]
     codes = [tags_code(t) for t in TAGS]
-    per_queue: dict[tuple[int, int], list] = {(t, q): [] for t in range(len(TOPICS)) for q in range(QUEUES)}
-    next_qo = {k: 0 for k in per_queue}
+    next_qo = {(t, q): 0 for t in range(len(TOPICS)) for q in range(QUEUES)}
     topic_b = [t.encode() for t in TOPICS]
     born, store_addr = bytes([10, 1, 2, 3]), bytes([10, 0, 0, 5])
     t0 = 1_700_000_000_000
-    seg_start = 0
-    seg_file = open(root / "commitlog" / f"{seg_start:020d}", "wb")
-    pos = 0
-    chunks = []
-    chunk_bytes = 0
 
-    def record(i, t, q, qo, tag, phy, props):
-        return encode_record(topic=topic_b[t], queue_id=q, flag=0, queue_offset=qo, phy_offset=phy,
-                             sys_flag=0, born_timestamp_ms=t0 + i - 5, born_addr=born, born_port=40000 + t,
-                             store_timestamp_ms=t0 + i, store_addr=store_addr, store_port=10911,
-                             reconsume_times=0, prepared_transaction_offset=0, body=body_list[i & 1023],
-                             properties=props)
+    def encoder(i, t, q, qo, props):
+        return lambda phy: encode_record(
+            topic=topic_b[t], queue_id=q, flag=0, queue_offset=qo, phy_offset=phy, sys_flag=0,
+            born_timestamp_ms=t0 + i - 5, born_addr=born, born_port=40000 + t, store_timestamp_ms=t0 + i,
+            store_addr=store_addr, store_port=10911, reconsume_times=0, prepared_transaction_offset=0,
+            body=body_list[i & 1023], properties=props)
 
     for i in range(n):
         t = i % len(TOPICS)
@@ -82,7 +77,22 @@ def generate(root: Path, n: int) -> None:
         uniq = struct.pack(">4shiih", born, 4242, 0x1B6D3586, i // 1000, i & 0x7FFF).hex().upper()
         props = (f"UNIQ_KEY\x01{uniq}\x02KEYS\x01order-{i} user-{i % 1000}\x02TAGS\x01{TAGS[tag]}"
                  f"\x02WAIT\x01true").encode()
-        rec = record(i, t, q, qo, tag, seg_start + pos, props)
+        yield key, codes[tag], encoder(i, t, q, qo, props)
+
+
+def write_commitlog(root: Path, n: int) -> dict:
+    """The messages as a normal CommitLog; the ConsumeQueue units per queue."""
+    from rmqsource.format.record import encode_blank
+
+    (root / "commitlog").mkdir(parents=True)
+    per_queue: dict[tuple[int, int], list] = {}
+    seg_start = 0
+    seg_file = open(root / "commitlog" / f"{seg_start:020d}", "wb")
+    pos = 0
+    chunks = []
+    chunk_bytes = 0
+    for key, code, encode in messages(n):
+        rec = encode(seg_start + pos)
         if pos + len(rec) + 8 > SEGMENT:
             chunks.append(encode_blank(SEGMENT - pos))
             seg_file.write(b"".join(chunks))
@@ -92,8 +102,8 @@ def generate(root: Path, n: int) -> None:
             seg_start += SEGMENT
             pos = 0
             seg_file = open(root / "commitlog" / f"{seg_start:020d}", "wb")
-            rec = record(i, t, q, qo, tag, seg_start, props)
-        per_queue[key].append((seg_start + pos, len(rec), codes[tag]))
+            rec = encode(seg_start)
+        per_queue.setdefault(key, []).append((seg_start + pos, len(rec), code))
         chunks.append(rec)
         chunk_bytes += len(rec)
         pos += len(rec)
@@ -103,6 +113,30 @@ def generate(root: Path, n: int) -> None:
     seg_file.write(b"".join(chunks))
     seg_file.truncate(SEGMENT)
     seg_file.close()
+    return per_queue
+
+
+def write_dledger(root: Path, n: int) -> dict:
+    """The same messages in a DLedger store (dledger-n0/, data files of the same 1 GiB); the units per queue."""
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.dledger_writer import DLedgerWriter
+
+    per_queue: dict[tuple[int, int], list] = {}
+    config = StoreConfig(mapped_file_size_commit_log_bytes=SEGMENT)
+    with DLedgerWriter(root, config) as writer:
+        for key, code, encode in messages(n):
+            rec = encode(0)                     # the writer sets PHYSICALOFFSET to the entry position + 48
+            per_queue.setdefault(key, []).append((writer.append(rec), len(rec), code))
+    return per_queue
+
+
+def generate(root: Path, n: int, *, dledger: bool = False) -> None:
+    from rmqsource.format.consumequeue import CQ_UNIT_DTYPE
+
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    per_queue = write_dledger(root, n) if dledger else write_commitlog(root, n)
     for (t, q), units in per_queue.items():
         d = root / "consumequeue" / TOPICS[t] / str(q)
         d.mkdir(parents=True)
@@ -146,6 +180,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--regen", action="store_true", help="regenerate even if the data exists")
     ap.add_argument("--skip-python", action="store_true", help="do not time the Python data source (slow)")
+    ap.add_argument("--dledger", action="store_true",
+                    help="also time the JVM scan on the same messages in a DLedger store")
     args = ap.parse_args()
 
     from rmqsource.spark.jar import build_jar
@@ -157,6 +193,11 @@ def main() -> None:
         t = time.perf_counter()
         generate(store, args.messages)
         print(f"generated store: {args.messages} messages in {time.perf_counter() - t:.1f}s -> {store}")
+    dledger_store = base / f"store-dledger-{args.messages}"
+    if args.dledger and (args.regen or not (dledger_store / "consumequeue").is_dir()):
+        t = time.perf_counter()
+        generate(dledger_store, args.messages, dledger=True)
+        print(f"generated DLedger store: {args.messages} messages in {time.perf_counter() - t:.1f}s -> {dledger_store}")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -184,7 +225,8 @@ def main() -> None:
     spark.dataSource.register(PythonRmq)
     sources = {"jvm": lambda: spark.read.format("rmq").load(str(store)),
                "python": lambda: spark.read.format("rmq_python").load(str(store)),
-               "parquet": lambda: spark.read.parquet(str(parquet))}
+               "parquet": lambda: spark.read.parquet(str(parquet)),
+               "dledger": lambda: spark.read.format("rmq").load(str(dledger_store))}
     if args.regen or not parquet.is_dir():
         t = time.perf_counter()
         sources["jvm"]().write.mode("overwrite").option("compression", "snappy").parquet(str(parquet))
@@ -193,12 +235,14 @@ def main() -> None:
     kinds = ["jvm", "parquet"] + ([] if args.skip_python else ["python"])
     summary = []
 
-    def compare(title: str, query, check=True):
-        """Median seconds per source, runs interleaved (python: fewer runs, it is slow)."""
-        times = {k: [] for k in kinds}
+    def compare(title: str, query, check=True, dledger=False):
+        """Median seconds per source, runs interleaved (python: fewer runs, it is slow); with ``dledger``
+        the JVM scan of the DLedger store too, its time as a ratio to the normal store's."""
+        timed = kinds + (["dledger"] if dledger and args.dledger else [])
+        times = {k: [] for k in timed}
         answers = {}
         for i in range(args.repeat):
-            for k in kinds:
+            for k in timed:
                 if k == "python" and i >= max(1, args.repeat // 3):
                     continue
                 t = time.perf_counter()
@@ -206,23 +250,31 @@ def main() -> None:
                 times[k].append(time.perf_counter() - t)
         med = {k: statistics.median(v) for k, v in times.items()}
         if check:
-            assert len({repr(a) for a in answers.values()}) == 1, f"{title}: answers differ: {answers}"
+            # DLedger offsets are larger by the entry headers before the records: not compared.
+            same = {repr(without_offsets(a) if "dledger" in timed else a) for a in answers.values()}
+            assert len(same) == 1, f"{title}: answers differ: {answers}"
         line = f"{title:<44}" + "".join(f"  {k} {med[k] * 1000:8.1f} ms" for k in kinds)
         ratios = {k: med["parquet"] / med[k] for k in kinds if k != "parquet"}
-        print(line + "".join(f"   parquet/{k} {r:5.2f}x" for k, r in ratios.items()), flush=True)
+        line += "".join(f"   parquet/{k} {r:5.2f}x" for k, r in ratios.items())
+        if "dledger" in med:
+            line += f"   dledger {med['dledger'] * 1000:8.1f} ms  dledger/jvm {med['dledger'] / med['jvm']:5.2f}x"
+        print(line, flush=True)
         summary.append((title, med, ratios))
         return med
 
     def agg(df):
-        return tuple(df.selectExpr(*AGGS).collect()[0])
+        return df.selectExpr(*AGGS).collect()[0].asDict()
+
+    def without_offsets(answer):
+        return {k: v for k, v in answer.items() if k != "clo"}
 
     print(f"\n{n:,} messages, local[2]; medians of {args.repeat} interleaved runs "
           f"(python: {max(1, args.repeat // 3)}); ratio > 1: faster than Parquet")
-    full = compare("full-scan aggregate", lambda s: agg(s()))
-    tags = compare("tags = 'tag-3' (10 %) aggregate", lambda s: agg(s().where("tags = 'tag-3'")))
+    full = compare("full-scan aggregate", lambda s: agg(s()), dledger=True)
+    tags = compare("tags = 'tag-3' (10 %) aggregate", lambda s: agg(s().where("tags = 'tag-3'")), dledger=True)
     # The floor under any tag query: every ConsumeQueue unit is scanned and no record matches, so
     # what remains is planning, the Spark job and the unit scan.
-    compare("tags = 'no-such-tag' (0 %) aggregate", lambda s: agg(s().where("tags = 'no-such-tag'")))
+    compare("tags = 'no-such-tag' (0 %) aggregate", lambda s: agg(s().where("tags = 'no-such-tag'")), dledger=True)
     compare("count per topic", lambda s: sorted(tuple(r) for r in s().groupBy("topic").count().collect()))
     compare("messages per minute", lambda s: sorted(
         tuple(r) for r in s().groupBy(F.date_trunc("minute", "storeTimestamp").alias("m")).count().collect()))

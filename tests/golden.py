@@ -39,6 +39,11 @@ def default_layout_corpora() -> list[Path]:
     return [c for c in corpora() if not is_dledger(c)]
 
 
+def dledger_corpora() -> list[Path]:
+    """Corpora written in DLedger CommitLog mode (under ../shared/golden-dledger)."""
+    return [c for c in corpora() if is_dledger(c)]
+
+
 def is_dledger(path: Path) -> bool:
     """Whether a corpus, crash case or store path lies under the DLedger corpora."""
     return Path(path).is_relative_to(DLEDGER_GOLDEN_ROOT)

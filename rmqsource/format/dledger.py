@@ -1,6 +1,7 @@
 """DLedger CommitLog structures (openmessaging DLedger 0.3.x as RocketMQ 4.9.7 uses it).
 
-One decoder per structure (twin: format/DLedgerFormat.java):
+One decoder per structure (twin: format/DLedgerFormat.java), and beside it the encoder the DLedger
+layout writer (store/dledger_writer.py) uses:
 
 * entry header, 48 bytes before every CommitLog record in ``dledger-<id>/data/``::
 
@@ -12,7 +13,8 @@ One decoder per structure (twin: format/DLedgerFormat.java):
 * DLedger blank: ``int32 -1, int32 remaining`` (the rest of the file); 8 zero bytes end the data.
 * index entry, 32 bytes at ``k * 32`` of ``dledger-<id>/index/``: magic int32, pos int64,
   size int32, index int64, term int64.
-* ``dledger-<id>/checkpoint``: Java properties text ``committedIndex=<i>`` / ``endIndex=<i>``.
+* ``dledger-<id>/checkpoint``: Java properties text ``committedIndex=<i>`` / ``endIndex=<i>``;
+  ``dledger-<id>/currterm``: ``voteLeader=<id>`` / ``currTerm=<t>``.
 """
 
 from __future__ import annotations
@@ -80,6 +82,20 @@ def decode_entry(buf, pos: int, limit: int) -> DecodedEntry:
     return DecodedEntry(EntryKind.ENTRY, EntryHeader(*_HEADER.unpack(raw)))
 
 
+def entry_header(*, index: int, term: int, pos: int, body_len: int) -> EntryHeader:
+    """The header DLedger 0.3.1.2 writes: channel and both CRCs stay 0 (it computes neither)."""
+    return EntryHeader(ENTRY_MAGIC, ENTRY_HEADER_BYTES + body_len, index, term, pos, 0, 0, 0, body_len)
+
+
+def encode_entry_header(h: EntryHeader) -> bytes:
+    return _HEADER.pack(h.magic, h.size, h.index, h.term, h.pos, h.channel, h.chain_crc, h.body_crc, h.body_len)
+
+
+def encode_blank(remaining: int) -> bytes:
+    """The 8 bytes that start a DLedger blank covering the ``remaining`` bytes to the file end (zeros follow)."""
+    return _HEAD8.pack(BLANK_MAGIC, remaining)
+
+
 def header_problem(h: EntryHeader, entry_pos: int, prev_index: Optional[int],
                    prev_term: Optional[int]) -> Optional[tuple[str, str]]:
     """(field, reason) of the first DLedger recovery check ``h`` fails at ``entry_pos``, else None.
@@ -110,6 +126,15 @@ class IndexEntry:
 
 def decode_index_entry(buf, pos: int) -> IndexEntry:
     return IndexEntry(*_INDEX.unpack_from(buf, pos))
+
+
+def index_entry_of(h: EntryHeader) -> IndexEntry:
+    """The index entry DLedger writes for the data entry ``h``."""
+    return IndexEntry(h.magic, h.pos, h.size, h.index, h.term)
+
+
+def encode_index_entry(e: IndexEntry) -> bytes:
+    return _INDEX.pack(e.magic, e.pos, e.size, e.index, e.term)
 
 
 def index_entry_problem(entry: IndexEntry, header: EntryHeader, entry_pos: int) -> Optional[str]:
@@ -157,3 +182,14 @@ def decode_checkpoint(text: str) -> DLedgerCheckpoint:
         if key in ("committedIndex", "endIndex"):
             values[key] = java_long(value.strip(_JAVA_WHITESPACE))
     return DLedgerCheckpoint(values.get("committedIndex"), values.get("endIndex"))
+
+
+def encode_checkpoint(cp: DLedgerCheckpoint) -> str:
+    """The checkpoint text DLedgerMmapFileStore.persistCheckPoint writes (IOUtils.properties2String: the
+    Properties table's iteration order, no date comment)."""
+    return f"committedIndex={cp.committed_index}\nendIndex={cp.end_index}\n"
+
+
+def encode_currterm(vote_leader: str, term: int) -> str:
+    """``dledger-<id>/currterm`` as MemberState.persistTerm writes it after the member voted for ``vote_leader``."""
+    return f"voteLeader={vote_leader}\ncurrTerm={term}\n"

@@ -37,6 +37,7 @@ from .properties import CRC32, KEYS, TAGS, UNIQ_KEY, parse_properties
 MAGIC_V1 = -626843481            # 0xDAA320A7
 MAGIC_V2 = -626843477            # 0xDAA320AB, 5.x: 2-byte topic length
 BLANK_MAGIC = -875286124         # 0xCBD43194
+PHY_OFFSET_POS = 28              # where PHYSICALOFFSET sits in a record (both magics)
 
 # sysFlag bits (MessageSysFlag)
 COMPRESSED_FLAG = 0x1

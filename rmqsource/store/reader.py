@@ -244,7 +244,9 @@ class MessageStoreReader:
         if not cl.segments:
             return 0
         if cl.divided_offset is not None:
-            # DLedger: what the leader serves once it re-commits its own tail (README "DLedger stores").
+            # DLedger: what the leader serves once it re-commits its own tail (README "DLedger stores"),
+            # found as DLedger recovery finds it, clean shutdown or not: a header failing a check before
+            # the queues' last unit ends the data the engine serves.
             return cl.dledger_valid_end()
         check_crc = self.config.check_crc_on_recover
         if self.abort_file_existed and not self.live:
@@ -253,14 +255,7 @@ class MessageStoreReader:
         # Clean shutdown (or a live writer): trust the ConsumeQueues and validate
         # only from the record of their last unit on (5.3.2+ normal recovery
         # starts at that segment; starting at the record itself finds the same end).
-        last_start, max_cq_end = -1, -1
-        for key in self._queue_keys_on_disk:
-            q = self.consume_queue(*key)
-            if q.max_offset > q.first_file_start_offset:
-                u = q.unit_at(q.max_offset - 1)
-                if u and u[1] != PRE_BLANK_SIZE:
-                    last_start = max(last_start, u[0])
-                    max_cq_end = max(max_cq_end, u[0] + u[1])
+        last_start, max_cq_end = self._last_units()
         end = -1
         if last_start >= cl.min_offset and cl.reader.find(last_start) is not None:
             end = cl.find_valid_end_from(last_start, check_crc=check_crc)
@@ -277,6 +272,19 @@ class MessageStoreReader:
             # or not yet in any ConsumeQueue; show only what dispatch has seen.
             end = min(end, max(max_cq_end, cl.min_offset))
         return end
+
+    def _last_units(self) -> tuple[int, int]:
+        """(start of the latest record a queue's last unit points at, end of the furthest such record) over
+        every queue on disk, -1 each when no queue has a unit."""
+        last_start, max_cq_end = -1, -1
+        for key in self._queue_keys_on_disk:
+            q = self.consume_queue(*key)
+            if q.max_offset > q.first_file_start_offset:
+                u = q.unit_at(q.max_offset - 1)
+                if u and u[1] != PRE_BLANK_SIZE:
+                    last_start = max(last_start, u[0])
+                    max_cq_end = max(max_cq_end, u[0] + u[1])
+        return last_start, max_cq_end
 
     @cached_property
     def lock_state(self) -> LockState:

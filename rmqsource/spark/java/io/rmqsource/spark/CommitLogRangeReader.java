@@ -33,8 +33,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
     private boolean first = true;
     // DLedger data file: pos is the position of the next entry header; index/term follow from entry to entry.
     private final DLedgerFormat.Header entry;
-    private Long prevIndex;
-    private Long prevTerm;
+    private final DLedgerFormat.Chain chain = new DLedgerFormat.Chain();
 
     CommitLogRangeReader(ReadSpec spec, CommitLogRange part, StructType schema) {
         super(spec, part.store, schema);
@@ -159,7 +158,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("the DLedger data ends at CommitLog offset " + (segStart + pos)
                         + ", below the end " + part.end + " this read was planned with", seg.path, pos);
             }
-            String[] problem = DLedgerFormat.headerProblem(entry, segStart + pos, prevIndex, prevTerm);
+            String[] problem = DLedgerFormat.headerProblem(entry, segStart + pos, chain);
             if (problem == null && pos + entry.size > segLen) {
                 problem = new String[] {"size", "entry size " + entry.size + " runs past the end of the file"};
             }
@@ -171,8 +170,7 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("the file ends inside the DLedger entry of " + entry.size
                         + " bytes that starts here", seg.path, pos);
             }
-            prevIndex = entry.index;
-            prevTerm = entry.term;
+            chain.follow(entry);
             long rec = pos + DLedgerFormat.ENTRY_HEADER_BYTES;
             decode(b, (int) rec, entry.bodyLen, entry.bodyLen, seg.path);     // the record fills its entry exactly
             if (record.phyOffset != segStart + rec) {

@@ -72,21 +72,38 @@ public final class DLedgerFormat {
     }
 
     /**
+     * The index and term the next entry of a walk must follow (none before the first entry walked).
+     * Primitive fields: a walk over millions of entries must not box two longs per entry.
+     */
+    public static final class Chain {
+        private boolean started;
+        private long index;
+        private long term;
+
+        /** The walk accepted {@code h}: the next entry must follow it. */
+        public void follow(Header h) {
+            started = true;
+            index = h.index;
+            term = h.term;
+        }
+    }
+
+    /**
      * {field, reason} of the first DLedger recovery check the header fails at absolute offset
      * {@code entryPos}, else null: DLedgerMmapFileStore.recover's checks in its order (magic, pos,
-     * size, index, term).  {@code prevIndex} / {@code prevTerm} are null for the first entry walked.
+     * size, index, term).  {@code chain} null: the checks of the header alone (no index/term order).
      */
-    public static String[] headerProblem(Header h, long entryPos, Long prevIndex, Long prevTerm) {
+    public static String[] headerProblem(Header h, long entryPos, Chain chain) {
         if (h.magic != ENTRY_MAGIC) return new String[] {"magic", "entry magic " + h.magic + " is not " + ENTRY_MAGIC};
         if (h.pos != entryPos) return new String[] {"pos", "entry pos " + h.pos + " is not its offset " + entryPos};
         if (h.size != h.bodyLen + ENTRY_HEADER_BYTES || h.size <= ENTRY_HEADER_BYTES - 4) {
             return new String[] {"size", "entry size " + h.size + " is not bodyLen " + h.bodyLen + " + " + ENTRY_HEADER_BYTES};
         }
-        if (prevIndex != null && h.index != prevIndex + 1) {
-            return new String[] {"index", "entry index " + h.index + " does not follow " + prevIndex};
+        if (chain != null && chain.started && h.index != chain.index + 1) {
+            return new String[] {"index", "entry index " + h.index + " does not follow " + chain.index};
         }
-        if (prevTerm != null && h.term < prevTerm) {
-            return new String[] {"term", "entry term " + h.term + " is below the previous term " + prevTerm};
+        if (chain != null && chain.started && h.term < chain.term) {
+            return new String[] {"term", "entry term " + h.term + " is below the previous term " + chain.term};
         }
         return null;
     }

@@ -4,7 +4,11 @@ import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.format.DLedgerFormat;
 import io.rmqsource.spark.format.Record;
 import java.nio.ByteBuffer;
+import java.io.File;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The DLedger data files of a CommitLog (dledger-&lt;id&gt;/data/), read side: the entry walk
@@ -26,13 +30,50 @@ public final class DLedgerLog {
      * committedIndex does not lower it: the leader re-commits its own tail.
      */
     public static long validEnd(CommitLog commitLog) {
+        return walkEnd(commitLog.segments, walkStart(commitLog));
+    }
+
+    /** Ends already walked, by the walked files' paths, lengths and modification times (a few stores). */
+    private static final Map<String, Long> WALKED = Collections.synchronizedMap(
+            new LinkedHashMap<String, Long>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+                    return size() > 32;
+                }
+            });
+
+    /**
+     * {@link #validEnd} of a store no writer holds, walked once per state of its last data files: every
+     * query plans with the end, and the walk reads a header per entry of up to three data files.  A
+     * file grown, cut or rewritten has another length or modification time, so it is walked again.
+     */
+    public static long validEndOfSettledFiles(CommitLog commitLog) {
         Segments segs = commitLog.segments;
+        StringBuilder key = new StringBuilder();
+        for (int i = walkStart(commitLog); i < segs.list.size(); i++) {
+            Segment seg = segs.list.get(i);
+            long modified = seg.modified != 0 ? seg.modified : new File(seg.path).lastModified();
+            key.append(seg.path).append('\0').append(seg.sizeBytes).append('\0').append(modified).append('\n');
+        }
+        String k = key.toString();
+        Long known = WALKED.get(k);
+        if (known != null) return known;
+        long end = validEnd(commitLog);
+        WALKED.put(k, end);
+        return end;
+    }
+
+    /** Where DLedger recovery starts walking: the 3rd-from-last data file. */
+    private static int walkStart(CommitLog commitLog) {
+        return Math.max(commitLog.firstDLedgerSegment, commitLog.segments.list.size() - 3);
+    }
+
+    /** End of the last entry passing the checks, walking from the start of segment {@code from}. */
+    private static long walkEnd(Segments segs, int from) {
         List<Segment> list = segs.list;
-        int from = Math.max(commitLog.firstDLedgerSegment, list.size() - 3);
         long end = list.get(from).startOffset;
         DLedgerFormat.Header h = new DLedgerFormat.Header();
-        Long prevIndex = null;
-        Long prevTerm = null;
+        DLedgerFormat.Chain chain = new DLedgerFormat.Chain();
         for (int i = from; i < list.size(); i++) {
             Segment seg = list.get(i);
             ByteBuffer b = segs.map(seg);
@@ -42,12 +83,11 @@ public final class DLedgerLog {
                 DLedgerFormat.decodeEntry(b, e, limit, h);
                 if (h.kind == DLedgerFormat.END) return end;
                 if (h.kind == DLedgerFormat.BLANK) break;
-                if (DLedgerFormat.headerProblem(h, seg.startOffset + e, prevIndex, prevTerm) != null
+                if (DLedgerFormat.headerProblem(h, seg.startOffset + e, chain) != null
                         || e + h.size > limit) {
                     return end;
                 }
-                prevIndex = h.index;
-                prevTerm = h.term;
+                chain.follow(h);
                 e += h.size;
                 end = seg.startOffset + e;
             }
@@ -84,7 +124,7 @@ public final class DLedgerLog {
         long e = rec - DLedgerFormat.ENTRY_HEADER_BYTES;
         if (e < 0 || rec > b.capacity()) return false;
         DLedgerFormat.Header h = DLedgerFormat.decodeEntry(b, e, rec, new DLedgerFormat.Header());
-        return h.kind == DLedgerFormat.ENTRY && DLedgerFormat.headerProblem(h, fileStart + e, null, null) == null
+        return h.kind == DLedgerFormat.ENTRY && DLedgerFormat.headerProblem(h, fileStart + e, null) == null
                 && h.bodyLen == size;
     }
 
@@ -100,8 +140,7 @@ public final class DLedgerLog {
         private final Segments segs;
         private final boolean checkCrc;
         private final DLedgerFormat.Header h = new DLedgerFormat.Header();
-        private Long prevIndex;
-        private Long prevTerm;
+        private final DLedgerFormat.Chain chain = new DLedgerFormat.Chain();
 
         Walk(Segments segs, boolean checkCrc) {
             this.segs = segs;
@@ -127,14 +166,13 @@ public final class DLedgerLog {
                     c.size = segs.lengthOf(seg) - e;
                     return visitor.visit(Record.BLANK, seg, b, (int) e, seg.startOffset + e, c.size) ? -1 : seg.startOffset + e;
                 }
-                String[] problem = DLedgerFormat.headerProblem(h, seg.startOffset + e, prevIndex, prevTerm);
+                String[] problem = DLedgerFormat.headerProblem(h, seg.startOffset + e, chain);
                 if (problem != null) {
                     c.kind = Record.END;
                     c.reason = problem[1];
                     return seg.startOffset + e;
                 }
-                prevIndex = h.index;
-                prevTerm = h.term;
+                chain.follow(h);
                 long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
                 String bad = recordProblem(seg, b, rec, h.bodyLen, limit, checkCrc, c);
                 if (bad != null) throw corruptRecord(seg, rec, bad);

@@ -128,7 +128,7 @@ public final class QueueTiling {
             ByteBuffer b = segments.map(seg);
             long at = pos - seg.startOffset;
             DLedgerFormat.decodeEntry(b, at, Math.min(segments.lengthOf(seg), b.capacity()), header);
-            if (header.kind != DLedgerFormat.ENTRY || DLedgerFormat.headerProblem(header, pos, null, null) != null) return pos;
+            if (header.kind != DLedgerFormat.ENTRY || DLedgerFormat.headerProblem(header, pos, null) != null) return pos;
             return pos + DLedgerFormat.ENTRY_HEADER_BYTES;
         }
     }

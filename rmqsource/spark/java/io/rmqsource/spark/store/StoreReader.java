@@ -202,9 +202,8 @@ public final class StoreReader implements AutoCloseable {
      * what dispatch has seen while a writer holds the lock.
      */
     private long dledgerMaxOffset() {
-        long end = DLedgerLog.validEnd(commitLog);
-        if (!live()) return end;
-        return Math.min(end, Math.max(lastUnits()[1], commitLog.minOffset()));
+        if (!live()) return DLedgerLog.validEndOfSettledFiles(commitLog);
+        return Math.min(DLedgerLog.validEnd(commitLog), Math.max(lastUnits()[1], commitLog.minOffset()));
     }
 
     /**

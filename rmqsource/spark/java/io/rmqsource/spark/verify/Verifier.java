@@ -245,8 +245,7 @@ final class Verifier {
 
     // DLedger walk state: entries carry index and term across files.
     private final DLedgerFormat.Header entry = new DLedgerFormat.Header();
-    private Long prevEntryIndex;
-    private Long prevEntryTerm;
+    private final DLedgerFormat.Chain entryChain = new DLedgerFormat.Chain();
     private DLedgerChecks dledger;
 
     /**
@@ -278,7 +277,7 @@ final class Verifier {
                     stop = seg.startOffset + e;
                     break;
                 }
-                String[] bad = DLedgerFormat.headerProblem(entry, seg.startOffset + e, prevEntryIndex, prevEntryTerm);
+                String[] bad = DLedgerFormat.headerProblem(entry, seg.startOffset + e, entryChain);
                 if (bad == null && entry.size > segLen - e) {
                     bad = new String[] {"size", "entry size " + entry.size + " runs past the end of the file ("
                         + (segLen - e) + " bytes left)"};
@@ -297,8 +296,7 @@ final class Verifier {
                     stop = seg.startOffset + e;
                     break;
                 }
-                prevEntryIndex = entry.index;
-                prevEntryTerm = entry.term;
+                entryChain.follow(entry);
                 dledger.entry(entry, seg.startOffset + e);
                 int total = b.getInt((int) rec);
                 if (total != entry.bodyLen) {
