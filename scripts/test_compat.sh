@@ -5,7 +5,8 @@
 #   ${RMQ_COMPAT_CACHE:-$HOME/.cache/rmqsource/compat}/pyspark-<version>   (created once, then reused)
 # rmqsource goes into each as a user installs it: the wheel built from this checkout (it carries the jar),
 # `pip install` keeping the environment's pyspark (checked). Then the subset runs with the wheel's jar on
-# spark.jars (RMQ_SPARK_MODE=jvm) and on the pure Python data source (RMQ_SPARK_MODE=python).
+# spark.jars (RMQ_SPARK_MODE=jvm) and on the pure Python data source (RMQ_SPARK_MODE=python), after
+# scripts/check_jar_links.py has checked that every Spark member the jar names exists in that version.
 # The default run (scripts/test.sh) covers 4.3 in both modes.
 #   RMQ_COMPAT_VERSIONS  pyspark versions (default: 4.0.5 4.1.4 4.2.1)
 #   RMQ_COMPAT_MODES     modes (default: jvm python; jvm needs `java`)
@@ -47,6 +48,17 @@ for v in $versions; do
   if [ "$have" != "$v" ]; then
     echo "installing rmqsource changed pyspark $v to $have" >&2
     exit 1
+  fi
+  # Every class and member the wheel's jar names must exist in this Spark (a missing one fails only
+  # on the code path that reaches it, so the tests below could miss it).
+  if jar=$(cd "$work" && "$venv/bin/rmq" jar 2>/dev/null); then
+    spark_jars=$("$venv/bin/python" -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))")
+    if "$venv/bin/python" "$root/scripts/check_jar_links.py" --jar "$jar" --spark-jars "$spark_jars"; then
+      summary+=("pyspark $v  links   passed")
+    else
+      summary+=("pyspark $v  links   FAILED")
+      failed=1
+    fi
   fi
   for mode in $modes; do
     if [ "$mode" = jvm ] && ! (cd "$work" && "$venv/bin/rmq" jar >/dev/null 2>&1); then

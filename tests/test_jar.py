@@ -86,3 +86,65 @@ def test_build_packs_classes_and_resources_and_skips_when_unchanged(tmp_path):
     with pytest.raises(jar.JarError, match="javac failed"):
         jar.build_jar(src, out)
     assert (out / jar.JAR_NAME).stat().st_mtime_ns == before   # a failed build keeps the last good jar
+
+
+# --------------------------------------------------------------------------- links to a Spark's members
+
+STUB = """package org.apache.spark.sql.types;
+public final class DataTypes {  // two members the real class has (same descriptors), one it has not
+    public static final DataType IntegerType = null;
+    public static ArrayType createArrayType(DataType elementType) { return null; }
+    public static int rmqNoSuchMember(long x) { return 0; }
+}
+"""
+CALLER = """package io.rmqsource.spark.probe;
+public final class Caller {
+    public static Object call() {
+        org.apache.spark.sql.types.DataTypes.rmqNoSuchMember(1L);
+        return org.apache.spark.sql.types.DataTypes.createArrayType(org.apache.spark.sql.types.DataTypes.IntegerType);
+    }
+}
+"""
+
+
+def _spark_jars():
+    import pyspark
+    from pathlib import Path
+    return Path(pyspark.__file__).parent / "jars"
+
+
+@pytest.mark.skipif(shutil.which("javac") is None or shutil.which("javap") is None, reason="needs a JDK")
+def test_link_check_names_what_a_spark_lacks(tmp_path):
+    """scripts/check_jar_links.py: a member the target Spark does not have (compiled against a stub of a real
+    Spark class) and a class it does not have are listed; the members it has are not."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from check_jar_links import check
+    src = tmp_path / "src"
+    for rel, text in (("org/apache/spark/sql/types/DataTypes.java", STUB),
+                      ("io/rmqsource/spark/probe/Caller.java", CALLER)):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    classes = tmp_path / "classes"
+    subprocess.run(["javac", "--release", "17", "-d", str(classes), "-cp", str(_spark_jars() / "*"),
+                    str(src / "org/apache/spark/sql/types/DataTypes.java"),
+                    str(src / "io/rmqsource/spark/probe/Caller.java")], check=True, capture_output=True)
+    probe = tmp_path / "probe.jar"
+    with zipfile.ZipFile(probe, "w") as z:
+        z.write(classes / "io/rmqsource/spark/probe/Caller.class", "io/rmqsource/spark/probe/Caller.class")
+    assert check(probe, _spark_jars()) == [
+        "member org/apache/spark/sql/types/DataTypes.rmqNoSuchMember:(J)I"]
+    empty = tmp_path / "no-spark"
+    empty.mkdir()
+    assert check(probe, empty) == ["class org/apache/spark/sql/types/DataTypes"]
+
+
+@pytest.mark.skipif(jar.jar_path() is None or shutil.which("javap") is None, reason="needs the built jar and a JDK")
+def test_the_built_jar_links_against_the_installed_spark():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from check_jar_links import check
+    assert check(Path(jar.jar_path()), _spark_jars()) == []
