@@ -115,9 +115,10 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw noRecord(total == 0 && magic == 0 ? "zero bytes"
                         : String.format("unknown magic code 0x%08X", magic));
             }
-            if (total < Record.MIN_RECORD_BYTES || pos + total > segLen || total > Record.MAX_RECORD_BYTES_READ) {
+            int maxRecord = segments.files.maxRecordBytes();
+            if (total < Record.MIN_RECORD_BYTES || pos + total > segLen || total > maxRecord) {
                 throw noRecord("totalSize " + total + " outside [" + Record.MIN_RECORD_BYTES + ", "
-                        + Math.min(segLen - pos, Record.MAX_RECORD_BYTES_READ) + "]");
+                        + Math.min(segLen - pos, maxRecord) + "]");
             }
             if (pos + total > end) {
                 throw new CorruptRecordError("record of " + total + " bytes runs past the range end " + part.end

@@ -30,6 +30,8 @@ import org.apache.spark.broadcast.Broadcast;
  */
 public final class HadoopFiles extends StoreFiles {
     private static final long serialVersionUID = 1L;
+    /** 16x RocketMQ's default maxMessageSize (4 MiB): a longer record is refused, not allocated. */
+    static final int MAX_RECORD_BYTES = 64 << 20;
     /** Whole files (ConsumeQueues) kept per JVM, by bytes. */
     static final long MAX_CACHED_BYTES = 256L << 20;
     private static final Map<String, ByteBuffer> WHOLE = new LinkedHashMap<>(64, 0.75f, true);
@@ -50,6 +52,11 @@ public final class HadoopFiles extends StoreFiles {
     @Override
     public boolean mapped() {
         return false;
+    }
+
+    @Override
+    public int maxRecordBytes() {
+        return MAX_RECORD_BYTES;
     }
 
     @Override

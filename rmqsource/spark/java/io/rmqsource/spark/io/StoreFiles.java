@@ -92,6 +92,15 @@ public abstract class StoreFiles implements Serializable {
     /** The path on this machine's file system, or null when the file is elsewhere (lock checks). */
     public abstract java.nio.file.Path localPath(String path);
 
+    /**
+     * Most bytes one record may claim and still be read: a positioned read allocates what a record
+     * header (or a ConsumeQueue unit) claims, so a hostile one must not make it allocate up to a
+     * segment.  Mapped files allocate nothing and take any record the format allows.
+     */
+    public int maxRecordBytes() {
+        return io.rmqsource.spark.format.Record.MAX_RECORD_BYTES_READ;
+    }
+
     /** Bytes a CommitLog window reads at once (positioned reads; mapped files need none). */
     public int windowBytes() {
         return 8 << 20;
