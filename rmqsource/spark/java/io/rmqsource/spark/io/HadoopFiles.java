@@ -134,6 +134,45 @@ public final class HadoopFiles extends StoreFiles {
         return out;
     }
 
+    /** Object stores, whose recursive listing is one paged request for the whole tree (HDFS walks it). */
+    private static final java.util.Set<String> FLAT_LISTING_SCHEMES = java.util.Set.of("s3a", "s3", "s3n", "gs", "abfs",
+            "abfss", "wasb", "wasbs", "oss", "cosn");
+
+    @Override
+    public Map<String, List<Entry>> listTree(String dir) {
+        Path p = hadoopPath(dir);
+        if (!FLAT_LISTING_SCHEMES.contains(String.valueOf(p.toUri().getScheme()))) return null;
+        String base = p.toUri().getPath();
+        if (!base.endsWith("/")) base += "/";
+        Map<String, List<Entry>> out = new HashMap<>();
+        java.util.Set<String> dirsSeen = new java.util.HashSet<>();
+        try {
+            org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs(p).listFiles(p, true);
+            while (it.hasNext()) {
+                org.apache.hadoop.fs.LocatedFileStatus s = it.next();
+                String key = s.getPath().toUri().getPath();
+                if (!key.startsWith(base)) continue;
+                String[] parts = key.substring(base.length()).split("/");
+                String at = dir;
+                for (int i = 0; i < parts.length; i++) {      // each folder on the way is an entry of its parent
+                    boolean last = i == parts.length - 1;
+                    String child = child(at, parts[i]);
+                    if (last || dirsSeen.add(child)) {
+                        out.computeIfAbsent(at, k -> new ArrayList<>()).add(last
+                                ? new Entry(parts[i], s.getLen(), false, s.getModificationTime())
+                                : new Entry(parts[i], 0, true));
+                    }
+                    at = child;
+                }
+            }
+        } catch (FileNotFoundException e) {
+            return new HashMap<>();
+        } catch (IOException e) {
+            throw failure(dir, e);
+        }
+        return out;
+    }
+
     @Override
     public boolean isDirectory(String path) {
         FileStatus s = status(path);

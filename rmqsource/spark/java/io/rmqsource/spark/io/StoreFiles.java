@@ -56,6 +56,15 @@ public abstract class StoreFiles implements Serializable {
     /** The entries of {@code dir} (any order), or null when it is not a directory. */
     public abstract List<Entry> list(String dir);
 
+    /**
+     * Every directory under {@code dir} that holds files, with its entries (sub-directories
+     * included), from one recursive listing; null where that costs a request per directory anyway
+     * (local files, HDFS): then callers list each directory.
+     */
+    public java.util.Map<String, List<Entry>> listTree(String dir) {
+        return null;
+    }
+
     public abstract boolean isDirectory(String path);
 
     public abstract boolean isFile(String path);

@@ -22,9 +22,15 @@ public final class ConsumeQueueFiles extends QueueUnits {
 
     /** The queue's files under {@code directory}, read through {@code storeFiles} (each file read whole). */
     public ConsumeQueueFiles(StoreFiles storeFiles, String directory, String topic, int queueId) {
+        this(storeFiles, directory, storeFiles.list(directory), topic, queueId);
+    }
+
+    /** The same from the entries of {@code directory} already listed. */
+    public ConsumeQueueFiles(StoreFiles storeFiles, String directory, List<StoreFiles.Entry> entries, String topic,
+                             int queueId) {
         super(topic, queueId);
         this.directory = directory;
-        List<Segment> segs = Segments.listDirectory(storeFiles, directory);
+        List<Segment> segs = Segments.fromEntries(entries, directory, false);
         long size = segs.isEmpty() ? DEFAULT_FILE_SIZE : Segments.commonSize(segs, 0);
         if (size % ConsumeQueue.UNIT_SIZE != 0) {
             throw new CorruptRecordError("ConsumeQueue file size " + size + " is not a multiple of "

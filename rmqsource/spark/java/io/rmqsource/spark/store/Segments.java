@@ -72,8 +72,12 @@ public final class Segments {
     }
 
     public static List<Segment> listDirectory(StoreFiles files, String directory, boolean dledger) {
+        return fromEntries(files.list(directory), directory, dledger);
+    }
+
+    /** The same from entries of {@code directory} already listed (null: no such directory). */
+    public static List<Segment> fromEntries(List<StoreFiles.Entry> entries, String directory, boolean dledger) {
         List<Segment> out = new ArrayList<>();
-        List<StoreFiles.Entry> entries = files.list(directory);
         if (entries == null) return out;
         for (StoreFiles.Entry f : entries) {
             String name = f.name;
