@@ -233,11 +233,16 @@ public final class HadoopFiles extends StoreFiles {
 
     /** Up to {@code len} bytes at {@code pos} into {@code into}; how many were read (fewer at the end). */
     private int readInto(String path, long pos, byte[] into, int len) {
+        return readInto(path, pos, into, 0, len);
+    }
+
+    /** The same into {@code into} from index {@code at}. */
+    private int readInto(String path, long pos, byte[] into, int at, int len) {
         FSDataInputStream in = stream(path);
         int got = 0;
         try {
             while (got < len) {
-                int n = in.read(pos + got, into, got, len - got);
+                int n = in.read(pos + got, into, at + got, len - got);
                 if (n < 0) break;
                 got += n;
             }
@@ -272,14 +277,65 @@ public final class HadoopFiles extends StoreFiles {
             throw new CorruptRecordError("file is " + len + " bytes; files over 2 GiB are not read whole", path, 0);
         }
         String key = path + "\0" + len + "\0" + listedModified;
-        synchronized (WHOLE) {
-            ByteBuffer b = WHOLE.get(key);
-            if (b != null) return b;
-        }
+        ByteBuffer b = cached(key);
+        if (b != null) return b;
         forget(path);                   // an object replaced since it was opened is read from a new stream
-        ByteBuffer b = read(path, 0, (int) len);
+        b = read(path, 0, (int) len);
+        return keep(key, b, b.capacity() < len, listedModified);
+    }
+
+    /** First read of {@link #writtenUnits}: most queues of a store hold fewer units than this. */
+    static final int FIRST_UNITS_READ_BYTES = 64 << 10;
+
+    /** Kept per JVM as {@link #whole} buffers are, beside them. */
+    @Override
+    public ByteBuffer writtenUnits(String path, long listedLength, long listedModified, int unitBytes) {
+        long len = listedLength >= 0 ? listedLength : length(path);
+        if (len < 0) throw gone(path);
+        if (len > Integer.MAX_VALUE) {
+            throw new CorruptRecordError("file is " + len + " bytes; files over 2 GiB are not read whole", path, 0);
+        }
+        String key = path + "\0" + len + "\0" + listedModified + "\0written";
+        ByteBuffer cachedPart = cached(key);
+        if (cachedPart != null) return cachedPart;
+        forget(path);
+        byte[] out = new byte[(int) Math.min(len, FIRST_UNITS_READ_BYTES)];
+        int have = 0;
+        long next = FIRST_UNITS_READ_BYTES;
+        boolean cut = false;
+        while (have < len) {
+            int n = (int) Math.min(next, len - have);
+            if (out.length < have + n) out = java.util.Arrays.copyOf(out, have + n);
+            int got = readInto(path, have, out, have, n);
+            have += got;
+            if (got < n) {
+                cut = true;                 // cut short since listed
+                break;
+            }
+            if (unwrittenUnitEnds(out, have, unitBytes)) break;
+            next *= 4;
+        }
+        return keep(key, ByteBuffer.wrap(out, 0, have).slice(), cut, listedModified);
+    }
+
+    /** Whether the last whole unit of {@code b}'s first {@code have} bytes is all zeros. */
+    private static boolean unwrittenUnitEnds(byte[] b, int have, int unitBytes) {
+        int start = (have / unitBytes - 1) * unitBytes;
+        if (start < 0) return false;
+        for (int i = start; i < start + unitBytes; i++) if (b[i] != 0) return false;
+        return true;
+    }
+
+    private static ByteBuffer cached(String key) {
+        synchronized (WHOLE) {
+            return WHOLE.get(key);
+        }
+    }
+
+    /** {@code b}, kept under {@code key} unless cut short since listed or maybe still written. */
+    private static ByteBuffer keep(String key, ByteBuffer b, boolean cut, long listedModified) {
         boolean writing = listedModified != 0 && !settled(listedModified, System.currentTimeMillis());
-        if (b.capacity() < len || writing) return b;        // cut short since listed, or maybe still written: not kept
+        if (cut || writing) return b;
         synchronized (WHOLE) {
             if (WHOLE.put(key, b) == null) cachedBytes += b.capacity();
             var it = WHOLE.entrySet().iterator();

@@ -90,6 +90,17 @@ public abstract class StoreFiles implements Serializable {
     }
 
     /**
+     * The written part of a file of fixed-size units that are written front to back into a file
+     * created full of zeros (ConsumeQueue files): off a remote file system, the file's start up to
+     * the end of the first read whose last unit is all zeros (reads growing 4x), or the whole file;
+     * mapped, the whole file.  Units past the buffer are unwritten: a broker's recovery too stops at
+     * the first unit never written.
+     */
+    public ByteBuffer writtenUnits(String path, long listedLength, long listedModified, int unitBytes) {
+        return whole(path, listedLength, listedModified);
+    }
+
+    /**
      * A new buffer of the {@code len} bytes at {@code pos}, fewer when the file ends first (one
      * positioned read).  Buffers are never reused: columns of a batch may point into them.
      */

@@ -20,7 +20,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
         this(StoreFiles.LOCAL, directory, topic, queueId);
     }
 
-    /** The queue's files under {@code directory}, read through {@code storeFiles} (each file read whole). */
+    /** The queue's files under {@code directory}, read through {@code storeFiles} (each file's written units). */
     public ConsumeQueueFiles(StoreFiles storeFiles, String directory, String topic, int queueId) {
         this(storeFiles, directory, storeFiles.list(directory), topic, queueId);
     }
@@ -96,7 +96,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
         // Backwards over at most the last three files, as recovery does.
         for (int i = segs.size() - 1; i >= Math.max(0, segs.size() - 3); i--) {
             Segment seg = segs.get(i);
-            ByteBuffer b = files.map(seg);
+            ByteBuffer b = files.mapWrittenUnits(seg, ConsumeQueue.UNIT_SIZE);
             int n = validPrefixUnits(b);
             if (n > 0) {
                 int p = (n - 1) * ConsumeQueue.UNIT_SIZE;
@@ -150,7 +150,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
             long byteOffset = offset * ConsumeQueue.UNIT_SIZE;
             Segment seg = files.find(byteOffset);
             if (seg == null) break;
-            ByteBuffer b = files.map(seg);
+            ByteBuffer b = files.mapWrittenUnits(seg, ConsumeQueue.UNIT_SIZE);
             long pos = byteOffset - seg.startOffset;
             long inFile = Math.min(e - offset, (fileSize - pos) / ConsumeQueue.UNIT_SIZE);
             if (inFile <= 0) break;

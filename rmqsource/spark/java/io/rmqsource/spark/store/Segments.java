@@ -150,6 +150,20 @@ public final class Segments {
         return b;
     }
 
+    /**
+     * The written part of a file of {@code unitBytes} units ({@link StoreFiles#writtenUnits}: the whole
+     * map, or off a remote file system its start up to the first unwritten unit), kept as {@link #map} is.
+     */
+    public ByteBuffer mapWrittenUnits(Segment seg, int unitBytes) {
+        MappedFaults.mapped(seg.path);
+        ByteBuffer b = maps.get(seg.path);
+        if (b == null) {
+            b = files.writtenUnits(seg.path, seg.sizeBytes, seg.modified, unitBytes);
+            maps.put(seg.path, b);
+        }
+        return b;
+    }
+
     /** The whole file as one window ({@link #map}: mapped, or one read off a remote file system). */
     public Window whole(Segment seg) {
         ByteBuffer b = map(seg);
