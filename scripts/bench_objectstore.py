@@ -12,7 +12,8 @@
    * msgId = x, planning included (load + where + collect)
    and prints the ratio Parquet time / rmq time (> 1: rmq is faster).
 3. Beside each query, the GET requests and bytes the server sent (its request log: every request the
-   connector made, whatever its statistics call them), per run, for rmq and for Parquet, against the
+   connector made, whatever its statistics call them), in the last run and in the first (which also
+   fetches the ConsumeQueue files an executor then keeps), for rmq and for Parquet, against the
    bytes the query needs: the store's valid CommitLog bytes (full scan); the ConsumeQueue bytes plus
    the matching records (tag query).
 
@@ -111,6 +112,7 @@ def run(spark, server: S3Server, store: Path, parquet: Path, rmq_uri: str, parqu
     def compare(title: str, query) -> dict:
         times = {k: [] for k in sources}
         traffic = {}
+        first = {}
         answers = {}
         for _ in range(args.repeat):
             for k, load in sources.items():
@@ -119,14 +121,17 @@ def run(spark, server: S3Server, store: Path, parquet: Path, rmq_uri: str, parqu
                 answers[k] = query(load)
                 times[k].append(time.perf_counter() - t)
                 traffic[k] = server.log.since(snap)      # one run's requests (the last)
+                first.setdefault(k, traffic[k])
         assert answers["rmq"] == answers["parquet"], f"{title}: answers differ: {answers}"
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{title:<34}" + "".join(f"  {k} {med[k] * 1000:8.0f} ms" for k in sources)
               + f"   parquet/rmq {med['parquet'] / med['rmq']:5.2f}x")
         for k in sources:
             reqs, sent = traffic[k]
+            cold_reqs, cold_sent = first[k]
             print(f"    {k:<8} GET {reqs.get('GET', 0):5d} ({sent.get('GET', 0) / 2**20:9.1f} MiB)   "
-                  f"LIST {reqs.get('LIST', 0):3d}   HEAD {reqs.get('HEAD', 0):4d}")
+                  f"LIST {reqs.get('LIST', 0):3d}   HEAD {reqs.get('HEAD', 0):4d}   first run: GET "
+                  f"{cold_reqs.get('GET', 0)} ({cold_sent.get('GET', 0) / 2**20:.1f} MiB)")
         return {"times": med, "traffic": traffic, "answer": answers["rmq"]}
 
     print(f"\n{n:,} messages on {server.endpoint} (moto, this process), local[2]; medians of {args.repeat} "

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -69,12 +70,15 @@ class RequestLog:
         self._lock = threading.Lock()
         self.requests: dict[str, int] = {}
         self.bytes: dict[str, int] = {}
+        # (kind, object key, Range header, bytes sent, seconds) per request while set to a list
+        self.trace: list[tuple[str, str, str, int, float]] | None = None
 
     def __call__(self, environ, start_response):
         method = environ.get("REQUEST_METHOD", "")
         path = environ.get("PATH_INFO", "").strip("/")
         kind = "LIST" if method == "GET" and "/" not in path else method
         sent = 0
+        began = time.perf_counter()
         try:
             for chunk in self.app(environ, start_response):
                 sent += len(chunk)
@@ -83,6 +87,8 @@ class RequestLog:
             with self._lock:
                 self.requests[kind] = self.requests.get(kind, 0) + 1
                 self.bytes[kind] = self.bytes.get(kind, 0) + sent
+                if self.trace is not None:
+                    self.trace.append((kind, path, environ.get("HTTP_RANGE", ""), sent, time.perf_counter() - began))
 
     def snapshot(self) -> tuple[dict[str, int], dict[str, int]]:
         with self._lock:

@@ -12,6 +12,8 @@ writer, and one following a sync job that replaces files with longer ones.
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -253,3 +255,46 @@ def test_a_stream_follows_files_replaced_by_longer_ones(spark, tmp_path):
     assert len(keys) == len(set(keys)) == 420
     assert sorted(keys) == sorted((i % 4, i // 4) for i in range(420))
     assert sorted(bytes(r[2]) for r in rows) == sorted(str(i).encode().ljust(200, b".") for i in range(420))
+
+
+# --------------------------------------------------------------------------- remote read shape
+
+@pytest.mark.parametrize("window", [64 * 1024, 8 << 20], ids=["64KiB-windows", "8MiB-windows"])
+def test_tag_reads_over_every_queue_pick_the_mapped_readers_rows(spark, window):
+    """A tag filter over every queue is read in CommitLog order, records merged within the gap rule or
+    read by whole windows where dense (each tag of the golden stores, rare and common): the rows are
+    the mapped reader's."""
+    from test_spark_batch import CORPORA, rmq
+    spark.conf.set(WINDOW, str(window))
+    for corpus in CORPORA:
+        tags = [r.tags for r in rmq(spark, corpus).where("tags IS NOT NULL").groupBy("tags").count()
+                .orderBy("count").collect()]
+        assert tags, corpus
+        for chosen in {tags[0], tags[len(tags) // 2], tags[-1]}:
+            cols = ["topic", "queueId", "queueOffset", "commitLogOffset", "body", "tags"]
+            positioned = sorted(tuple(r) for r in rmq(spark, corpus).where(f"tags = '{chosen}'").select(*cols).collect())
+            spark.conf.unset(MODE)
+            try:
+                mapped = sorted(tuple(r) for r in rmq(spark, corpus).where(f"tags = '{chosen}'").select(*cols).collect())
+            finally:
+                spark.conf.set(MODE, "positioned")
+            assert positioned == mapped and mapped, (corpus.name, chosen)
+
+
+def test_a_record_claiming_more_than_64_MiB_is_refused_before_it_is_read(spark, tmp_path):
+    """A hostile header inside the valid CommitLog claims 70 MiB: the positioned reader fails with a
+    CorruptRecordError naming file and offset instead of allocating what it claims."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import bench_spark_read
+    store = tmp_path / "store"
+    bench_spark_read.generate(store, 170_000)            # ~72 MiB of records in one 1 GiB (sparse) segment
+    read = lambda: spark.read.format("rmq").load(str(store))  # noqa: E731
+    phy, msg_id = read().where("topic = 'BenchA' AND queueId = 0 AND queueOffset = 0") \
+        .select("commitLogOffset", "msgId").collect()[0]
+    segment = store / "commitlog" / f"{0:020d}"
+    with open(segment, "r+b") as f:
+        f.seek(phy)
+        f.write((70 << 20).to_bytes(4, "big"))
+    text = _error_text(lambda: read().where(f"msgId = '{msg_id}'").select("body").collect())
+    assert f"{segment}, offset {phy}" in text
+    assert "record of 73400320 bytes claimed" in text and "more than the 67108864 bytes" in text

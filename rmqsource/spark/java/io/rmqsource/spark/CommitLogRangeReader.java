@@ -9,13 +9,12 @@ import io.rmqsource.spark.format.Record;
 import io.rmqsource.spark.format.TagsCode;
 import io.rmqsource.spark.store.Segment;
 import io.rmqsource.spark.store.Segments;
-import java.nio.ByteBuffer;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * Whole-store reads: the records of a CommitLog byte range [start, end) of one segment, walked
  * header by header through the mapped file (twin of _read_commitlog_range in batch.py, same stops
- * and errors).  The range starts at a record boundary; the first record must say so in its own
+ * and errors); a DLedger data file entry by entry, through the same windows.  The range starts at a record boundary; the first record must say so in its own
  * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).  Off a
  * mapped file the range is read in large windows (a record straddling a window's end is read again
  * from its start by the next), never a request per record.
@@ -48,17 +47,13 @@ final class CommitLogRangeReader extends RecordBatchReader {
         segLen = segments.lengthOf(seg);
         pos = part.start - segStart;
         end = part.end - segStart;
-        if (seg.dledger) {
-            w = segments.whole(seg);        // DLedger data files are read whole
-        } else {
-            w = segments.readWindow(seg, pos, Math.max(Math.min(8, end - pos),
-                    Math.min(segments.files.windowBytes(), end - pos)));
-            readAhead();
-        }
-        tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
-        entry = seg.dledger ? new DLedgerFormat.Header() : null;
         // A range of a DLedger file starts at a record (its entry header is 48 bytes before) or at the file start.
         if (seg.dledger && pos >= DLedgerFormat.ENTRY_HEADER_BYTES) pos -= DLedgerFormat.ENTRY_HEADER_BYTES;
+        w = segments.readWindow(seg, pos, Math.max(Math.min(8, end - pos),
+                Math.min(segments.files.windowBytes(), end - pos)));
+        readAhead();
+        tagsCodeNeeded = spec.tagHashes != null || columns.has(RecordColumns.TAGS_CODE);
+        entry = seg.dledger ? new DLedgerFormat.Header() : null;
     }
 
     /**
@@ -114,9 +109,10 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw noRecord(total == 0 && magic == 0 ? "zero bytes"
                         : String.format("unknown magic code 0x%08X", magic));
             }
-            if (total < Record.MIN_RECORD_BYTES || pos + total > segLen || total > Record.MAX_RECORD_BYTES_READ) {
+            int maxRecord = segments.files.maxRecordBytes();
+            if (total < Record.MIN_RECORD_BYTES || pos + total > segLen || total > maxRecord) {
                 throw noRecord("totalSize " + total + " outside [" + Record.MIN_RECORD_BYTES + ", "
-                        + Math.min(segLen - pos, Record.MAX_RECORD_BYTES_READ) + "]");
+                        + Math.min(segLen - pos, maxRecord) + "]");
             }
             if (pos + total > end) {
                 throw new CorruptRecordError("record of " + total + " bytes runs past the range end " + part.end
@@ -148,11 +144,11 @@ final class CommitLogRangeReader extends RecordBatchReader {
      * every entry must hold (the end was found by the same header walk); a blank ends the file.
      */
     private boolean fillDLedger() {
-        ByteBuffer b = w.buf;           // the whole file: positions are file positions
-        long limit = Math.min(segLen, b.capacity());
         while (pos + DLedgerFormat.ENTRY_HEADER_BYTES < end) {     // the next record starts inside the range
             if (columns.full()) return true;
-            DLedgerFormat.decodeEntry(b, pos, limit, entry);
+            holdAtLeast(DLedgerFormat.ENTRY_HEADER_BYTES);
+            long limit = Math.min(segLen, w.fileLength);            // file positions the file has
+            DLedgerFormat.decodeEntry(w.buf, w.at(pos), Math.min(w.buf.capacity(), w.at(limit)), entry);
             if (entry.kind == DLedgerFormat.BLANK) break;
             if (entry.kind == DLedgerFormat.END) {
                 throw new CorruptRecordError("the DLedger data ends at CommitLog offset " + (segStart + pos)
@@ -170,9 +166,12 @@ final class CommitLogRangeReader extends RecordBatchReader {
                 throw new CorruptRecordError("the file ends inside the DLedger entry of " + entry.size
                         + " bytes that starts here", seg.path, pos);
             }
+            if (entry.bodyLen > segments.files.maxRecordBytes()) throw Segments.tooLong(seg, pos, entry.bodyLen, segments.files);
+            holdAtLeast(entry.size);
             chain.follow(entry);
             long rec = pos + DLedgerFormat.ENTRY_HEADER_BYTES;
-            decode(b, (int) rec, entry.bodyLen, entry.bodyLen, seg.path);     // the record fills its entry exactly
+            base = w.base;
+            decode(w.buf, w.at(rec), entry.bodyLen, entry.bodyLen, seg.path);     // the record fills its entry exactly
             if (record.phyOffset != segStart + rec) {
                 throw new CorruptRecordError("record PHYSICALOFFSET " + record.phyOffset + " is not its offset "
                         + (segStart + rec), seg.path, rec);

@@ -40,8 +40,7 @@ final class LookupReader extends RecordBatchReader {
         if (seg == null || phy - seg.startOffset + 8 > seg.sizeBytes) return;
         long pos = phy - seg.startOffset;
         // Off a mapped file: one small read, and a second one only for a record longer than it.
-        Segments.Window w = segments.files.mapped() ? segments.window(seg, pos, 8)
-                : segments.readWindow(seg, pos, LOOKUP_READ_BYTES);
+        Segments.Window w = segments.look(seg, pos, 8, LOOKUP_READ_BYTES);
         if (pos + 8 > w.fileLength) return;
         int total = w.buf.getInt(w.at(pos));
         int magic = w.buf.getInt(w.at(pos) + 4);
@@ -52,6 +51,7 @@ final class LookupReader extends RecordBatchReader {
             throw new CorruptRecordError("file ends before the record at CommitLog offset " + (phy + got), seg.path,
                     pos + got);
         }
+        if (total > segments.files.maxRecordBytes()) throw Segments.tooLong(seg, pos, total, segments.files);
         if (!w.covers(pos, total)) w = segments.readWindow(seg, pos, total);
         ByteBuffer b = w.buf;
         base = w.base;

@@ -343,6 +343,12 @@ final class RmqPlanner {
     }
 
     private List<RmqInputPartition> planQueues(List<List<QueueKey>> selected) {
+        List<Piece> pieces = queuePieces(selected);
+        boolean remote = !readers.isEmpty();
+        for (StoreReader r : readers) remote &= !r.commitLog.segments.files.mapped();
+        if (remote && queueCount(pieces) > 1) {
+            return planQueuesByCommitLogSpan(pieces);
+        }
         Function<Piece, Long> size = p -> p.range.size();
         Function<Piece, Object[]> split = p -> {
             long m = (p.range.start + p.range.end) / 2;
@@ -350,9 +356,64 @@ final class RmqPlanner {
             return new Object[] {new Piece(p.ref, new QueueRange(r.topic, r.queueId, r.start, m)),
                 new Piece(p.ref, new QueueRange(r.topic, r.queueId, m, r.end))};
         };
-        List<Piece> ranges = ensureMinPartitions(queuePieces(selected), opts.minPartitions, 1, size, split);
+        List<Piece> ranges = ensureMinPartitions(pieces, opts.minPartitions, 1, size, split);
         ranges = ensureMinPartitions(ranges, defaultParallelism, MIN_SPLIT_RECORDS, size, split);
         return packQueueRanges(ranges);
+    }
+
+    private static int queueCount(List<Piece> pieces) {
+        Set<String> queues = new HashSet<>();
+        for (Piece p : pieces) queues.add(p.ref.index + "\0" + p.range.topic + "\0" + p.range.queueId);
+        return queues.size();
+    }
+
+    /**
+     * Several queues off a remote file system: each task takes every queue's units whose records lie
+     * in one span of the CommitLog, and reads them in CommitLog order (ConsumeQueueRangeReader), so
+     * each CommitLog byte is fetched by one task at most.  A task per queue would walk the whole
+     * CommitLog for each queue: the records of one queue are spread over all of it.  Spans are cut
+     * as a whole-store read cuts them (bytes per partition), more when minPartitions or
+     * maxRecordsPerPartition ask; the first span takes units below the CommitLog (deleted) and the
+     * last units past it, so every unit is in exactly one task.
+     */
+    private List<RmqInputPartition> planQueuesByCommitLogSpan(List<Piece> pieces) {
+        List<RmqInputPartition> out = new ArrayList<>();
+        for (int si = 0; si < readers.size(); si++) {
+            StoreRef ref = refs.get(si);
+            StoreReader reader = readers.get(si);
+            List<QueueRange> ranges = new ArrayList<>();
+            long units = 0;
+            for (Piece p : pieces) {
+                if (p.ref != ref || p.range.size() == 0) continue;
+                ranges.add(p.range);
+                units += p.range.size();
+            }
+            if (ranges.isEmpty()) continue;
+            long lo = ref.commitLogMin;
+            long bytes = Math.max(1, ref.commitLogMax - lo);
+            long spans = Math.max((bytes + opts.commitLogBytesPerPartition(bytes, defaultParallelism) - 1)
+                    / opts.commitLogBytesPerPartition(bytes, defaultParallelism), opts.minPartitions);
+            spans = Math.max(spans, (units + opts.maxRecordsPerPartition - 1) / opts.maxRecordsPerPartition);
+            spans = Math.max(1, Math.min(spans, bytes));
+            long[] from = new long[ranges.size()];
+            for (int k = 0; k < from.length; k++) from[k] = ranges.get(k).start;
+            for (long j = 1; j <= spans; j++) {
+                List<QueueRange> task = new ArrayList<>();
+                for (int k = 0; k < from.length; k++) {
+                    QueueRange r = ranges.get(k);
+                    long to = r.end;
+                    if (j < spans) {
+                        long cut = lo + (long) ((double) bytes * j / spans);
+                        to = Math.max(from[k], firstIndexWithPhyAtLeast(reader.consumeQueue(r.topic, r.queueId),
+                                from[k], r.end, cut));
+                    }
+                    if (to > from[k]) task.add(new QueueRange(r.topic, r.queueId, from[k], to));
+                    from[k] = to;
+                }
+                if (!task.isEmpty()) out.add(new QueueRanges(ref, task));
+            }
+        }
+        return out;
     }
 
     /**

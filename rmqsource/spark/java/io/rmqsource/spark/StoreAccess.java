@@ -24,9 +24,9 @@ import org.apache.spark.sql.SparkSession;
 final class StoreAccess {
     /** {@code auto} (default: local paths mapped, other schemes positioned) or {@code positioned}. */
     static final String MODE_CONF = "spark.rmq.io.mode";
-    /** Bytes of one CommitLog read of the positioned reader (default 8 MiB). */
+    /** Bytes of one CommitLog read of the positioned reader (default 16 MiB). */
     static final String WINDOW_CONF = "spark.rmq.io.windowBytes";
-    static final int DEFAULT_WINDOW_BYTES = 8 << 20;
+    static final int DEFAULT_WINDOW_BYTES = 16 << 20;
     static final int MIN_WINDOW_BYTES = 4096;
 
     private StoreAccess() {

@@ -30,6 +30,8 @@ import org.apache.spark.broadcast.Broadcast;
  */
 public final class HadoopFiles extends StoreFiles {
     private static final long serialVersionUID = 1L;
+    /** 16x RocketMQ's default maxMessageSize (4 MiB): a longer record is refused, not allocated. */
+    static final int MAX_RECORD_BYTES = 64 << 20;
     /** Whole files (ConsumeQueues) kept per JVM, by bytes. */
     static final long MAX_CACHED_BYTES = 256L << 20;
     private static final Map<String, ByteBuffer> WHOLE = new LinkedHashMap<>(64, 0.75f, true);
@@ -50,6 +52,11 @@ public final class HadoopFiles extends StoreFiles {
     @Override
     public boolean mapped() {
         return false;
+    }
+
+    @Override
+    public int maxRecordBytes() {
+        return MAX_RECORD_BYTES;
     }
 
     @Override
@@ -127,6 +134,45 @@ public final class HadoopFiles extends StoreFiles {
         return out;
     }
 
+    /** Object stores, whose recursive listing is one paged request for the whole tree (HDFS walks it). */
+    private static final java.util.Set<String> FLAT_LISTING_SCHEMES = java.util.Set.of("s3a", "s3", "s3n", "gs", "abfs",
+            "abfss", "wasb", "wasbs", "oss", "cosn");
+
+    @Override
+    public Map<String, List<Entry>> listTree(String dir) {
+        Path p = hadoopPath(dir);
+        if (!FLAT_LISTING_SCHEMES.contains(String.valueOf(p.toUri().getScheme()))) return null;
+        String base = p.toUri().getPath();
+        if (!base.endsWith("/")) base += "/";
+        Map<String, List<Entry>> out = new HashMap<>();
+        java.util.Set<String> dirsSeen = new java.util.HashSet<>();
+        try {
+            org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs(p).listFiles(p, true);
+            while (it.hasNext()) {
+                org.apache.hadoop.fs.LocatedFileStatus s = it.next();
+                String key = s.getPath().toUri().getPath();
+                if (!key.startsWith(base)) continue;
+                String[] parts = key.substring(base.length()).split("/");
+                String at = dir;
+                for (int i = 0; i < parts.length; i++) {      // each folder on the way is an entry of its parent
+                    boolean last = i == parts.length - 1;
+                    String child = child(at, parts[i]);
+                    if (last || dirsSeen.add(child)) {
+                        out.computeIfAbsent(at, k -> new ArrayList<>()).add(last
+                                ? new Entry(parts[i], s.getLen(), false, s.getModificationTime())
+                                : new Entry(parts[i], 0, true));
+                    }
+                    at = child;
+                }
+            }
+        } catch (FileNotFoundException e) {
+            return new HashMap<>();
+        } catch (IOException e) {
+            throw failure(dir, e);
+        }
+        return out;
+    }
+
     @Override
     public boolean isDirectory(String path) {
         FileStatus s = status(path);
@@ -187,11 +233,16 @@ public final class HadoopFiles extends StoreFiles {
 
     /** Up to {@code len} bytes at {@code pos} into {@code into}; how many were read (fewer at the end). */
     private int readInto(String path, long pos, byte[] into, int len) {
+        return readInto(path, pos, into, 0, len);
+    }
+
+    /** The same into {@code into} from index {@code at}. */
+    private int readInto(String path, long pos, byte[] into, int at, int len) {
         FSDataInputStream in = stream(path);
         int got = 0;
         try {
             while (got < len) {
-                int n = in.read(pos + got, into, got, len - got);
+                int n = in.read(pos + got, into, at + got, len - got);
                 if (n < 0) break;
                 got += n;
             }
@@ -226,14 +277,65 @@ public final class HadoopFiles extends StoreFiles {
             throw new CorruptRecordError("file is " + len + " bytes; files over 2 GiB are not read whole", path, 0);
         }
         String key = path + "\0" + len + "\0" + listedModified;
-        synchronized (WHOLE) {
-            ByteBuffer b = WHOLE.get(key);
-            if (b != null) return b;
-        }
+        ByteBuffer b = cached(key);
+        if (b != null) return b;
         forget(path);                   // an object replaced since it was opened is read from a new stream
-        ByteBuffer b = read(path, 0, (int) len);
+        b = read(path, 0, (int) len);
+        return keep(key, b, b.capacity() < len, listedModified);
+    }
+
+    /** First read of {@link #writtenUnits}: most queues of a store hold fewer units than this. */
+    static final int FIRST_UNITS_READ_BYTES = 64 << 10;
+
+    /** Kept per JVM as {@link #whole} buffers are, beside them. */
+    @Override
+    public ByteBuffer writtenUnits(String path, long listedLength, long listedModified, int unitBytes) {
+        long len = listedLength >= 0 ? listedLength : length(path);
+        if (len < 0) throw gone(path);
+        if (len > Integer.MAX_VALUE) {
+            throw new CorruptRecordError("file is " + len + " bytes; files over 2 GiB are not read whole", path, 0);
+        }
+        String key = path + "\0" + len + "\0" + listedModified + "\0written";
+        ByteBuffer cachedPart = cached(key);
+        if (cachedPart != null) return cachedPart;
+        forget(path);
+        byte[] out = new byte[(int) Math.min(len, FIRST_UNITS_READ_BYTES)];
+        int have = 0;
+        long next = FIRST_UNITS_READ_BYTES;
+        boolean cut = false;
+        while (have < len) {
+            int n = (int) Math.min(next, len - have);
+            if (out.length < have + n) out = java.util.Arrays.copyOf(out, have + n);
+            int got = readInto(path, have, out, have, n);
+            have += got;
+            if (got < n) {
+                cut = true;                 // cut short since listed
+                break;
+            }
+            if (unwrittenUnitEnds(out, have, unitBytes)) break;
+            next *= 4;
+        }
+        return keep(key, ByteBuffer.wrap(out, 0, have).slice(), cut, listedModified);
+    }
+
+    /** Whether the last whole unit of {@code b}'s first {@code have} bytes is all zeros. */
+    private static boolean unwrittenUnitEnds(byte[] b, int have, int unitBytes) {
+        int start = (have / unitBytes - 1) * unitBytes;
+        if (start < 0) return false;
+        for (int i = start; i < start + unitBytes; i++) if (b[i] != 0) return false;
+        return true;
+    }
+
+    private static ByteBuffer cached(String key) {
+        synchronized (WHOLE) {
+            return WHOLE.get(key);
+        }
+    }
+
+    /** {@code b}, kept under {@code key} unless cut short since listed or maybe still written. */
+    private static ByteBuffer keep(String key, ByteBuffer b, boolean cut, long listedModified) {
         boolean writing = listedModified != 0 && !settled(listedModified, System.currentTimeMillis());
-        if (b.capacity() < len || writing) return b;        // cut short since listed, or maybe still written: not kept
+        if (cut || writing) return b;
         synchronized (WHOLE) {
             if (WHOLE.put(key, b) == null) cachedBytes += b.capacity();
             var it = WHOLE.entrySet().iterator();

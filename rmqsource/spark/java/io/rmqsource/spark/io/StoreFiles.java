@@ -56,6 +56,15 @@ public abstract class StoreFiles implements Serializable {
     /** The entries of {@code dir} (any order), or null when it is not a directory. */
     public abstract List<Entry> list(String dir);
 
+    /**
+     * Every directory under {@code dir} that holds files, with its entries (sub-directories
+     * included), from one recursive listing; null where that costs a request per directory anyway
+     * (local files, HDFS): then callers list each directory.
+     */
+    public java.util.Map<String, List<Entry>> listTree(String dir) {
+        return null;
+    }
+
     public abstract boolean isDirectory(String path);
 
     public abstract boolean isFile(String path);
@@ -81,6 +90,17 @@ public abstract class StoreFiles implements Serializable {
     }
 
     /**
+     * The written part of a file of fixed-size units that are written front to back into a file
+     * created full of zeros (ConsumeQueue files): off a remote file system, the file's start up to
+     * the end of the first read whose last unit is all zeros (reads growing 4x), or the whole file;
+     * mapped, the whole file.  Units past the buffer are unwritten: a broker's recovery too stops at
+     * the first unit never written.
+     */
+    public ByteBuffer writtenUnits(String path, long listedLength, long listedModified, int unitBytes) {
+        return whole(path, listedLength, listedModified);
+    }
+
+    /**
      * A new buffer of the {@code len} bytes at {@code pos}, fewer when the file ends first (one
      * positioned read).  Buffers are never reused: columns of a batch may point into them.
      */
@@ -91,6 +111,15 @@ public abstract class StoreFiles implements Serializable {
 
     /** The path on this machine's file system, or null when the file is elsewhere (lock checks). */
     public abstract java.nio.file.Path localPath(String path);
+
+    /**
+     * Most bytes one record may claim and still be read: a positioned read allocates what a record
+     * header (or a ConsumeQueue unit) claims, so a hostile one must not make it allocate up to a
+     * segment.  Mapped files allocate nothing and take any record the format allows.
+     */
+    public int maxRecordBytes() {
+        return io.rmqsource.spark.format.Record.MAX_RECORD_BYTES_READ;
+    }
 
     /** Bytes a CommitLog window reads at once (positioned reads; mapped files need none). */
     public int windowBytes() {

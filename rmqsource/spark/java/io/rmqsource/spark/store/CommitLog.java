@@ -86,6 +86,9 @@ public final class CommitLog {
         long pos = start - seg.startOffset;
         Record.Check c = lastStep != null ? lastStep : new Record.Check();
         DLedgerLog.Walk entries = isDLedger() ? new DLedgerLog.Walk(segments, checkCrc) : null;
+        // Off a remote file system the walk's reads start small and grow: a walk from the last unit to
+        // the valid end crosses a few records, a recovery walk whole segments.
+        long[] readBytes = {WALK_FIRST_READ_BYTES};
         while (idx >= 0 && idx < segments.list.size()) {
             seg = segments.list.get(idx);
             if (seg.dledger) {
@@ -97,14 +100,14 @@ public final class CommitLog {
                 pos = 0;
                 continue;
             }
-            Segments.Window w = segments.window(seg, pos, 8);
+            Segments.Window w = walkWindow(seg, pos, 8, readBytes);
             long limit = Math.min(segments.lengthOf(seg), w.fileLength);
             while (true) {
                 if (pos + 8 > limit) {
                     c.kind = Record.END;
                     return seg.startOffset + pos;
                 }
-                w = wholeRecord(seg, w, pos, limit);
+                w = wholeRecord(seg, w, pos, limit, readBytes);
                 Record.check(w.buf, w.at(pos), limit - w.base, checkCrc, c);
                 if (c.kind == Record.MESSAGE) {
                     if (!visitor.visit(Record.MESSAGE, seg, w.buf, w.at(pos), seg.startOffset + pos, c.size)) {
@@ -133,12 +136,24 @@ public final class CommitLog {
      * A window of {@code seg} holding the entry at {@code pos} whole (its header's totalSize, up to
      * {@code limit}), so the checks of a record see all of it; a mapped file's window holds everything.
      */
-    private Segments.Window wholeRecord(Segment seg, Segments.Window w, long pos, long limit) {
-        if (!w.covers(pos, 8)) w = segments.window(seg, pos, 8);
+    private Segments.Window wholeRecord(Segment seg, Segments.Window w, long pos, long limit, long[] readBytes) {
+        if (!w.covers(pos, 8)) w = walkWindow(seg, pos, 8, readBytes);
         int total = w.buf.getInt(w.at(pos));
-        if (total > 8 && total <= limit - pos && total <= Record.MAX_RECORD_BYTES_READ && !w.covers(pos, total)) {
-            w = segments.window(seg, pos, total);
+        if (total > segments.files.maxRecordBytes() && total <= limit - pos && total <= Record.MAX_RECORD_BYTES_READ) {
+            throw Segments.tooLong(seg, pos, total, segments.files);
         }
+        if (total > 8 && total <= limit - pos && total <= Record.MAX_RECORD_BYTES_READ && !w.covers(pos, total)) {
+            w = walkWindow(seg, pos, total, readBytes);
+        }
+        return w;
+    }
+
+    /** First read of a walk off a remote file system; each further read is 4x the last, up to a window. */
+    static final long WALK_FIRST_READ_BYTES = 64 << 10;
+
+    private Segments.Window walkWindow(Segment seg, long pos, long need, long[] readBytes) {
+        Segments.Window w = segments.look(seg, pos, need, readBytes[0]);
+        readBytes[0] = Math.min(readBytes[0] * 4, Math.max(readBytes[0], segments.files.windowBytes()));
         return w;
     }
 
@@ -176,9 +191,8 @@ public final class CommitLog {
         Segment seg = segments.find(phy);
         if (seg == null) return null;
         long pos = phy - seg.startOffset;
-        // One small read off a remote file system: a record's header and properties are within 4 KiB
-        // more often than not; a longer record is read again whole.
-        Segments.Window w = segments.files.mapped() ? segments.window(seg, pos, 8) : segments.readWindow(seg, pos, 4096);
+        // One small read off a remote file system; a longer record is read again whole.
+        Segments.Window w = segments.look(seg, pos, 8, Segments.LOOK_BYTES);
         long remaining = segments.lengthOf(seg) - pos;
         long inFile = w.fileLength - pos;
         Record.Check c = new Record.Check();
@@ -187,7 +201,7 @@ public final class CommitLog {
             return c;
         }
         int total = w.buf.getInt(w.at(pos));
-        long readable = 8 <= total && total <= Math.min(remaining, Record.MAX_RECORD_BYTES_READ) ? total : 8;
+        long readable = 8 <= total && total <= Math.min(remaining, segments.files.maxRecordBytes()) ? total : 8;
         if (!w.covers(pos, Math.min(readable, inFile))) w = segments.readWindow(seg, pos, Math.min(readable, inFile));
         Record.check(w.buf, w.at(pos), pos + Math.min(readable, inFile) - w.base, false, c);
         return c;

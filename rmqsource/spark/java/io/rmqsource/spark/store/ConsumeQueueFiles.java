@@ -20,11 +20,17 @@ public final class ConsumeQueueFiles extends QueueUnits {
         this(StoreFiles.LOCAL, directory, topic, queueId);
     }
 
-    /** The queue's files under {@code directory}, read through {@code storeFiles} (each file read whole). */
+    /** The queue's files under {@code directory}, read through {@code storeFiles} (each file's written units). */
     public ConsumeQueueFiles(StoreFiles storeFiles, String directory, String topic, int queueId) {
+        this(storeFiles, directory, storeFiles.list(directory), topic, queueId);
+    }
+
+    /** The same from the entries of {@code directory} already listed. */
+    public ConsumeQueueFiles(StoreFiles storeFiles, String directory, List<StoreFiles.Entry> entries, String topic,
+                             int queueId) {
         super(topic, queueId);
         this.directory = directory;
-        List<Segment> segs = Segments.listDirectory(storeFiles, directory);
+        List<Segment> segs = Segments.fromEntries(entries, directory, false);
         long size = segs.isEmpty() ? DEFAULT_FILE_SIZE : Segments.commonSize(segs, 0);
         if (size % ConsumeQueue.UNIT_SIZE != 0) {
             throw new CorruptRecordError("ConsumeQueue file size " + size + " is not a multiple of "
@@ -94,7 +100,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
         // Backwards over at most the last three files, as recovery does.
         for (int i = segs.size() - 1; i >= Math.max(0, segs.size() - 3); i--) {
             Segment seg = segs.get(i);
-            ByteBuffer b = files.map(seg);
+            ByteBuffer b = files.mapWrittenUnits(seg, ConsumeQueue.UNIT_SIZE);
             int n = validPrefixUnits(b);
             if (n > 0) {
                 int p = (n - 1) * ConsumeQueue.UNIT_SIZE;
@@ -148,7 +154,7 @@ public final class ConsumeQueueFiles extends QueueUnits {
             long byteOffset = offset * ConsumeQueue.UNIT_SIZE;
             Segment seg = files.find(byteOffset);
             if (seg == null) break;
-            ByteBuffer b = files.map(seg);
+            ByteBuffer b = files.mapWrittenUnits(seg, ConsumeQueue.UNIT_SIZE);
             long pos = byteOffset - seg.startOffset;
             long inFile = Math.min(e - offset, (fileSize - pos) / ConsumeQueue.UNIT_SIZE);
             if (inFile <= 0) break;

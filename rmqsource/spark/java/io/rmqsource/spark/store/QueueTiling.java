@@ -93,7 +93,7 @@ public final class QueueTiling {
         if (seg == null) return -1;
         long segEnd = seg.startOffset + segments.lengthOf(seg);
         long at = pos - seg.startOffset;
-        Segments.Window w = seg.dledger ? segments.whole(seg) : segments.window(seg, at, 8);
+        Segments.Window w = seg.dledger ? segments.whole(seg) : segments.look(seg, at, 8, Segments.LOOK_BYTES);
         long available = Math.min(segEnd - seg.startOffset, w.fileLength) - at;
         if (available < 8) return -1;
         if (seg.dledger) {
@@ -108,8 +108,8 @@ public final class QueueTiling {
         ByteBuffer b = w.buf;
         if (b.getInt(w.at(at) + 4) == Record.BLANK_MAGIC) return b.getInt(w.at(at)) == segEnd - pos ? segEnd : -1;
         int total = b.getInt(w.at(at));
-        if (total < 8 || total > available) return -1;
-        if (!w.covers(at, total)) w = segments.window(seg, at, total);
+        if (total < 8 || total > available || total > segments.files.maxRecordBytes()) return -1;
+        if (!w.covers(at, total)) w = segments.look(seg, at, total, total);
         if (record.decode(w.buf, w.at(at), total, -1) != null || record.phyOffset != pos) return -1;
         return record.isPreparedOrRollback() ? pos + record.totalSize : -1;
     }

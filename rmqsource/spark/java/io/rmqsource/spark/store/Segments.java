@@ -1,5 +1,6 @@
 package io.rmqsource.spark.store;
 
+import io.rmqsource.spark.errors.CorruptRecordError;
 import io.rmqsource.spark.errors.FormatError;
 import io.rmqsource.spark.io.StoreFiles;
 import java.nio.ByteBuffer;
@@ -71,8 +72,12 @@ public final class Segments {
     }
 
     public static List<Segment> listDirectory(StoreFiles files, String directory, boolean dledger) {
+        return fromEntries(files.list(directory), directory, dledger);
+    }
+
+    /** The same from entries of {@code directory} already listed (null: no such directory). */
+    public static List<Segment> fromEntries(List<StoreFiles.Entry> entries, String directory, boolean dledger) {
         List<Segment> out = new ArrayList<>();
-        List<StoreFiles.Entry> entries = files.list(directory);
         if (entries == null) return out;
         for (StoreFiles.Entry f : entries) {
             String name = f.name;
@@ -145,6 +150,20 @@ public final class Segments {
         return b;
     }
 
+    /**
+     * The written part of a file of {@code unitBytes} units ({@link StoreFiles#writtenUnits}: the whole
+     * map, or off a remote file system its start up to the first unwritten unit), kept as {@link #map} is.
+     */
+    public ByteBuffer mapWrittenUnits(Segment seg, int unitBytes) {
+        MappedFaults.mapped(seg.path);
+        ByteBuffer b = maps.get(seg.path);
+        if (b == null) {
+            b = files.writtenUnits(seg.path, seg.sizeBytes, seg.modified, unitBytes);
+            maps.put(seg.path, b);
+        }
+        return b;
+    }
+
     /** The whole file as one window ({@link #map}: mapped, or one read off a remote file system). */
     public Window whole(Segment seg) {
         ByteBuffer b = map(seg);
@@ -192,6 +211,28 @@ public final class Segments {
         }
         if (last != null && last.fileLength >= 0 && seg.path.equals(lastPath) && last.covers(pos, need)) return last;
         return readWindow(seg, pos, Math.max(need, files.windowBytes()));
+    }
+
+    /** The error for a record claiming more than {@link StoreFiles#maxRecordBytes} (checked before reading it). */
+    public static CorruptRecordError tooLong(Segment seg, long pos, long claimed, StoreFiles files) {
+        return new CorruptRecordError("record of " + claimed + " bytes claimed at CommitLog offset " + (seg.startOffset + pos)
+                + ": more than the " + files.maxRecordBytes() + " bytes one record may have when read off "
+                + (files.mapped() ? "a mapped file" : "a remote file system (16x RocketMQ's default maxMessageSize)"),
+                seg.path, pos);
+    }
+
+    /** Bytes a look at one record reads off a remote file: its header and properties fit more often than not. */
+    public static final int LOOK_BYTES = 4096;
+
+    /**
+     * A window holding file positions [pos, pos + need) for a look at a record or a few: the whole
+     * map of a mapped file, the last window when it covers them, else a read of max(need, readBytes)
+     * bytes from pos (where {@link #window} would read a whole window for a few bytes).
+     */
+    public Window look(Segment seg, long pos, long need, long readBytes) {
+        if (files.mapped()) return window(seg, pos, need);
+        if (last != null && seg.path.equals(lastPath) && last.covers(pos, need)) return last;
+        return readWindow(seg, pos, Math.max(need, readBytes));
     }
 
     /** A new window of exactly [pos, pos + len) (fewer at the file's end): coalesced reads of a few records. */

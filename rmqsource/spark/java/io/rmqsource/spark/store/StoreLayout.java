@@ -277,15 +277,30 @@ public final class StoreLayout implements Serializable {
         return true;
     }
 
-    /** (topic, queueId) of every ConsumeQueue directory, sorted. */
+    private transient java.util.Map<String, List<StoreFiles.Entry>> consumeQueueTree;
+
+    /** The entries of a folder under consumequeue/: from {@link #listQueues}' one listing where it made one. */
+    public List<StoreFiles.Entry> listConsumeQueueDir(String dir) {
+        if (consumeQueueTree == null) return files.list(dir);
+        List<StoreFiles.Entry> entries = consumeQueueTree.get(dir);
+        return entries == null ? null : new ArrayList<>(entries);
+    }
+
+    /**
+     * (topic, queueId) of every ConsumeQueue directory, sorted.  Off an object store the whole
+     * consumequeue/ tree is one listing (a listing per topic and per queue costs a request each),
+     * kept for the queues' files; a queue folder without files is then no queue (object stores
+     * keep no empty folders).
+     */
     public List<QueueKey> listQueues() {
         List<QueueKey> out = new ArrayList<>();
         String cq = StoreFiles.child(root, "consumequeue");
-        List<StoreFiles.Entry> topics = files.list(cq);
+        if (underRoot(cq)) consumeQueueTree = files.listTree(cq);
+        List<StoreFiles.Entry> topics = listConsumeQueueDir(cq);
         if (topics == null) return out;
         for (StoreFiles.Entry t : topics) {
             if (!t.directory || !isSafeDirName(t.name)) continue;
-            List<StoreFiles.Entry> queues = files.list(StoreFiles.child(cq, t.name));
+            List<StoreFiles.Entry> queues = listConsumeQueueDir(StoreFiles.child(cq, t.name));
             if (queues == null) continue;
             for (StoreFiles.Entry q : queues) {
                 String n = q.name;

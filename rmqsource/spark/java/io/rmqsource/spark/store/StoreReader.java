@@ -150,7 +150,8 @@ public final class StoreReader implements AutoCloseable {
             if (re != null) {
                 q = re.get(key);
             } else if (keysOnDisk().contains(key)) {
-                q = new ConsumeQueueFiles(layout.files, layout.queueDirPath(topic, queueId), topic, queueId);
+                String dir = layout.queueDirPath(topic, queueId);
+                q = new ConsumeQueueFiles(layout.files, dir, layout.listConsumeQueueDir(dir), topic, queueId);
             }
             if (q == null) return null;
             queues.put(key, q);
