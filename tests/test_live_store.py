@@ -25,10 +25,11 @@ from rmqsource.spark.pushdown import Pushed
 from rmqsource.spark.stream import RmqStreamReader
 from rmqsource.store.consumer_offsets import ConsumerOffsets
 from rmqsource.store.lag import group_lag
+from rmqsource.store.layout import StoreLayout
 from rmqsource.store.reader import GetMessageStatus, MessageStoreReader
 
 from fuzz_stores import no_writes_under, read_whole_store
-from golden import copy_store, corpora, load_config
+from golden import copy_store, corpora, is_dledger, load_config
 
 pytestmark = [pytest.mark.unit, pytest.mark.skipif(not corpora(), reason="no golden corpus")]
 
@@ -227,3 +228,27 @@ def test_group_commit_while_an_rmqsource_writer_holds_the_store_is_allowed(store
         done = impl.offsets(store, config=load_config(CORPUS)).commit("analytics", {"TopicTest": {0: 5}})
     assert done == {"TopicTest": {0: 5}}
     assert ConsumerOffsets(store).offsets_for_group("analytics") == {"TopicTest": {0: 5}}
+
+
+@pytest.mark.parametrize("corpus", [c for c in corpora() if is_dledger(c)], ids=lambda c: c.name)
+def test_a_running_dledger_broker_serves_what_dispatch_has_seen(corpus, tmp_path):
+    """A DLedger store whose broker is running (its lock held, the abort file present) and whose last
+    ConsumeQueue units are not written yet: the reader's max offset stops at what the queues point at,
+    as for a normal CommitLog and as the JVM reader does (it was the DLedger data's end)."""
+    store = copy_store(corpus / "store", tmp_path / "store")
+    config = load_config(corpus)
+    with MessageStoreReader(store, config) as reader:
+        full = reader.commit_log_max_offset
+        ends = {key: reader.consume_queue(*key).max_physic_offset for key in reader.queue_keys()}
+    key = max(ends, key=ends.get)                          # the queue holding the last record
+    qfile = sorted(StoreLayout.for_root(store).queue_dir(*key).iterdir())[-1]
+    raw = bytearray(qfile.read_bytes())
+    last = max(i for i in range(len(raw) // 20) if raw[i * 20:(i + 1) * 20] != bytes(20))
+    raw[last * 20:(last + 1) * 20] = bytes(20)             # its last unit not written yet
+    qfile.write_bytes(bytes(raw))
+    (store / "abort").write_bytes(b"")
+    with holding_lock([sys.executable, "-c", BROKER_LIKE_CHILD, str(store)]):
+        with MessageStoreReader(store, config) as reader:
+            capped = reader.commit_log_max_offset
+            dispatched = max(reader.consume_queue(*k).max_physic_offset for k in reader.queue_keys())
+    assert capped == dispatched < full

@@ -246,8 +246,12 @@ class MessageStoreReader:
         if cl.divided_offset is not None:
             # DLedger: what the leader serves once it re-commits its own tail (README "DLedger stores"),
             # found as DLedger recovery finds it, clean shutdown or not: a header failing a check before
-            # the queues' last unit ends the data the engine serves.
-            return cl.dledger_valid_end()
+            # the queues' last unit ends the data the engine serves.  A running broker: what dispatch has
+            # seen, as for a normal CommitLog (the JVM reader's cap too).
+            end = cl.dledger_valid_end()
+            if self.live:
+                end = min(end, max(self._last_units()[1], cl.min_offset))
+            return end
         check_crc = self.config.check_crc_on_recover
         if self.abort_file_existed and not self.live:
             start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
