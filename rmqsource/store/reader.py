@@ -237,21 +237,24 @@ class MessageStoreReader:
     # -- CommitLog end ------------------------------------------------------------
     @cached_property
     def commit_log_max_offset(self) -> int:
-        """Valid end of the CommitLog as recovery would find it."""
+        """Valid end of the CommitLog as recovery would find it; while a writer (or a broker) holds the
+        store, only what dispatch has seen: records past it may be torn or in no ConsumeQueue yet."""
         if self._pinned_end is not None:
             return self._pinned_end
         cl = self.commitlog
         if not cl.segments:
             return 0
+        end = self._recovered_end(cl)
+        if self.live:
+            end = min(end, max(self._last_units[1], cl.min_offset))
+        return end
+
+    def _recovered_end(self, cl) -> int:
         if cl.divided_offset is not None:
             # DLedger: what the leader serves once it re-commits its own tail (README "DLedger stores"),
             # found as DLedger recovery finds it, clean shutdown or not: a header failing a check before
-            # the queues' last unit ends the data the engine serves.  A running broker: what dispatch has
-            # seen, as for a normal CommitLog (the JVM reader's cap too).
-            end = cl.dledger_valid_end()
-            if self.live:
-                end = min(end, max(self._last_units()[1], cl.min_offset))
-            return end
+            # the queues' last unit ends the data the engine serves.
+            return cl.dledger_valid_end()
         check_crc = self.config.check_crc_on_recover
         if self.abort_file_existed and not self.live:
             start = cl.abnormal_recovery_start_index(self._abnormal_min_timestamp())
@@ -259,7 +262,7 @@ class MessageStoreReader:
         # Clean shutdown (or a live writer): trust the ConsumeQueues and validate
         # only from the record of their last unit on (5.3.2+ normal recovery
         # starts at that segment; starting at the record itself finds the same end).
-        last_start, max_cq_end = self._last_units()
+        last_start, max_cq_end = self._last_units
         end = -1
         if last_start >= cl.min_offset and cl.reader.find(last_start) is not None:
             end = cl.find_valid_end_from(last_start, check_crc=check_crc)
@@ -271,12 +274,9 @@ class MessageStoreReader:
                 start_index = max((i for i, seg in enumerate(cl.segments) if seg.start_offset <= max_cq_end),
                                   default=0)
             end = cl.find_valid_end(start_index, check_crc=check_crc)
-        if self.live:
-            # A writer is appending: records past the dispatched end may be torn
-            # or not yet in any ConsumeQueue; show only what dispatch has seen.
-            end = min(end, max(max_cq_end, cl.min_offset))
         return end
 
+    @cached_property
     def _last_units(self) -> tuple[int, int]:
         """(start of the latest record a queue's last unit points at, end of the furthest such record) over
         every queue on disk, -1 each when no queue has a unit."""

@@ -423,7 +423,7 @@ final class Verifier {
     }
 
     // Problems of the window being walked, listed in the Python twin's order when it ends.
-    private final List<Object[]> fieldProblems = new ArrayList<>();
+    private final List<Object[]> fieldProblems = new ArrayList<>();   // {position, reason, decode_record's kind}
     private final Record.Check recordHead = new Record.Check();
     private Listed entryLengths;              // DLedger records whose totalSize is not their entry's bodyLen
     private Listed phyProblems;
@@ -453,7 +453,7 @@ final class Verifier {
     private void endWindow(String rel) {
         for (Object[] it : fieldProblems) {
             report.add("commitlog", "record-fields", rel, (Integer) it[0], "record fields do not add up: " + it[1],
-                    "a decodable record", it.length > 2 ? (String) it[2] : "CORRUPT");
+                    "a decodable record", (String) it[2]);
         }
         phyProblems.flush(rel);
         bodyCrcs.flush(rel);
@@ -467,7 +467,7 @@ final class Verifier {
         if (tid < 0) {
             if (reason == null) reason = Record.topicProblem(b, f.topicPos, f.topicLen);
             invalidAt = Math.min(invalidAt, seg.startOffset + p);
-            fieldProblems.add(new Object[] {p, reason});
+            fieldProblems.add(new Object[] {p, reason, "CORRUPT"});
             return;
         }
         records++;
