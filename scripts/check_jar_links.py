@@ -2,11 +2,13 @@
 """Checks that the rmq jar links against a Spark: every class, method and field it names outside itself
 and the JDK exists, with the same descriptor, in the given Spark's jars (or their supertypes).
 
-One jar runs on Spark 4.0 to 4.3: the wheel's jar is compiled against one of them, and the JVM resolves
+One jar runs on Spark 3.5 and 4.0 to 4.3: the wheel's jar is compiled against one of them, and the JVM resolves
 each member reference by name and descriptor when it first runs it, so a member another version lacks
 fails only on the code path that reaches it (NoSuchMethodError). This reads the jar's constant pools
 (``javap -v``) and each named class of the target Spark (``javap -p -s``) and lists what does not resolve.
-Version-dependent members are reached by method handles (io.rmqsource.spark.compat), not named here.
+Version-dependent classes and members (Spark 4's Python data sources, ReadMaxBytes, 4.2's putByteArray from
+a buffer) are reached by reflection or method handles in io.rmqsource.spark.compat and never named in a
+constant pool, so nothing is exempt: every name the jar holds must link on every supported Spark.
 
 Usage: check_jar_links.py --jar rmqsource-spark.jar --spark-jars <pyspark>/jars   (exit 1 when a link fails)
 """
@@ -21,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 OWN = ("io/rmqsource/",)
+OBJECT = "java/lang/Object"
 JDK = ("java/", "javax/", "jdk/", "sun/")          # the JDK is 17 everywhere; Spark's jars do not change it
 REF = re.compile(r"= (Methodref|InterfaceMethodref|Fieldref|Class)\s+\S+\s+// (.+)$")
 MEMBER = re.compile(r'^(?P<owner>[^".:]+)\.(?P<name>"[^"]+"|[^:]+):(?P<desc>.+)$')
@@ -105,6 +108,8 @@ class Classpath:
             if (name, desc) in self.members.get(c, ()):
                 return True
             todo.extend(self.supers.get(c, ()))
+            if c != OBJECT:
+                todo.append(OBJECT)            # javap omits `extends Object`; the JVM still looks there
             if c.startswith(JDK) and c not in self.members:
                 self.load({c})
                 if (name, desc) in self.members.get(c, ()):

@@ -1,5 +1,6 @@
 package io.rmqsource.spark;
 
+import io.rmqsource.spark.compat.PythonDataSources;
 import java.util.Map;
 
 import org.apache.spark.sql.AnalysisException;
@@ -7,16 +8,17 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * {@code format("rmq")} on the JVM. Loaded through {@code spark.jars}, a JVM provider named
- * {@code rmq} takes precedence over the Python data source of the same name; whatever has no
- * native counterpart yet is handed to that Python data source through Spark's own
- * {@link PythonDataSourceV2}, so one name serves batch reads, streams and sinks.
+ * {@code rmq} takes precedence over the Python data source of the same name. Batch reads and streams
+ * are native; on a Spark with Python data sources (4.0+) whatever has no native counterpart yet (the
+ * sinks) is handed to that Python data source through Spark's own {@code PythonDataSourceV2}, so one
+ * name serves reads, streams and sinks. Spark 3.5 has no Python data sources: there the table is
+ * native only ({@link PythonDataSources}).
  *
  * <p>Spark creates one provider per {@code load()} / {@code save()}, so the Python provider held
  * here lives exactly as long as it does when Spark resolves the Python source by itself.
@@ -24,7 +26,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public final class RmqDataSource implements TableProvider, DataSourceRegister {
   public static final String SHORT_NAME = "rmq";
 
-  private PythonDataSourceV2 python;
+  private TableProvider python;
 
   @Override
   public String shortName() {
@@ -39,7 +41,8 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new RmqTable(python().getTable(schema, partitioning, properties), RmqTable.optionsOf(properties));
+    Table pythonTable = PythonDataSources.available() ? python().getTable(schema, partitioning, properties) : null;
+    return new RmqTable(pythonTable, schema, RmqTable.optionsOf(properties));
   }
 
   /** Writes receive the DataFrame's schema instead of the read schema. */
@@ -48,15 +51,13 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
     return true;
   }
 
-  private PythonDataSourceV2 python() {
+  private TableProvider python() {
     if (python == null) {
       SparkSession session = SparkSession.active();
-      if (!session.sessionState().dataSourceManager().dataSourceExists(SHORT_NAME)) {
+      if (!PythonDataSources.exists(session, SHORT_NAME)) {
         throw RmqDataSource.<RuntimeException>rethrow(pythonSourceMissing(session));
       }
-      PythonDataSourceV2 provider = new PythonDataSourceV2();
-      provider.setShortName(SHORT_NAME);
-      python = provider;
+      python = PythonDataSources.provider(SHORT_NAME);
     }
     return python;
   }
@@ -68,7 +69,6 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
   }
 
   /** Spark's Python did not find the package: almost always PYSPARK_PYTHON naming another Python. */
-  @SuppressWarnings("unchecked")   // Scala's Map.updated seen from Java
   private static AnalysisException pythonSourceMissing(SparkSession session) {
     String conf = session.sparkContext().getConf().get("spark.pyspark.python", "");
     String env = System.getenv("PYSPARK_PYTHON");
@@ -77,7 +77,8 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
     String detail = SHORT_NAME + " (io.rmqsource.spark hands this to the Python data source rmq, which Spark's"
         + " Python (" + python + ") does not find: set PYSPARK_PYTHON to the Python where rmqsource is"
         + " installed)";
-    scala.collection.immutable.Map<String, String> params = scala.collection.immutable.Map$.MODULE$.empty();
-    return new AnalysisException("DATA_SOURCE_NOT_FOUND", params.updated("provider", detail));
+    // Map1's constructor is the same in Scala 2.12 and 2.13 (Map.updated's erasure is not).
+    return new AnalysisException("DATA_SOURCE_NOT_FOUND",
+        new scala.collection.immutable.Map.Map1<String, String>("provider", detail));
   }
 }

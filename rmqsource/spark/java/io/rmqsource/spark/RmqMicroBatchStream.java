@@ -1,6 +1,7 @@
 package io.rmqsource.spark;
 
 import io.rmqsource.spark.StreamReaderFactory.StreamRange;
+import io.rmqsource.spark.compat.ReadLimits;
 import io.rmqsource.spark.errors.DataLossError;
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.Repr;
@@ -23,7 +24,6 @@ import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
-import org.apache.spark.sql.connector.read.streaming.ReadMaxBytes;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.ReadMinRows;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
@@ -210,7 +210,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     @Override
     public ReadLimit getDefaultReadLimit() {
         if (opts.maxMessages != null) return ReadLimit.maxRows(opts.maxMessages);
-        if (opts.maxBytes != null) return ReadLimit.maxBytes(opts.maxBytes);
+        if (opts.maxBytes != null) return ReadLimits.maxBytes(opts.maxBytes);
         if (opts.minMessages != null) return ReadLimit.minRows(opts.minMessages, opts.maxTriggerDelayMs);
         return ReadLimit.allAvailable();
     }
@@ -301,8 +301,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
                 if (l instanceof ReadMaxRows) {
                     long v = ((ReadMaxRows) l).maxRows();
                     maxRows = maxRows == null ? v : Math.min(maxRows, v);
-                } else if (l instanceof ReadMaxBytes) {
-                    long v = ((ReadMaxBytes) l).maxBytes();
+                } else if (ReadLimits.maxBytesOf(l) != null) {
+                    long v = ReadLimits.maxBytesOf(l);
                     maxBytes = maxBytes == null ? v : Math.min(maxBytes, v);
                 } else if (l instanceof ReadMinRows) {
                     long v = ((ReadMinRows) l).minRows();

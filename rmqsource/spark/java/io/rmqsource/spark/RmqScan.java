@@ -1,12 +1,10 @@
 package io.rmqsource.spark;
 
 import java.util.Arrays;
-import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
@@ -20,17 +18,17 @@ final class RmqScan implements Scan {
     private final StructType schema;
     private final String[] groupBy;
     private final String aggregation;
-    private final Supplier<ScanBuilder> pythonScanBuilder;
+    private final StructType tableSchema;
 
     RmqScan(CaseInsensitiveStringMap options, PushedFilters pushed, Filter[] pushedFilters, StructType schema,
-            String[] groupBy, String aggregation, Supplier<ScanBuilder> pythonScanBuilder) {
+            String[] groupBy, String aggregation, StructType tableSchema) {
         this.options = options;
         this.pushed = pushed;
         this.pushedFilters = pushedFilters;
         this.schema = schema;
         this.groupBy = groupBy;
         this.aggregation = aggregation;
-        this.pythonScanBuilder = pythonScanBuilder;
+        this.tableSchema = tableSchema;
     }
 
     @Override
@@ -55,7 +53,7 @@ final class RmqScan implements Scan {
     /** The native stream, reading the table's schema (Spark prunes no columns of a stream). */
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-        return new RmqMicroBatchStream(options, pythonScanBuilder.get().build().readSchema());
+        return new RmqMicroBatchStream(options, tableSchema);
     }
 
     @Override

@@ -6,7 +6,6 @@ import io.rmqsource.spark.store.MappedFaults;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.function.Supplier;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
@@ -35,7 +34,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * A new builder per query: nothing is kept between queries of one DataFrame.  Options are parsed
  * only when a batch is planned, so a stream (whose options differ) builds through here untouched
- * and runs on the Python implementation.
+ * and runs as {@link RmqMicroBatchStream}, reading the table's schema.
  */
 public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
         SupportsPushDownAggregates {
@@ -55,7 +54,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     }
 
     private final CaseInsensitiveStringMap options;
-    private final Supplier<ScanBuilder> pythonScanBuilder;
+    private final StructType tableSchema;
     private final PushedFilters pushed = new PushedFilters();
     private Filter[] pushedFilters = new Filter[0];
     private StructType required = Contract.SCHEMA;
@@ -64,9 +63,9 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     private boolean countTried;
     private RmqCountScan wholeStoreCount;
 
-    public RmqScanBuilder(CaseInsensitiveStringMap options, Supplier<ScanBuilder> pythonScanBuilder) {
+    public RmqScanBuilder(CaseInsensitiveStringMap options, StructType tableSchema) {
         this.options = options;
-        this.pythonScanBuilder = pythonScanBuilder;
+        this.tableSchema = tableSchema;
     }
 
     @Override
@@ -140,7 +139,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
             if (group != null && !RmqPlanner.queueMode(opts, pushed) && pushed.none()) {
                 int n = aggregation.aggregateExpressions().length;
                 wholeStoreCount = MappedFaults.guard(() ->
-                        RmqCountScan.plan(opts, group, n, countSchema(group, n), aggregation.toString()));
+                        RmqCountScan.plan(opts, group, n, countSchema(group, n), describe(aggregation)));
             }
         }
         return wholeStoreCount;
@@ -161,9 +160,18 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         String[] group = countGroups(aggregation);
         if (group == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) return false;
         groupBy = group;
-        aggregationText = aggregation.toString();
+        aggregationText = describe(aggregation);
         required = countSchema(groupBy, aggregation.aggregateExpressions().length);
         return true;
+    }
+
+    /** The aggregation as the plan shows it, e.g. {@code [COUNT(*)] GROUP BY [topic]} (Spark 3.5's has no toString). */
+    static String describe(Aggregation aggregation) {
+        List<String> aggregates = new ArrayList<>();
+        for (AggregateFunc f : aggregation.aggregateExpressions()) aggregates.add(f.describe());
+        List<String> groups = new ArrayList<>();
+        for (Expression e : aggregation.groupByExpressions()) groups.add(e.describe());
+        return aggregates + (groups.isEmpty() ? "" : " GROUP BY " + groups);
     }
 
     private static String name(Expression e) {
@@ -181,6 +189,6 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
                 if (local != null) return local;
             }
         }
-        return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, pythonScanBuilder);
+        return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, tableSchema);
     }
 }

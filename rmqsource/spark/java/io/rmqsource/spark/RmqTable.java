@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
+import io.rmqsource.spark.errors.UnsupportedSparkError;
 import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
@@ -20,9 +21,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The {@code rmq} table: batch reads on the JVM, everything else (micro-batch reads, batch and
- * streaming writes) forwarded to the Python data source's table, which Spark built for the same
- * options and schema.
+ * The {@code rmq} table: batch and micro-batch reads on the JVM; writes (batch and streaming) go to
+ * the Python data source's table, which Spark built for the same options and schema. On a Spark
+ * without Python data sources (3.5) there is no Python table: the table is native only and a write
+ * fails in one line ({@link #writeBuilder}).
  *
  * <p>A catalog table ({@code CREATE TABLE t USING rmq OPTIONS (path ...)} or {@code LOCATION ...})
  * keeps its options in the catalog, and Spark hands them to {@link RmqDataSource#getTable} only:
@@ -35,14 +37,21 @@ final class RmqTable implements SupportsRead, SupportsWrite {
   private static final String PROP_PROVIDER = TableCatalog.PROP_PROVIDER;
   private static final String PROP_LOCATION = TableCatalog.PROP_LOCATION;
   private static final String OPTION_PREFIX = TableCatalog.OPTION_PREFIX;
-  private final Table python;
+  /** The capabilities of Spark's Python table (PythonTable), which writes go to. */
+  private static final Set<TableCapability> CAPABILITIES = Set.copyOf(EnumSet.of(TableCapability.BATCH_READ,
+      TableCapability.MICRO_BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.STREAMING_WRITE,
+      TableCapability.TRUNCATE));
+  private final Table python;                 // null: this Spark has no Python data sources
+  private final StructType schema;
   private final Map<String, String> tableOptions;
 
-  RmqTable(Table python, Map<String, String> tableOptions) {
-    if (!(python instanceof SupportsRead) || !(python instanceof SupportsWrite)) {
+  /** {@code schema}: what Spark passed to getTable (the read schema, or a write's DataFrame schema). */
+  RmqTable(Table python, StructType schema, Map<String, String> tableOptions) {
+    if (python != null && (!(python instanceof SupportsRead) || !(python instanceof SupportsWrite))) {
       throw new IllegalStateException("Spark's Python table for rmq reads and writes, got " + python.getClass());
     }
     this.python = python;
+    this.schema = schema == null ? Contract.SCHEMA : schema;
     this.tableOptions = tableOptions == null ? Map.of() : new HashMap<>(tableOptions);
   }
 
@@ -81,48 +90,57 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public String name() {
-    return python.name();
+    return python != null ? python.name() : RmqDataSource.SHORT_NAME;
   }
 
   @Override
   public Column[] columns() {
-    return python.columns();
+    return python != null ? python.columns() : SupportsRead.super.columns();
   }
 
   @Override
   @SuppressWarnings("deprecation")   // Spark still asks for schema(); columns() is its successor
   public StructType schema() {
-    return python.schema();
+    return python != null ? python.schema() : schema;
   }
 
   @Override
   public Transform[] partitioning() {
-    return python.partitioning();
+    return python != null ? python.partitioning() : new Transform[0];
   }
 
   @Override
   public Map<String, String> properties() {
-    return python.properties();
+    return python != null ? python.properties() : Map.of();
   }
 
+  /** Those of Spark's Python table (the same set whether it exists or not: a write reaches {@link #writeBuilder}). */
   @Override
   public Set<TableCapability> capabilities() {
-    EnumSet<TableCapability> caps = EnumSet.of(TableCapability.BATCH_READ);
+    if (python == null) return CAPABILITIES;
+    EnumSet<TableCapability> caps = EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
     caps.addAll(python.capabilities());
     return caps;
   }
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    // The JVM scan; its Scan's micro-batch stream is the native RmqMicroBatchStream.
-    CaseInsensitiveStringMap all = withTableOptions(options);
-    return new RmqScanBuilder(all, () -> ((SupportsRead) python).newScanBuilder(all));
+    // The JVM scan; its Scan's micro-batch stream is the native RmqMicroBatchStream (the table's schema:
+    // Spark prunes no columns of a stream).
+    return new RmqScanBuilder(withTableOptions(options), schema());
   }
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
     CaseInsensitiveStringMap all = withTableOptions(info.options());
-    return ((SupportsWrite) python).newWriteBuilder(all == info.options() ? info : new WriteInfo(info, all));
+    return writeBuilder(all == info.options() ? info : new WriteInfo(info, all));
+  }
+
+  /** Where batch and streaming writes go (their options already merged with the table's). */
+  private WriteBuilder writeBuilder(LogicalWriteInfo info) {
+    if (python != null) return ((SupportsWrite) python).newWriteBuilder(info);
+    throw new UnsupportedSparkError("writing to rmq on this Spark needs the native sink, which this rmq jar does "
+        + "not have (its sinks run in the Python data source, which needs Spark 4.0+): reads and streams work here");
   }
 
   /** Spark's write info with other options. */
