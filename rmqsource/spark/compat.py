@@ -1,9 +1,17 @@
-"""What the running pyspark's Python Data Source API offers: the one place that knows.
+"""What the running pyspark offers rmqsource: the one place that knows.
 
-Supported: pyspark 4.0 to 4.x. The API grew between those versions, so each
-feature is decided here once, by looking for it (never by version strings),
-and the rest of the package imports the names below:
+Supported: pyspark 4.0 to 4.x, and pyspark 3.5 with the rmq jar. The Python
+Data Source API (4.0+) grew between those versions, so each feature is decided
+here once, by looking for it (never by version strings), and the rest of the
+package imports the names below:
 
+* ``PYTHON_DATA_SOURCE`` (4.0+: ``pyspark.sql.datasource``). Without it
+  (pyspark 3.5) only the jar serves ``format("rmq")``: the Python data source,
+  its sinks and ``RMQ_SPARK_MODE=python`` fail in one line
+  (:func:`require_python_data_source`), sessions made here get the jar and the
+  session catalog that serves ``USING rmq`` tables (``JAR_SESSION_CONF``), and
+  the codecs and planner the CLI shares with the source still import (the
+  ``InputPartition`` stand-in below).
 * ``FILTER_PUSHDOWN`` (4.1+: ``DataSourceReader.pushFilters`` and the filter
   classes). Without it the filter classes below are stand-ins no filter is an
   instance of, and Spark evaluates every filter itself (reads are unfiltered
@@ -27,12 +35,14 @@ from dataclasses import dataclass
 
 from ..errors import RmqError
 
-SUPPORTED = "pyspark 4.0 to 4.x (Spark 4.0, 4.1, 4.2, 4.3)"
+SUPPORTED = "pyspark 4.0 to 4.x (Spark 4.0, 4.1, 4.2, 4.3), or 3.5 with the rmq jar"
 JAR_HINT = "load the rmq jar instead (spark.jars = the path `rmq jar` prints)"
+# The jar-only Spark: it has the DataSource V2 API the jar uses but no Python Data Source API.
+JAR_ONLY_SPARK = "3.5"
 
 
 class UnsupportedSparkError(RmqError):
-    """The installed pyspark lacks the Python Data Source API rmqsource needs."""
+    """The installed pyspark lacks what rmqsource (or the asked-for mode) needs."""
 
 
 def pyspark_version() -> str:
@@ -43,25 +53,60 @@ def pyspark_version() -> str:
     return getattr(pyspark, "__version__", "of unknown version")
 
 
+def _has_python_data_source() -> bool:
+    return importlib.util.find_spec("pyspark") is not None \
+        and importlib.util.find_spec("pyspark.sql.datasource") is not None \
+        and hasattr(importlib.import_module("pyspark.sql.datasource"), "DataSourceStreamReader")
+
+
+PYTHON_DATA_SOURCE = _has_python_data_source()
+
+
 def check_supported() -> None:
-    """One line naming the found and the supported pyspark when the data source API is missing."""
-    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyspark.sql.datasource") is None \
-            or not hasattr(importlib.import_module("pyspark.sql.datasource"), "DataSourceStreamReader"):
-        raise UnsupportedSparkError(f"rmqsource needs {SUPPORTED}; found pyspark {pyspark_version()}, which has "
+    """One line naming the found and the supported pyspark when neither the data source API nor the jar's
+    Spark (3.5: the jar alone serves ``rmq`` there) is found."""
+    version = pyspark_version()
+    major = version.split(".")[0]
+    if PYTHON_DATA_SOURCE:
+        if major.isdigit() and int(major) >= 5:
+            raise UnsupportedSparkError(f"rmqsource supports {SUPPORTED}; found pyspark {version}")
+        return
+    if version.split(".")[:2] != JAR_ONLY_SPARK.split("."):
+        raise UnsupportedSparkError(f"rmqsource needs {SUPPORTED}; found pyspark {version}, which has "
                                     f"no Python Data Source API")
-    import pyspark
-    major = str(getattr(pyspark, "__version__", "4")).split(".")[0]
-    if major.isdigit() and int(major) >= 5:
-        raise UnsupportedSparkError(f"rmqsource supports {SUPPORTED}; found pyspark {pyspark.__version__}")
+
+
+def require_python_data_source() -> None:
+    """One line when the Python data source is asked for on a pyspark without the API (3.5: jar only)."""
+    if not PYTHON_DATA_SOURCE:
+        raise UnsupportedSparkError(f"the rmq jar is required on Spark {JAR_ONLY_SPARK}: pyspark {pyspark_version()} "
+                                    f"has no Python Data Source API, so only the jar serves format(\"rmq\") "
+                                    f"(spark.jars = the path `rmq jar` prints; RMQ_SPARK_MODE=python needs "
+                                    f"pyspark 4.0+)")
 
 
 check_supported()
 
-from pyspark.sql import datasource as _ds  # noqa: E402  (after the check: its error is the one line users see)
+# Spark settings a session with the jar needs here. Spark 3.5's session catalog reads every table through
+# the V1 API, which the jar's V2-only provider lacks: its catalog extension serves USING rmq tables.
+JAR_SESSION_CONF: dict[str, str] = {} if PYTHON_DATA_SOURCE else {
+    "spark.sql.catalog.spark_catalog": "io.rmqsource.spark.RmqSessionCatalog"}
+
+if PYTHON_DATA_SOURCE:
+    from pyspark.sql import datasource as _ds  # noqa: E402  (after the check: its error is the one line users see)
+    from pyspark.sql.datasource import InputPartition
+else:
+    _ds = None
+
+    class InputPartition:
+        """Stand-in (pyspark 3.5): the planner's partitions, used by ``rmq export`` without Spark."""
+
+        def __init__(self, value) -> None:
+            self.value = value
 
 # --------------------------------------------------------------------------- filter pushdown (4.1+)
 
-FILTER_PUSHDOWN = hasattr(_ds, "Filter") and hasattr(_ds.DataSourceReader, "pushFilters")
+FILTER_PUSHDOWN = PYTHON_DATA_SOURCE and hasattr(_ds, "Filter") and hasattr(_ds.DataSourceReader, "pushFilters")
 
 if FILTER_PUSHDOWN:
     from pyspark.sql.datasource import (EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan,
@@ -79,7 +124,7 @@ else:
 
 # --------------------------------------------------------------------------- stream admission control (4.2+)
 
-ADMISSION_CONTROL = importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None
+ADMISSION_CONTROL = PYTHON_DATA_SOURCE and importlib.util.find_spec("pyspark.sql.streaming.datasource") is not None
 
 if ADMISSION_CONTROL:
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows,
@@ -109,9 +154,10 @@ else:
 
 # --------------------------------------------------------------------------- sinks (Arrow stream writer: 4.1+)
 
-if hasattr(_ds, "DataSourceStreamArrowWriter"):
+# (none without the Python data source: the sink module stops at require_python_data_source() first)
+if PYTHON_DATA_SOURCE and hasattr(_ds, "DataSourceStreamArrowWriter"):
     DataSourceStreamArrowWriter = _ds.DataSourceStreamArrowWriter
-else:
+elif PYTHON_DATA_SOURCE:
     class DataSourceStreamArrowWriter(_ds.DataSourceStreamWriter, _ds.DataSourceArrowWriter):
         """pyspark 4.0's write worker passes Arrow batches to any ``DataSourceArrowWriter``."""
 
@@ -131,6 +177,7 @@ def to_arrow_schema(spark_schema):
 
 def describe() -> str:
     """One line for ``rmq jar`` / diagnostics: which optional API features this pyspark has."""
-    have = {"filter pushdown": FILTER_PUSHDOWN, "stream admission control": ADMISSION_CONTROL,
+    have = {"Python data source": PYTHON_DATA_SOURCE, "filter pushdown": FILTER_PUSHDOWN,
+            "stream admission control": ADMISSION_CONTROL,
             "Arrow stream writer": hasattr(_ds, "DataSourceStreamArrowWriter")}
     return f"pyspark {pyspark_version()}: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in have.items())

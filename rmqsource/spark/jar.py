@@ -60,30 +60,42 @@ def spark_mode() -> str:
 
 
 def session_jar() -> Optional[str]:
-    """The jar a new Spark session should put on ``spark.jars`` (None: the pure Python path)."""
-    return jar_path(required=True) if spark_mode() == "jvm" else None
+    """The jar a new Spark session should put on ``spark.jars`` (None: the pure Python path; on a pyspark
+    without Python data sources (3.5) that is one line saying the jar is required there)."""
+    jar = jar_path(required=True) if spark_mode() == "jvm" else None
+    if jar is None:
+        require_supported_spark(python_source=True)
+    return jar
 
 
 def session_conf() -> dict[str, str]:
     """Spark settings the demo, notebooks and tests start sessions with, for the current mode.
 
-    ``spark.jars`` when the JVM scan is used. While batch reads run on the
-    Python path, also Python filter pushdown: those callers start every
-    filtered query from its own ``load()``, which keeps clear of Spark 4.3's
-    scan reuse (see the README); the JVM scan pushes filters without it.
+    ``spark.jars`` when the JVM scan is used, with what that Spark needs
+    beside it (3.5: the session catalog serving ``USING rmq`` tables). While
+    batch reads run on the Python path, also Python filter pushdown: those
+    callers start every filtered query from its own ``load()``, which keeps
+    clear of Spark 4.3's scan reuse (see the README); the JVM scan pushes
+    filters without it.
     """
     require_supported_spark()
     jar = session_jar()
     conf = {"spark.jars": jar} if jar else {}
+    if jar:
+        from .compat import JAR_SESSION_CONF
+        conf.update(JAR_SESSION_CONF)
     if not has_native_scan(jar):
         conf[PYTHON_PUSHDOWN] = "true"
     return conf
 
 
-def require_supported_spark() -> None:
+def require_supported_spark(python_source: bool = False) -> None:
     """One line (UnsupportedSparkError) naming the found and the supported pyspark, before Spark starts
-    or javac runs against an unsupported one (imports pyspark: called only on the way to Spark)."""
-    from . import compat  # noqa: F401 - the check runs at its import
+    or javac runs against an unsupported one (imports pyspark: called only on the way to Spark).
+    ``python_source``: the Python data source is asked for (pyspark 3.5 has none: the jar is required)."""
+    from . import compat  # the version check runs at its import
+    if python_source:
+        compat.require_python_data_source()
 
 
 def has_native_scan(jar: Optional[str]) -> bool:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from pyspark.sql.datasource import InputPartition
+from .compat import InputPartition        # a stand-in where pyspark has no Python data sources (3.5)
 
 from ..errors import DataLossError, OptionError, RmqError
 from ..format.consumequeue import PRE_BLANK_SIZE

@@ -65,7 +65,12 @@ from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from .compat import require_python_data_source
+
+require_python_data_source()     # pyspark 3.5: one line saying the jar is required there
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage  # noqa: E402
 
 from ..errors import FormatError, OptionError, RmqError, StoreError, StoreLockedError
 from ..format.configjson import loads_fastjson

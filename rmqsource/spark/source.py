@@ -20,7 +20,9 @@ import functools
 import sys
 from typing import Iterator, List
 
-from .compat import FILTER_PUSHDOWN, Filter  # first: an unsupported pyspark fails here, in one line
+from .compat import FILTER_PUSHDOWN, Filter, require_python_data_source  # first: an unsupported pyspark fails here
+
+require_python_data_source()     # pyspark 3.5: one line saying the jar is required there
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 

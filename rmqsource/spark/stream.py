@@ -71,7 +71,12 @@ from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from .compat import require_python_data_source
+
+require_python_data_source()     # pyspark 3.5: one line saying the jar is required there
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition  # noqa: E402
 
 from ..errors import CorruptRecordError, DataLossError, OptionError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
