@@ -34,7 +34,10 @@ def rmq(spark, corpus: Path, store: Path | None = None, **options):
 
 
 def rows_of(df) -> list[dict]:
-    return df.toArrow().to_pylist()
+    if hasattr(df, "toArrow"):
+        return df.toArrow().to_pylist()
+    # pyspark 3.5 (jar only) has no DataFrame.toArrow: the batches its toPandas collects, as one table
+    return [row for batch in df._collect_as_arrow() for row in batch.to_pylist()]
 
 
 def expected_messages(expected_dir: Path) -> dict:

@@ -1,20 +1,25 @@
 """The representative subset the compatibility tier runs on every supported Spark (marker ``compat``).
 
-scripts/test_compat.sh runs these on pyspark 4.0.x, 4.1.x and 4.2.x, in both modes, each version in its
-own environment; the default run covers them on 4.3. What each Python Data Source API allows
-(rmqsource.spark.compat) decides the expectations only where Spark itself differs: the group commit of
-Trigger.AvailableNow's last batch on the Python path of a Spark without stream admission control.
+scripts/test_compat.sh runs these on pyspark 4.0.x, 4.1.x and 4.2.x in both modes and on 3.5.x with the
+jar (the only mode there), each version in its own environment; the default run covers them on 4.3. What
+each Python Data Source API allows (rmqsource.spark.compat) decides the expectations only where Spark
+itself differs: the group commit of Trigger.AvailableNow's last batch on the Python path of a Spark
+without stream admission control. Tests that write to rmq take the ``rmq_sink`` fixture: on 3.5 they
+run once the jar has its native sink and skip, saying so, until then.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from golden import case_id, corpora, read_jsonl
 from test_spark_batch import assert_row_equals_engine, expected_messages, rmq, rows_of
-from test_spark_sink import _all_messages
 from test_spark_stream import fill, run_available_now, stream
 
 from rmqsource.spark import compat
@@ -109,7 +114,7 @@ def test_max_messages_per_trigger_bounds_every_batch(spark, tmp_path):
     assert max(sizes) <= 150 and len([s for s in sizes if s]) >= 3
 
 
-def test_batch_sink_append_reads_back(spark, tmp_path):
+def test_batch_sink_append_reads_back(spark, rmq_sink, tmp_path):
     from pyspark.sql import functions as F
     root = tmp_path / "store"
     df = spark.range(10).select(F.lit("S").alias("topic"), F.col("id").cast("string").cast("binary").alias("body"),
@@ -119,7 +124,8 @@ def test_batch_sink_append_reads_back(spark, tmp_path):
     assert sorted(int(r.body) for r in back) == list(range(10)) and {r.tags for r in back} == {"TagA"}
 
 
-def test_stream_sink_appends_each_message_once(spark, tmp_path):
+def test_stream_sink_appends_each_message_once(spark, rmq_sink, tmp_path):
+    from test_spark_sink import _all_messages
     src, dst = tmp_path / "src", tmp_path / "dst"
     fill(src, 300, topic="IN", queues=2)
     df = stream(spark, src, topics="IN", startingOffsets="earliest").selectExpr("'OUT' AS topic", "body", "tags")
@@ -127,3 +133,68 @@ def test_stream_sink_appends_each_message_once(spark, tmp_path):
          .trigger(availableNow=True).start(str(dst)))
     assert q.awaitTermination(240) and q.exception() is None
     assert sorted(int(r.body) for r in _all_messages(Path(dst), "OUT")) == list(range(300))
+
+
+def test_a_write_without_a_sink_fails_in_one_line(spark, tmp_path):
+    """Where the rmq table has no sink (pyspark 3.5 with a jar without the native sink) a write is refused
+    while it is planned, with the jar's typed one-line error; elsewhere there is a sink and nothing to check."""
+    from conftest import NATIVE_SINK_MISSING
+    if compat.PYTHON_DATA_SOURCE:
+        pytest.skip("this Spark writes to rmq through the Python data source")
+    df = spark.createDataFrame([("T", bytearray(b"x"))], "topic string, body binary")
+    try:
+        df.write.format("rmq").mode("append").save(str(tmp_path / "store"))
+    except Exception as e:          # noqa: BLE001 - the message is the check
+        first = next(line for line in str(e).splitlines() if "UnsupportedSparkError" in line)
+        assert first.endswith("io.rmqsource.spark.errors.UnsupportedSparkError: writing to rmq on this Spark "
+                              "needs the native sink, which this rmq jar does not have (its sinks run in the "
+                              "Python data source, which needs Spark 4.0+): reads and streams work here")
+        assert NATIVE_SINK_MISSING in first
+        assert not (tmp_path / "store").exists()
+    else:
+        pytest.skip("this jar has the native sink")
+
+
+# A driver streaming IN -> the rmq sink at OUT that SIGKILLs itself once batch 1 is done (a later batch
+# may be appending): no clean shutdown, no sink commit of the batch in flight.
+SINK_DRIVER = textwrap.dedent("""
+    import os, sys, time
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from rmqsource.spark.jar import session_conf   # RMQ_SPARK_MODE is the test run's
+    src, dst, ckpt = sys.argv[1:4]
+    spark = (SparkSession.builder.master("local[2]").config(map=session_conf()).config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    df = (spark.readStream.format("rmq").option("topics", "IN").option("startingOffsets", "earliest")
+          .option("maxMessagesPerTrigger", "200").load(src).selectExpr("'OUT' AS topic", "body", "tags"))
+    q = (df.writeStream.format("rmq").option("checkpointLocation", ckpt)
+         .trigger(processingTime="0 seconds").start(dst))
+    deadline = time.monotonic() + 200
+    while (q.lastProgress or {}).get("batchId", -1) < 1 and time.monotonic() < deadline:
+        if q.exception():
+            raise q.exception()
+        time.sleep(0.05)
+    os.kill(os.getpid(), 9)
+""")
+
+
+def test_stream_sink_is_exactly_once_across_a_killed_driver(spark, rmq_sink, tmp_path):
+    """A stream into the rmq sink whose driver is SIGKILLed mid-stream, then restarted from its checkpoint:
+    every source message is in the sink exactly once."""
+    from test_spark_sink import _all_messages
+    src, dst, ckpt = tmp_path / "src", tmp_path / "dst", tmp_path / "ckpt"
+    n = 2000
+    fill(src, n, topic="IN", queues=2)
+    kid = subprocess.run([sys.executable, "-c", SINK_DRIVER, str(src), str(dst), str(ckpt)],
+                         capture_output=True, text=True, timeout=300)
+    assert kid.returncode == -signal.SIGKILL, kid.stderr[-3000:]
+    partial = len(_all_messages(Path(dst), "OUT"))
+    assert 400 <= partial < n                    # batches 0 and 1 (200 each) at least, not all
+    df = stream(spark, src, topics="IN", startingOffsets="earliest", maxMessagesPerTrigger=500) \
+        .selectExpr("'OUT' AS topic", "body", "tags")
+    q = (df.writeStream.format("rmq").option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start(str(dst)))
+    assert q.awaitTermination(240) and q.exception() is None
+    bodies = sorted(int(r.body) for r in _all_messages(Path(dst), "OUT"))
+    assert bodies == list(range(n))
