@@ -114,6 +114,29 @@ def test_max_messages_per_trigger_bounds_every_batch(spark, tmp_path):
     assert max(sizes) <= 150 and len([s for s in sizes if s]) >= 3
 
 
+def test_max_bytes_per_trigger_bounds_every_available_now_batch(spark, tmp_path):
+    """The JVM stream's byte budget (Spark 4's ReadMaxBytes, or on 3.5 the stream's own budget under an
+    unbounded row limit) under Trigger.AvailableNow: every batch's record bytes within it, each message once."""
+    if not native_stream():
+        pytest.skip("the JVM stream's admission control (the Python stream's: tests/test_spark_stream.py)")
+    root = tmp_path / "store"
+    fill(root, 400, body_size=100)
+    budget = 20_000
+    batches: list = []
+
+    def each(batch_df, batch_id):
+        batches.append([(int(bytes(r.body).rstrip(b".")), r.storeSize)
+                        for r in batch_df.select("body", "storeSize").collect()])
+
+    df = stream(spark, root, topics="T", startingOffsets="earliest", maxBytesPerTrigger=budget)
+    q = (df.writeStream.foreachBatch(each).option("checkpointLocation", str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).start())
+    assert q.awaitTermination(240) and q.exception() is None
+    sizes = [sum(size for _, size in b) for b in batches if b]
+    assert len(sizes) >= 3 and max(sizes) <= budget
+    assert sorted(i for b in batches for i, _ in b) == list(range(400))
+
+
 def test_batch_sink_append_reads_back(spark, rmq_sink, tmp_path):
     from pyspark.sql import functions as F
     root = tmp_path / "store"

@@ -33,6 +33,7 @@ def jvm_spark(request):
     return request.getfixturevalue("spark")
 
 
+@pytest.mark.compat
 def test_available_now_runs_natively_and_its_lag_metrics_match_rmq_lag(jvm_spark, tmp_path):
     spark = jvm_spark
     root = tmp_path / "store"
