@@ -66,6 +66,22 @@ def test_msgid_lookup(spark):
     assert rmq(spark, corpus).where("msgId = 'not-a-msgid'").count() == 0
 
 
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_uniqkey_lookup(spark, corpus):
+    """Every record of the most shared uniqKey (a retried copy: several records), as the engine wrote them."""
+    expected = expected_messages(corpus / "expected")
+    by_key: dict = {}
+    for k, v in expected.items():
+        if v["properties"].get("UNIQ_KEY"):
+            by_key.setdefault(v["properties"]["UNIQ_KEY"], []).append(k)
+    if not by_key:
+        pytest.skip("no UNIQ_KEY in this corpus")
+    key, hits = max(by_key.items(), key=lambda kv: len(kv[1]))
+    rows = rmq(spark, corpus).where(f"uniqKey = '{key}'").select("topic", "queueId", "queueOffset").collect()
+    assert sorted(tuple(r) for r in rows) == sorted(hits)
+    assert rmq(spark, corpus).where("uniqKey = 'no-such-key'").count() == 0
+
+
 def test_available_now_with_consumer_group(spark, tmp_path):
     root = tmp_path / "store"
     fill(root, 400)
