@@ -230,10 +230,16 @@ def test_stream_sink_is_exactly_once_across_a_killed_driver(spark, rmq_sink, tmp
     assert kid.returncode == -signal.SIGKILL, kid.stderr[-3000:]
     partial = len(_all_messages(Path(dst), "OUT"))
     assert 400 <= partial < n                    # batches 0 and 1 (200 each) at least, not all
-    df = stream(spark, src, topics="IN", startingOffsets="earliest", maxMessagesPerTrigger=500) \
-        .selectExpr("'OUT' AS topic", "body", "tags")
-    q = (df.writeStream.format("rmq").option("checkpointLocation", str(ckpt))
-         .trigger(availableNow=True).start(str(dst)))
-    assert q.awaitTermination(240) and q.exception() is None
+    # Restarts until a run adds nothing: on the Python path of 4.0/4.1 (Spark's AvailableNow wrapper) the first
+    # run only finishes the batch the killed driver had planned; elsewhere one run reads the rest.
+    df = stream(spark, src, topics="IN", startingOffsets="earliest").selectExpr("'OUT' AS topic", "body", "tags")
+    counts = [partial]
+    for _ in range(3):
+        q = (df.writeStream.format("rmq").option("checkpointLocation", str(ckpt))
+             .trigger(availableNow=True).start(str(dst)))
+        assert q.awaitTermination(240) and q.exception() is None
+        counts.append(len(_all_messages(Path(dst), "OUT")))
+        if counts[-1] == counts[-2]:
+            break
     bodies = sorted(int(r.body) for r in _all_messages(Path(dst), "OUT"))
-    assert bodies == list(range(n))
+    assert bodies == list(range(n)), counts
