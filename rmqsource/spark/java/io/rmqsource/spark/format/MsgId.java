@@ -63,4 +63,25 @@ public final class MsgId {
         }
         return sb.toString();
     }
+
+    /** Offset msgId of a record stored by {@code addr} (4 or 16 bytes) : {@code port} at {@code phyOffset}. */
+    public static String offsetMsgId(byte[] addr, int port, long phyOffset) {
+        char[] out = new char[2 * (addr.length + 12)];
+        int n = 0;
+        for (byte x : addr) {
+            out[n++] = (char) HEX[(x >>> 4) & 15];
+            out[n++] = (char) HEX[x & 15];
+        }
+        for (int s = 24; s >= 0; s -= 8) {
+            int v = (port >>> s) & 0xFF;
+            out[n++] = (char) HEX[v >>> 4];
+            out[n++] = (char) HEX[v & 15];
+        }
+        for (int s = 56; s >= 0; s -= 8) {
+            int v = (int) (phyOffset >>> s) & 0xFF;
+            out[n++] = (char) HEX[v >>> 4];
+            out[n++] = (char) HEX[v & 15];
+        }
+        return new String(out);
+    }
 }
