@@ -121,8 +121,7 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    CaseInsensitiveStringMap all = withTableOptions(info.options());
-    return ((SupportsWrite) python).newWriteBuilder(all == info.options() ? info : new WriteInfo(info, all));
+    return new io.rmqsource.spark.sink.RmqWriteBuilder(info, withTableOptions(info.options()));
   }
 
   /** Spark's write info with other options. */
