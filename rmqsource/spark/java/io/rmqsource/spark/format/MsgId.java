@@ -84,4 +84,60 @@ public final class MsgId {
         }
         return new String(out);
     }
+
+    /**
+     * (address bytes, port) of {@code a.b.c.d:port} or {@code [v6]:port} (parse_host), or null when
+     * the text is not one.  The result is {address (4 or 16 bytes), port as 2 big-endian bytes}.
+     */
+    public static Object[] parseHost(String text) {
+        if (text == null) return null;
+        try {
+            if (text.startsWith("[")) {
+                int close = text.indexOf("]:");
+                if (close < 0) return null;
+                String host = text.substring(1, close);
+                if (host.indexOf(':') < 0) return null;
+                java.net.InetAddress a = java.net.InetAddress.getByName(host);   // a literal: no lookup
+                byte[] raw = a.getAddress();
+                if (raw.length == 4) {          // ::ffff:a.b.c.d comes back as IPv4: keep the 16 bytes
+                    byte[] v6 = new byte[16];
+                    v6[10] = (byte) 0xFF;
+                    v6[11] = (byte) 0xFF;
+                    System.arraycopy(raw, 0, v6, 12, 4);
+                    raw = v6;
+                }
+                Integer port = digits(text.substring(close + 2));
+                return port == null ? null : new Object[] {raw, port};
+            }
+            int colon = text.lastIndexOf(':');
+            if (colon < 0) return null;
+            byte[] addr = ipv4(text.substring(0, colon));
+            Integer port = digits(text.substring(colon + 1));
+            return addr == null || port == null ? null : new Object[] {addr, port};
+        } catch (java.net.UnknownHostException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static Integer digits(String s) {
+        if (s.isEmpty() || s.length() > 9) return null;
+        for (int i = 0; i < s.length(); i++) if (s.charAt(i) < '0' || s.charAt(i) > '9') return null;
+        return Integer.parseInt(s);
+    }
+
+    /** Dotted quad, as Python's ipaddress.IPv4Address takes it (no leading zeros), or null. */
+    private static byte[] ipv4(String s) {
+        String[] parts = s.split("\\.", -1);
+        if (parts.length != 4) return null;
+        byte[] out = new byte[4];
+        for (int i = 0; i < 4; i++) {
+            String p = parts[i];
+            if (p.isEmpty() || p.length() > 3 || (p.length() > 1 && p.charAt(0) == '0')) return null;
+            for (int k = 0; k < p.length(); k++) if (p.charAt(k) < '0' || p.charAt(k) > '9') return null;
+            int v = Integer.parseInt(p);
+            if (v > 255) return null;
+            out[i] = (byte) v;
+        }
+        return out;
+    }
 }

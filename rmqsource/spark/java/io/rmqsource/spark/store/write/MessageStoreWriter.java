@@ -1,20 +1,94 @@
 package io.rmqsource.spark.store.write;
 
 import io.rmqsource.spark.errors.StoreError;
+import io.rmqsource.spark.errors.UnsupportedLayoutError;
+import io.rmqsource.spark.format.Checkpoint;
+import io.rmqsource.spark.format.RecordEncoder;
+import io.rmqsource.spark.format.TagsCode;
+import io.rmqsource.spark.store.Segment;
+import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreConfig;
+import io.rmqsource.spark.store.StoreLayout;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
+import java.util.zip.CRC32;
 
 /**
  * Exclusive writer of one store root: RocketMQ's DefaultMessageStore.putMessage over the file store,
- * byte for byte like the engine generation named by the config's engineVersion (the twin of
- * rmqsource/store/writer.py MessageStoreWriter). close() is a clean shutdown.
+ * byte for byte like the engine generation named by the config's engineVersion (twin of
+ * rmqsource/store/writer.py MessageStoreWriter with commitlog_append.py and flush.py).
+ *
+ * <p>Write path: a batch is checked and encoded ({@link PutChecks}) into one direct buffer per segment
+ * chunk (up to {@link #CHUNK_BYTES}), written with one positioned write (its first 4 bytes last, so a
+ * failure leaves nothing recovery accepts), then its messages are acknowledged and dispatched
+ * (ConsumeQueue units and IndexFile keys from the encoded requests, no re-read).  END_OF_FILE: a blank
+ * record when fewer than size + 8 bytes are left; segments are full-size files and the one after the
+ * current one is pre-allocated.  SYNC_FLUSH acknowledges after fsync; ASYNC_FLUSH fsyncs every
+ * flushIntervalCommitLog ms on a daemon thread.  {@code abort} exists while open; {@link #close}
+ * flushes, writes the checkpoint and removes it.  Thread-safe (puts are serialized).
  */
 public final class MessageStoreWriter implements AutoCloseable {
-    private final String root;
+    /** Bytes of records encoded before a chunk is written (a bigger record gets a chunk of its own). */
+    static final int CHUNK_BYTES = 8 << 20;
 
-    private MessageStoreWriter(String root) {
+    private final Path root;
+    private final StoreConfig config;
+    private final StoreLayout layout;
+    private final LongSupplier clockMs;
+    private final long segmentSize;
+    private final boolean v5;
+    private final boolean syncFlush;
+    private final long[] delayLevels;
+    private final PutChecks checks;
+    private final StoreLock lock;
+    private final Object putLock = new Object();
+    private final Object flushLock = new Object();
+    private final CRC32 crc = new CRC32();
+    private Path commitLogDir;
+    private Dispatcher dispatcher;
+    private IndexWriter index;
+    private Checkpoint checkpoint;
+    private final List<CommitLogFile> segments = new ArrayList<>();
+    private CommitLogFile current;
+    private CommitLogFile prealloc;
+    private long nextStart;
+    private long physicTs;
+    private long lastStoreTs;
+    private volatile boolean writable;
+    private volatile boolean closed;
+    private volatile Throwable error;
+    private boolean abortExisted;
+    private Thread flusher;
+    private volatile boolean stopping;
+    // Chunk being encoded.
+    private ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK_BYTES);
+    private final List<Prepared> items = new ArrayList<>();
+    private final List<QueueState> chunkQueues = new ArrayList<>();
+    /** Why the current batch stopped on an I/O failure (null: it did not). */
+    private String failure;
+    private Throwable failureCause;
+
+    private MessageStoreWriter(Path root, StoreConfig config, StoreLayout layout, LongSupplier clockMs, StoreLock lock) {
         this.root = root;
+        this.config = config;
+        this.layout = layout;
+        this.clockMs = clockMs;
+        this.lock = lock;
+        this.segmentSize = config.mappedFileSizeCommitLog();
+        this.v5 = config.isV5();
+        this.syncFlush = config.syncFlush();
+        this.delayLevels = config.messageDelayLevelsMs();
+        this.checks = new PutChecks(config);
     }
 
     /**
@@ -26,35 +100,688 @@ public final class MessageStoreWriter implements AutoCloseable {
         return open(root, config, lockTimeoutMs, System::currentTimeMillis);
     }
 
-    /** As {@link #open(String, StoreConfig, long)} with the store clock (ms) injected. */
+    /** As {@link #open(String, StoreConfig, long)} with the store clock (ms since the epoch) injected. */
     public static MessageStoreWriter open(String root, StoreConfig config, long lockTimeoutMs, LongSupplier clockMs) {
-        throw new StoreError("MessageStoreWriter is not implemented yet: " + root);
+        StoreConfig c = config != null ? config : StoreConfig.defaults();
+        Path r = Path.of(root);
+        StoreLayout layout = new StoreLayout(root, c);
+        // A store of another layout (or a DLedger store) is written by its own engine: refuse before
+        // creating anything.
+        layout.checkSupported();
+        String dledger = layout.dledgerDir();
+        if (dledger != null) {
+            throw new UnsupportedLayoutError("a DLedger store (" + Path.of(dledger).getFileName()
+                    + ") is written by its Raft group; rmqsource reads it but does not write it", root, -1);
+        }
+        try {
+            Files.createDirectories(r);
+        } catch (IOException e) {
+            throw new StoreError("cannot create the store root " + root + ": " + e);
+        }
+        StoreLock lock = StoreLock.acquire(r, lockTimeoutMs);
+        MessageStoreWriter w = new MessageStoreWriter(r, c, layout, clockMs, lock);
+        try {
+            w.openLocked();
+        } catch (IOException e) {
+            w.abandon();
+            throw new StoreError("cannot open the store " + root + " for writing: " + e);
+        } catch (RuntimeException | Error e) {
+            w.abandon();
+            throw e;
+        }
+        if (!w.syncFlush) {
+            w.flusher = new Thread(w::flushLoop, "rmq-flush-commitlog");
+            w.flusher.setDaemon(true);
+            w.flusher.start();
+        }
+        return w;
     }
 
+    // ------------------------------------------------------------------ open / recovery
+
+    private void openLocked() throws IOException {
+        commitLogDir = Path.of(layout.commitLogDirs.get(0));
+        Files.createDirectories(commitLogDir);
+        Path ckPath = root.resolve("checkpoint");
+        try {
+            checkpoint = Checkpoint.decode(readUpTo(ckPath, 40));
+        } catch (NoSuchFileException e) {
+            checkpoint = new Checkpoint(0, 0, 0);
+            WriteFiles.writeFileAtomically(ckPath, checkpoint.encode(v5));
+        }
+        Path abortPath = root.resolve("abort");
+        abortExisted = Files.exists(abortPath);
+        if (config.messageIndexEnable()) {
+            index = new IndexWriter(root.resolve("index"), config.maxHashSlotNum(), config.maxIndexNum(), clockMs,
+                    this::onIndexFull);
+        }
+        dispatcher = new Dispatcher(root, config.mappedFileSizeConsumeQueue(), index);
+        physicTs = checkpoint.physicMsgTimestampMs;
+        for (Segment s : Segments.listDirectory(commitLogDir.toString())) {
+            if (s.sizeBytes != segmentSize) {
+                throw new StoreError("CommitLog segment " + s.path + " is " + s.sizeBytes
+                        + " bytes; mappedFileSizeCommitLog is " + segmentSize);
+            }
+        }
+        long end = Recovery.recover(layout, config, dispatcher, checkpoint, abortExisted);
+        openSegments(end);
+        dispatcher.loadExisting();
+        for (QueueState q : dispatcher.states()) q.nextOffset = q.cq.maxOffset();
+        // The store runs: abort marks it not cleanly shut down until close().
+        try (FileChannel ch = FileChannel.open(abortPath, StandardOpenOption.WRITE, StandardOpenOption.CREATE)) {
+            ch.force(true);
+        }
+        WriteFiles.fsyncDir(root);
+        writable = true;
+    }
+
+    private static byte[] readUpTo(Path path, int max) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            ByteBuffer b = ByteBuffer.allocate(max);
+            while (b.hasRemaining() && ch.read(b) > 0) {
+                // read on
+            }
+            return java.util.Arrays.copyOf(b.array(), b.position());
+        }
+    }
+
+    /** Reopens the CommitLog segments for appending after recovery ({@code end} = the valid end). */
+    private void openSegments(long end) throws IOException {
+        List<Segment> segs = Segments.listDirectory(commitLogDir.toString());
+        if (segs.isEmpty()) {
+            nextStart = 0;
+            return;
+        }
+        for (int i = 0; i < segs.size(); i++) {
+            Segment s = segs.get(i);
+            long wrote = Math.min(Math.max(end - s.startOffset, 0), segmentSize);
+            // Only the last two are kept open (older ones are complete and not written again).
+            FileChannel ch = i >= segs.size() - 2
+                    ? FileChannel.open(Path.of(s.path), StandardOpenOption.READ, StandardOpenOption.WRITE) : null;
+            segments.add(new CommitLogFile(s.startOffset, Path.of(s.path), ch, wrote));
+        }
+        CommitLogFile last = segments.get(segments.size() - 1);
+        if (last.start <= end && end < last.start + segmentSize) current = last;
+        nextStart = last.start + segmentSize;
+    }
+
+    // ------------------------------------------------------------------ puts
+
     public PutResult put(Message m) {
-        return putAll(List.of(m))[0];
+        return putAll(java.util.Collections.singletonList(m))[0];
     }
 
     /**
-     * Puts in order (encode into one buffer per segment, one write, then dispatch); results[i] for
-     * batch.get(i). A put refused by the checks gets its status and takes no bytes; an I/O failure
-     * throws StoreError naming the file after the results of what was written are final.
+     * Puts in order (encode into one buffer per segment chunk, one write, then dispatch); results[i] for
+     * batch.get(i).  Each message is an independent put (a refused one does not stop the others).  A put
+     * refused by the checks gets its status and takes no bytes; an I/O failure throws
+     * {@link WriteFailedError} (a StoreError naming the file) once the results of what was written are
+     * final: never a half-acknowledged message.
      */
     public PutResult[] putAll(List<Message> batch) {
-        throw new StoreError("MessageStoreWriter is not implemented yet: " + root);
+        int n = batch.size();
+        PutResult[] results = new PutResult[n];
+        String failed;
+        Throwable cause;
+        synchronized (putLock) {
+            if (!writable) {
+                String why = closed ? "store is closed" : "store is not writable: " + describe(error);
+                for (int i = 0; i < n; i++) {
+                    results[i] = PutResult.failed(batch.get(i), PutMessageStatus.SERVICE_NOT_AVAILABLE, null, why);
+                }
+                return results;
+            }
+            failure = null;
+            failureCause = null;
+            try {
+                putLocked(batch, results);
+            } finally {
+                items.clear();
+                buf.clear();
+                for (QueueState q : chunkQueues) q.inChunk = false;
+                chunkQueues.clear();
+            }
+            failed = failure;
+            cause = failureCause;
+        }
+        if (failed != null) throw new WriteFailedError(failed, results, cause);
+        return results;
     }
+
+    private void putLocked(List<Message> batch, PutResult[] results) {
+        long z = segmentSize;
+        int n = batch.size();
+        CommitLogFile seg = current;
+        long chunkStart = seg != null ? seg.wrote : 0;
+        for (int i = 0; i < n; i++) {
+            Message m = batch.get(i);
+            Object o;
+            try {
+                o = checks.prepare(m);
+            } catch (RuntimeException e) {      // a malformed message object: refuse it, never half-write
+                results[i] = PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, null,
+                        e.getClass().getSimpleName() + ": " + e.getMessage());
+                continue;
+            }
+            if (o instanceof PutResult) {
+                results[i] = (PutResult) o;
+                continue;
+            }
+            Prepared p = (Prepared) o;
+            p.index = i;
+            if (seg == null) {
+                seg = rollOrFail(batch, results, i);
+                if (seg == null) return;
+                chunkStart = 0;
+            }
+            long pos = chunkStart + buf.position();
+            int size = p.size;
+            if (size + 8 > z - pos) {
+                // END_OF_FILE: blank record, write this segment's chunk, continue in the next one.
+                // (pos == z: the blank is there already -- an earlier roll failed after writing it.)
+                if (pos < z) {
+                    RecordEncoder.putBlank(buf, buf.position(), (int) (z - pos));
+                    buf.position(buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
+                }
+                if (buf.position() > 0 && !commitChunk(seg, chunkStart, results, true)) {
+                    failRest(batch, results, i, stopStatus(), describe(error));
+                    return;
+                }
+                seg = rollOrFail(batch, results, i);
+                if (seg == null) return;
+                chunkStart = 0;
+                pos = 0;
+            } else if (buf.position() > 0 && buf.remaining() < size + 8) {
+                if (!commitChunk(seg, chunkStart, results, false)) {
+                    failRest(batch, results, i, stopStatus(), describe(error));
+                    return;
+                }
+                chunkStart = seg.wrote;
+                pos = chunkStart;
+            }
+            if (buf.capacity() < size + 8) buf = ByteBuffer.allocateDirect(size + 8);
+            long qo;
+            if (p.entersCq) {
+                QueueState q = dispatcher.queue(p.topic, p.queueId);
+                p.queue = q;
+                if (!q.inChunk) {
+                    q.inChunk = true;
+                    q.pendingOffset = q.nextOffset;
+                    chunkQueues.add(q);
+                }
+                qo = q.pendingOffset++;
+            } else {
+                qo = 0;
+            }
+            long phy = seg.start + pos;
+            long ts = p.storeTimestamp != null ? p.storeTimestamp : clockMs.getAsLong();
+            encode(p, qo, phy, ts);
+            items.add(p);
+        }
+        if (!items.isEmpty() || buf.position() > 0) {
+            if (!commitChunk(seg, chunkStart, results, false)) failRest(batch, results, n, stopStatus(), describe(error));
+        }
+    }
+
+    private void encode(Prepared p, long qo, long phy, long ts) {
+        ByteBuffer b = buf;
+        int pos = b.position();
+        int bodyPos = RecordEncoder.putHead(b, pos, p.size,
+                p.magicV2 ? io.rmqsource.spark.format.Record.MAGIC_V2 : io.rmqsource.spark.format.Record.MAGIC_V1,
+                p.bodyCrc, p.queueId, p.flag, qo, phy, p.sysFlag, p.bornTimestamp, p.bornAddr, p.bornPort, ts,
+                p.storeAddr, p.storePort, p.reconsumeTimes, p.preparedTransactionOffset, p.body.length);
+        b.put(bodyPos, p.body);
+        int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props);
+        if (p.crcProp) RecordEncoder.sealCrcProperty(b, pos, p.size, crc);
+        b.position(end);
+        p.phyOffset = phy;
+        p.queueOffset = qo;
+        p.storeTs = ts;
+    }
+
+    private CommitLogFile rollOrFail(List<Message> batch, PutResult[] results, int from) {
+        try {
+            return roll();
+        } catch (IOException | StoreError e) {
+            String why = "cannot create CommitLog segment " + commitLogDir.resolve(WriteFiles.offsetName(nextStart))
+                    + ": " + e.getMessage();
+            failRest(batch, results, from, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, why);
+            noteFailure(why, e);
+            return null;
+        }
+    }
+
+    private void noteFailure(String why, Throwable cause) {
+        if (failure == null) {
+            failure = why;
+            failureCause = cause;
+        }
+    }
+
+    /** Status of the messages a batch did not reach: the write failed, or the writer stopped taking puts. */
+    private PutMessageStatus stopStatus() {
+        return writable ? PutMessageStatus.UNKNOWN_ERROR : PutMessageStatus.SERVICE_NOT_AVAILABLE;
+    }
+
+    private void failRest(List<Message> batch, PutResult[] results, int start, PutMessageStatus status, String reason) {
+        for (int j = start; j < batch.size(); j++) {
+            if (results[j] == null) results[j] = PutResult.failed(batch.get(j), status, null, reason);
+        }
+        noteFailure(reason, error);
+    }
+
+    /**
+     * Writes one segment's chunk; only then are its messages acknowledged and dispatched.
+     * {@code endsSegment}: the chunk ends with the END_OF_FILE blank, the segment is full.  False when
+     * the batch must stop here (the write failed, or the writer stopped taking puts).
+     */
+    private boolean commitChunk(CommitLogFile seg, long chunkStart, PutResult[] results, boolean endsSegment) {
+        buf.flip();
+        int len = buf.limit();
+        try {
+            writeChunk(seg, buf, chunkStart);
+        } catch (IOException e) {
+            String why = "CommitLog write failed: " + seg.path + " at offset " + (seg.start + chunkStart) + ": " + e.getMessage();
+            for (Prepared p : items) {
+                results[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR, -1, -1,
+                        0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
+            }
+            for (QueueState q : chunkQueues) q.inChunk = false;
+            chunkQueues.clear();
+            items.clear();
+            buf.clear();
+            noteFailure(why, e);
+            return false;
+        }
+        PutMessageStatus status = written(seg, endsSegment ? segmentSize : chunkStart + len);
+        for (QueueState q : chunkQueues) {
+            q.nextOffset = q.pendingOffset;
+            q.inChunk = false;
+        }
+        chunkQueues.clear();
+        if (!items.isEmpty()) {
+            lastStoreTs = items.get(items.size() - 1).storeTs;
+            if (status == PutMessageStatus.PUT_OK && syncFlush) physicTs = lastStoreTs;
+        }
+        // Results first: the bytes are in the CommitLog whatever dispatch does next.
+        for (Prepared p : items) {
+            results[p.index] = new PutResult(status, AppendMessageStatus.PUT_OK, p.phyOffset, p.queueOffset, p.size,
+                    p.storeTs, p.topic, p.queueId, p.sysFlag, "", p.storeAddr, p.storePort);
+        }
+        try {
+            for (Prepared p : items) {
+                long tagsCode = p.delay != null
+                        ? TagsCode.consumeQueueTagsCode(p.topic, p.tags, p.delay, p.storeTs, delayLevels)
+                        : (p.tags == null ? 0 : p.tags.hashCode());
+                dispatcher.dispatch(p.queue, p.topic, p.queueId, p.phyOffset, p.size, tagsCode, p.storeTs, p.queueOffset,
+                        p.sysFlag, p.keys, p.uniqKey);
+            }
+            dispatcher.writePending();
+        } catch (IOException | RuntimeException e) {   // the CommitLog holds the data; a reopen re-dispatches it
+            error = e;
+            writable = false;
+            noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + chunkStart)
+                    + ": " + describe(e), e);
+        }
+        if (status != PutMessageStatus.PUT_OK) {
+            noteFailure("CommitLog fsync failed: " + seg.path + ": " + describe(error), error);
+        }
+        items.clear();
+        buf.clear();
+        // After a failed fsync nothing more may be acknowledged: a crash could lose this chunk.
+        return writable;
+    }
+
+    /**
+     * Writes a chunk so that a failure leaves nothing recovery accepts: the first 4 bytes (the first
+     * record's TOTALSIZE) go last; on an error the bytes that did reach the file are zeroed again
+     * (their blocks exist, so that needs no new space) and the IOException is thrown; if even that
+     * fails the writer stops taking puts.
+     */
+    private void writeChunk(CommitLogFile seg, ByteBuffer chunk, long pos) throws IOException {
+        int len = chunk.limit();
+        int k = Math.min(4, len);
+        long[][] written = new long[2][];
+        int nw = 0;
+        try {
+            ByteBuffer rest = chunk.duplicate();
+            rest.limit(len).position(k);
+            try {
+                WriteFiles.writeFully(seg.channel, seg.path, rest, pos + k);
+            } catch (IOException e) {
+                written[nw++] = new long[] {pos + k, WriteFiles.Partial.of(e)};
+                throw e;
+            }
+            written[nw++] = new long[] {pos + k, len - k};
+            ByteBuffer head = chunk.duplicate();
+            head.limit(k).position(0);
+            try {
+                WriteFiles.writeFully(seg.channel, seg.path, head, pos);
+            } catch (IOException e) {
+                written[nw++] = new long[] {pos, WriteFiles.Partial.of(e)};
+                throw e;
+            }
+        } catch (IOException e) {
+            error = e;
+            try {
+                for (int w = 0; w < nw; w++) {
+                    long at = written[w][0];
+                    long n = written[w][1];
+                    for (long done = 0; done < n; ) {
+                        int step = (int) Math.min(n - done, 1 << 20);
+                        ByteBuffer zeros = ByteBuffer.allocate(step);
+                        while (zeros.hasRemaining()) seg.channel.write(zeros, at + done + zeros.position());
+                        done += step;
+                    }
+                }
+            } catch (IOException e2) {
+                writable = false;
+            }
+            throw e;
+        }
+    }
+
+    /** Bytes written up to {@code wrote}; under SYNC_FLUSH acknowledged only once fsynced. */
+    private PutMessageStatus written(CommitLogFile seg, long wrote) {
+        seg.wrote = wrote;
+        seg.dirty = true;
+        if (!syncFlush) return PutMessageStatus.PUT_OK;
+        try {
+            seg.channel.force(true);
+            seg.dirty = false;
+            return PutMessageStatus.PUT_OK;
+        } catch (IOException e) {
+            // The bytes are in the CommitLog but not known to be on disk; after a failed fsync the kernel
+            // may have dropped those pages and a later fsync would not say so: stop taking puts.
+            error = e;
+            writable = false;
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT;
+        }
+    }
+
+    // ------------------------------------------------------------------ segments
+
+    private CommitLogFile createSegment(long start) throws IOException {
+        Path path = commitLogDir.resolve(WriteFiles.offsetName(start));
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.CREATE);
+        long size = -1;
+        try {
+            size = ch.size();
+            if (size == 0) {
+                // Full size, sparse: written with positioned writes, so a full disk is an IOException from
+                // that write (never a fault in a map), and an unused segment costs no space.
+                try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
+                    raf.setLength(segmentSize);
+                }
+            } else if (size != segmentSize) {
+                throw new StoreError("CommitLog segment " + path + " exists with " + size + " bytes");
+            }
+        } catch (IOException | RuntimeException e) {
+            WriteFiles.closeQuietly(ch);
+            if (size == 0) Files.deleteIfExists(path);
+            throw e;
+        }
+        return new CommitLogFile(start, path, ch, 0);
+    }
+
+    /** Next segment (the pre-allocated one when present), and pre-allocate the one after. */
+    private CommitLogFile roll() throws IOException {
+        long start = nextStart;
+        CommitLogFile seg = prealloc != null && prealloc.start == start ? prealloc : null;
+        if (seg == null) seg = createSegment(start);
+        prealloc = null;
+        segments.add(seg);
+        current = seg;
+        nextStart = start + segmentSize;
+        try {   // AllocateMappedFileService's next-next file; a failure only delays it to the next roll
+            prealloc = createSegment(nextStart);
+        } catch (IOException | StoreError e) {
+            prealloc = null;
+        }
+        retireOldSegments();
+        return seg;
+    }
+
+    /** Closes the channels of older segments once fsynced (keeps the current and the previous one). */
+    private void retireOldSegments() {
+        for (int i = 0; i < segments.size() - 2; i++) {
+            CommitLogFile s = segments.get(i);
+            if (s.channel != null && !s.dirty && !s.flushing) {
+                WriteFiles.closeQuietly(s.channel);
+                s.channel = null;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ flush / checkpoint
+
+    private void onIndexFull(long endTs) {
+        try {
+            writeCheckpoint(endTs);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private void flushLoop() {
+        long interval = Math.max(config.flushIntervalCommitLogMs(), 10);
+        while (true) {
+            synchronized (flushLock) {
+                if (stopping) return;
+                try {
+                    flushLock.wait(interval);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (stopping) return;
+            }
+            try {
+                flush();
+            } catch (IOException | RuntimeException e) {    // surfaced by the next put as SERVICE_NOT_AVAILABLE
+                error = e;
+                writable = false;
+                return;
+            }
+        }
+    }
+
+    /**
+     * fsyncs the CommitLog segments, ConsumeQueues and IndexFile written so far: what was written
+     * before the call is durable when it returns.  The CommitLog fsyncs run outside the put lock.
+     */
+    public void flush() throws IOException {
+        synchronized (flushLock) {
+            List<CommitLogFile> todo = new ArrayList<>();
+            long ts;
+            synchronized (putLock) {
+                if (closed) return;
+                for (CommitLogFile s : segments) {
+                    if (s.dirty && s.channel != null) {
+                        s.dirty = false;
+                        s.flushing = true;
+                        todo.add(s);
+                    }
+                }
+                ts = lastStoreTs;
+            }
+            try {
+                for (CommitLogFile s : todo) s.channel.force(true);
+            } catch (IOException e) {
+                synchronized (putLock) {
+                    for (CommitLogFile s : todo) s.dirty = true;
+                }
+                throw e;
+            } finally {
+                synchronized (putLock) {
+                    for (CommitLogFile s : todo) s.flushing = false;
+                }
+            }
+            synchronized (putLock) {
+                if (closed) return;
+                if (ts != 0) physicTs = ts;
+                retireOldSegments();
+                dispatcher.sync();
+            }
+        }
+    }
+
+    private void writeCheckpoint(Long indexTs) throws IOException {
+        Checkpoint old = checkpoint;
+        long idx = indexTs != null ? indexTs
+                : (index != null && index.indexMsgTimestampMs != 0 ? index.indexMsgTimestampMs : old.indexMsgTimestampMs);
+        Checkpoint ck = new Checkpoint(physicTs != 0 ? physicTs : old.physicMsgTimestampMs,
+                dispatcher.logicsMsgTimestampMs != 0 ? dispatcher.logicsMsgTimestampMs : old.logicsMsgTimestampMs,
+                idx, old.masterFlushedOffset, old.confirmPhyOffset);
+        WriteFiles.writeFileAtomically(root.resolve("checkpoint"), ck.encode(v5));
+        checkpoint = ck;
+    }
+
+    // ------------------------------------------------------------------ state
 
     /** End of the written CommitLog. */
     public long maxPhyOffset() {
-        return 0;
+        synchronized (putLock) {
+            if (current != null) return current.start + current.wrote;
+            if (segments.isEmpty()) return 0;
+            CommitLogFile last = segments.get(segments.size() - 1);
+            return last.start + last.wrote;
+        }
+    }
+
+    /** Next queue offset the writer assigns in topic/queueId. */
+    public long queueOffset(String topic, int queueId) {
+        synchronized (putLock) {
+            if (!StoreLayout.isSafeDirName(topic)) return 0;
+            return dispatcher.queue(topic, queueId).nextOffset;
+        }
     }
 
     public String root() {
-        return root;
+        return root.toString();
     }
 
-    /** Clean shutdown: flush, checkpoint, abort file removed, lock released. */
+    public StoreConfig config() {
+        return config;
+    }
+
+    /** Whether an abort file was there when the writer opened (the store had not been shut down cleanly). */
+    public boolean abortExisted() {
+        return abortExisted;
+    }
+
+    public boolean isWritable() {
+        return writable;
+    }
+
+    private static String describe(Throwable e) {
+        if (e == null) return "unknown error";
+        return e.getClass().getSimpleName() + ": " + e.getMessage();
+    }
+
+    // ------------------------------------------------------------------ shutdown
+
+    private void stopFlusher() {
+        synchronized (flushLock) {
+            stopping = true;
+            flushLock.notifyAll();
+        }
+        if (flusher != null && flusher != Thread.currentThread()) {
+            try {
+                flusher.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Clean shutdown: flush everything, drop the unused pre-allocated segment, write the checkpoint,
+     * delete abort (only when all of that worked), release the lock.  When a step fails the rest of the
+     * clean shutdown is skipped, every file is still closed, the lock released, abort stays (the next
+     * open recovers), and the error is thrown as a StoreError naming the store.
+     */
     @Override
     public void close() {
+        if (closed) return;
+        stopFlusher();
+        IOException failedWith = null;
+        RuntimeException runtime = null;
+        synchronized (flushLock) {
+            synchronized (putLock) {
+                if (closed) return;
+                boolean failedBefore = error != null;
+                writable = false;
+                try {
+                    for (CommitLogFile s : segments) {
+                        if (s.channel != null && s.dirty) {
+                            s.channel.force(true);
+                            s.dirty = false;
+                        }
+                    }
+                    if (lastStoreTs != 0) physicTs = lastStoreTs;
+                    if (prealloc != null) {
+                        CommitLogFile p = prealloc;
+                        prealloc = null;
+                        p.channel.close();
+                        Files.delete(p.path);
+                    }
+                    closeSegmentChannels();
+                    WriteFiles.fsyncDir(commitLogDir);
+                    dispatcher.close();
+                    writeCheckpoint(null);
+                    if (!failedBefore) {
+                        Files.delete(root.resolve("abort"));
+                        WriteFiles.fsyncDir(root);
+                    }
+                } catch (IOException e) {
+                    failedWith = e;
+                    error = e;
+                    closeSegmentChannels();
+                    dispatcher.release();
+                } catch (RuntimeException e) {
+                    runtime = e;
+                    error = e;
+                    closeSegmentChannels();
+                    dispatcher.release();
+                } finally {
+                    closed = true;
+                    lock.release();
+                }
+            }
+        }
+        if (failedWith != null) {
+            throw new StoreError("clean shutdown of " + root + " failed (abort stays; the next open recovers): "
+                    + failedWith);
+        }
+        if (runtime != null) throw runtime;
+    }
+
+    /**
+     * Lets go of the store as if the process had died here: every file closed without flushing or
+     * writing anything (abort stays), the lock released.  The next open recovers.
+     */
+    public void abandon() {
+        if (closed) return;
+        stopFlusher();
+        synchronized (putLock) {
+            if (closed) return;
+            writable = false;
+            closed = true;
+            closeSegmentChannels();
+            if (dispatcher != null) dispatcher.release();
+            else if (index != null) index.release();
+            lock.release();
+        }
+    }
+
+    private void closeSegmentChannels() {
+        for (CommitLogFile s : segments) {
+            WriteFiles.closeQuietly(s.channel);
+            s.channel = null;
+        }
+        if (prealloc != null) {
+            WriteFiles.closeQuietly(prealloc.channel);
+            prealloc.channel = null;
+        }
     }
 }

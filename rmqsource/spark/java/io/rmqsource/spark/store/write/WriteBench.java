@@ -1,0 +1,81 @@
+package io.rmqsource.spark.store.write;
+
+import io.rmqsource.spark.store.StoreConfig;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * The JVM writer benchmark (driven by scripts/bench_jvm_writer.py): MESSAGES messages of BODY_BYTES
+ * random bytes over 4 topics x 8 queues, each with KEYS, TAGS and a UNIQ_KEY property, put with
+ * putAll in chunks of CHUNK (dispatch and IndexFile included; default store config), timed from
+ * open to close; then a raw sequential write of the same number of CommitLog bytes in 8 MiB writes.
+ * Prints one JSON object.  Messages are built before the clock starts.
+ */
+final class WriteBench {
+    private WriteBench() {
+    }
+
+    static void run(String[] args, PrintStream out) throws IOException {
+        Path root = Path.of(args[1]);
+        int n = Integer.parseInt(args[2]);
+        int bodyBytes = Integer.parseInt(args[3]);
+        int chunk = Integer.parseInt(args[4]);
+        Random rnd = new Random(7);
+        String[] topics = {"BenchTopicA", "BenchTopicB", "BenchTopicC", "BenchTopicD"};
+        String[] tags = {"TagA", "TagB", "TagC"};
+        List<Message> msgs = new ArrayList<>(n);
+        byte[][] bodies = new byte[64][];
+        for (int i = 0; i < bodies.length; i++) {
+            bodies[i] = new byte[bodyBytes];
+            rnd.nextBytes(bodies[i]);
+        }
+        long born = 1_700_000_000_000L;
+        for (int i = 0; i < n; i++) {
+            Message m = new Message(topics[i & 3], (i >>> 2) & 7, bodies[i & 63]);
+            m.tags = tags[i % 3];
+            m.keys = "order-" + i;
+            m.bornTimestampMs = born + i;
+            m.bornHost = "192.168.0.7:50000";
+            m.storeHost = "10.0.0.5:10911";
+            m.property("UNIQ_KEY", String.format("0A00000500002A9F%016X", (long) i));
+            msgs.add(m);
+        }
+        StoreConfig config = StoreConfig.defaults().withOverrides(Map.of());
+        long t0 = System.nanoTime();
+        MessageStoreWriter w = MessageStoreWriter.open(root.toString(), config, 0);
+        long ok = 0;
+        for (int i = 0; i < n; i += chunk) {
+            PutResult[] rs = w.putAll(msgs.subList(i, Math.min(n, i + chunk)));
+            for (PutResult r : rs) if (r.ok()) ok++;
+        }
+        long bytes = w.maxPhyOffset();
+        w.close();
+        double secs = (System.nanoTime() - t0) / 1e9;
+        // Raw sequential write of the same bytes (the disk's ceiling for the CommitLog alone).
+        Path raw = root.resolveSibling(root.getFileName() + "-raw");
+        ByteBuffer b = ByteBuffer.allocateDirect(8 << 20);
+        rnd.nextBytes(new byte[1]);
+        long t1 = System.nanoTime();
+        try (FileChannel ch = FileChannel.open(raw, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            for (long done = 0; done < bytes; ) {
+                b.clear().limit((int) Math.min(b.capacity(), bytes - done));
+                done += ch.write(b, done);
+            }
+            ch.force(true);
+        }
+        double rawSecs = (System.nanoTime() - t1) / 1e9;
+        Files.deleteIfExists(raw);
+        out.println("{\"messages\":" + n + ",\"ok\":" + ok + ",\"commitLogBytes\":" + bytes + ",\"seconds\":" + secs
+                + ",\"rawSeconds\":" + rawSecs + "}");
+    }
+}
