@@ -1,8 +1,10 @@
 package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.errors.RmqError;
+import io.rmqsource.spark.store.write.StoreLock;
 import java.io.File;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.UUID;
 import org.apache.spark.sql.connector.write.BatchWrite;
@@ -50,7 +52,7 @@ final class RmqBatchWrite implements BatchWrite {
     private void forgetAnonymous() {
         SinkLog log = new SinkLog(opts.root);
         if (opts.writeId != null || !new File(log.path.toString()).isFile()) return;
-        try (SinkStoreLock lock = SinkStoreLock.acquire(opts.root, opts.lockTimeoutMs)) {
+        try (StoreLock lock = StoreLock.acquire(Path.of(opts.root), opts.lockTimeoutMs)) {
             Map<String, Object> doc = log.load();
             Object writes = doc.get("writes");
             if (writes instanceof Map && ((Map<?, ?>) writes).remove(writeKey) != null) log.save(doc);

@@ -2,7 +2,9 @@ package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.errors.StoreError;
 import io.rmqsource.spark.errors.StoreLockedError;
+import io.rmqsource.spark.store.write.StoreLock;
 import java.io.File;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeSet;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -44,9 +46,9 @@ final class RmqStreamingWrite implements StreamingWrite {
         if (SinkFaults.take(opts.root, "commit:" + batchId)) {
             throw new StoreError("injected fault before committing batch " + batchId + " (test hook " + SinkFaults.ENV + ")");
         }
-        SinkStoreLock lock;
+        StoreLock lock;
         try {
-            lock = SinkStoreLock.acquire(opts.root, opts.lockTimeoutMs);
+            lock = StoreLock.acquire(Path.of(opts.root), opts.lockTimeoutMs);
         } catch (StoreLockedError e) {
             throw new StoreLockedError("rmq sink: could not lock the store " + opts.root + " to commit batch " + batchId
                     + " within " + opts.lockTimeoutText() + " s: " + e.getMessage());

@@ -89,7 +89,8 @@ final class StoreAppend {
     /**
      * Put the rows not in {@code present}, in order. {@code chooseSkipped}: the round-robin turns also
      * pass over skipped rows (a batch task chose every row's queue as it took it in). After
-     * {@code failAfter} rows (>= 0) the test seam's fault {@code fault} is thrown.
+     * {@code failAfter} rows (>= 0) the test seam's fault {@code fault} is thrown, the writer let go as by
+     * a process that died there (abort stays, the next open recovers).
      */
     static Appended putRows(MessageStoreWriter writer, RowSpill rows, RowsToMessages conv, BitSet present,
                             boolean chooseSkipped, long failAfter, String fault) throws IOException {
@@ -113,6 +114,7 @@ final class StoreAppend {
             bytes[0] += m.body.length;
             if (failAfter >= 0 && out.count + chunk.size() >= Math.max(failAfter, 1)) {
                 put(writer, chunk, out);
+                writer.abandon();
                 throw new InjectedFault(fault);
             }
             if (chunk.size() >= CHUNK_ROWS || bytes[0] >= CHUNK_BYTES) {
@@ -121,6 +123,7 @@ final class StoreAppend {
             }
         });
         if (!chunk.isEmpty()) put(writer, chunk, out);
+        writer.flush();           // durable before the sink log says done
         return out;
     }
 

@@ -58,8 +58,8 @@ final class StoreFileSizes {
         List<File> commitLog = new ArrayList<>();
         for (String d : layout.commitLogDirs) commitLog.addAll(segments(new File(d)));
         File seg = oneSize(commitLog, "CommitLog segment");
-        if (seg != null && !given.contains(COMMIT_LOG_KEY)) {
-            // a given size that differs from the files is refused by the writer's open
+        if (seg != null && seg.length() != config.mappedFileSizeCommitLog()) {
+            refuseGiven(given, COMMIT_LOG_KEY, Long.toString(config.mappedFileSizeCommitLog()), seg, "");
             changes.put(COMMIT_LOG_KEY, Long.toString(seg.length()));
         }
         List<File> cq = new ArrayList<>();
@@ -73,7 +73,7 @@ final class StoreFileSizes {
             }
         }
         seg = oneSize(cq, "ConsumeQueue");
-        long cqBytes = config.consumeQueueUnitsPerFile() * 20L;
+        long cqBytes = config.mappedFileSizeConsumeQueue();
         if (seg != null && seg.length() != cqBytes) {
             refuseGiven(given, CONSUME_QUEUE_KEY, Long.toString(cqBytes), seg, "");
             changes.put(CONSUME_QUEUE_KEY, Long.toString(seg.length()));
