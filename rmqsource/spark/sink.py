@@ -324,8 +324,12 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         out["queueId"].append(chooser.choose(topic, qids[i], k))
         out["body"].append(body)
         out["flag"].append(int(flags[i] or 0))
-        out["tags"].append(tags[i] or None)
-        out["keys"].append(k or None)
+        if store_fields:                  # as given: "" is a value, not an absent one
+            out["tags"].append(tags[i])
+            out["keys"].append(keys[i] if isinstance(keys[i], str) else k)
+        else:
+            out["tags"].append(tags[i] or None)
+            out["keys"].append(k or None)
         out["properties"].append(list(pmap.items()) if pmap else None)
         out["bornTimestamp"].append(_ms(borns[i]))
         out["bornHost"].append(hosts[i] or None)

@@ -42,6 +42,8 @@ final class RowsToMessages {
     private final int reconsumeKind;
     private final int prepKind;
     private final boolean keysIsArray;
+    /** preserveStoreFields: an empty string is written as given, not taken for an absent value. */
+    private final boolean keepEmpty;
     // the last topic seen, so rows of one topic share one String
     private UTF8String lastTopicBytes;
     private String lastTopic;
@@ -50,6 +52,7 @@ final class RowsToMessages {
         this.s = schema;
         this.chooser = chooser;
         this.tag = tag;
+        this.keepEmpty = tag == null;
         this.seqPrefix = partition + ":";
         this.bodyIsString = schema.isType(schema.body, StringType.class);
         this.keysIsArray = schema.isType(schema.keys, ArrayType.class);
@@ -101,10 +104,10 @@ final class RowsToMessages {
         return lastTopic;
     }
 
-    private static String text(InternalRow row, int ordinal) {
+    private String text(InternalRow row, int ordinal) {
         if (ordinal < 0 || row.isNullAt(ordinal)) return null;
         UTF8String v = row.getUTF8String(ordinal);
-        return v.numBytes() == 0 ? null : v.toString();      // "" counts as absent
+        return v.numBytes() == 0 && !keepEmpty ? null : v.toString();      // "" counts as absent
     }
 
     private String keys(InternalRow row) {
@@ -141,9 +144,9 @@ final class RowsToMessages {
         m.bornTimestampMs = s.bornTimestamp >= 0 && !row.isNullAt(s.bornTimestamp)
                 ? integral(row, s.bornTimestamp, bornKind) : 0;
         String born = text(row, s.bornHost);
-        m.bornHost = born == null ? DEFAULT_BORN_HOST : born;
+        m.bornHost = born == null || born.isEmpty() ? DEFAULT_BORN_HOST : born;
         String store = text(row, s.storeHost);
-        m.storeHost = store == null ? DEFAULT_STORE_HOST : store;
+        m.storeHost = store == null || store.isEmpty() ? DEFAULT_STORE_HOST : store;
         m.storeTimestampMs = s.storeTimestamp >= 0 && !row.isNullAt(s.storeTimestamp)
                 ? Long.valueOf(integral(row, s.storeTimestamp, storeTsKind)) : null;
         m.sysFlag = s.sysFlag >= 0 && !row.isNullAt(s.sysFlag) ? (int) integral(row, s.sysFlag, sysFlagKind) : 0;
