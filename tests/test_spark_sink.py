@@ -154,6 +154,21 @@ def test_batch_sink_appends_every_row_once(spark, tmp_path):
     print(f"batch sink: {n} rows in {elapsed:.1f}s")
 
 
+@pytest.mark.spark
+def test_batch_sink_spills_a_partition_past_its_memory_budget(spark, tmp_path):
+    """One partition of 80 MB (over the 64 MiB kept in memory): the rows spilled to local disk come back
+    whole and in order (queue 0 gets the rows in their order)."""
+    from pyspark.sql import functions as F
+    root = tmp_path / "store"
+    n = 80_000
+    df = spark.range(n, numPartitions=1).select(
+        F.lit("Big").alias("topic"), F.lit(0).alias("queueId"),
+        F.format_string("%01024d", "id").cast("binary").alias("body"))
+    df.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(str(root))
+    bodies = [r.body for r in _all_messages(root, "Big")]
+    assert [int(b) for b in bodies] == list(range(n)) and all(len(b) == 1024 for b in bodies)
+
+
 LOCK_HOLDER = textwrap.dedent("""
     import sys, time
     from rmqsource.io.lock import StoreLock

@@ -60,7 +60,7 @@ final class RowSpill implements AutoCloseable {
         rows++;
         if (out == null && memoryBytes + size + 4 <= MEMORY_BYTES) {
             if (chunk == null || chunkUsed + 4 + size > chunk.length) newChunk(size + 4);
-            Platform.putInt(chunk, Platform.BYTE_ARRAY_OFFSET + chunkUsed, size);
+            putSize(chunk, chunkUsed, size);
             Platform.copyMemory(u.getBaseObject(), u.getBaseOffset(), chunk,
                     Platform.BYTE_ARRAY_OFFSET + chunkUsed + 4, size);
             chunkUsed += 4 + size;
@@ -70,6 +70,18 @@ final class RowSpill implements AutoCloseable {
         if (out == null) spillMemory();
         out.writeInt(size);
         u.writeToStream(out, writeBuffer);
+    }
+
+    // Sizes are big-endian in memory as in the file (DataOutputStream), since memory is copied there as is.
+    private static void putSize(byte[] b, int at, int size) {
+        b[at] = (byte) (size >>> 24);
+        b[at + 1] = (byte) (size >>> 16);
+        b[at + 2] = (byte) (size >>> 8);
+        b[at + 3] = (byte) size;
+    }
+
+    private static int getSize(byte[] b, int at) {
+        return (b[at] & 0xff) << 24 | (b[at + 1] & 0xff) << 16 | (b[at + 2] & 0xff) << 8 | (b[at + 3] & 0xff);
     }
 
     private void newChunk(int need) {
@@ -113,7 +125,7 @@ final class RowSpill implements AutoCloseable {
                 int end = c == chunk ? chunkUsed : chunkEnds.get(i);
                 int pos = 0;
                 while (pos < end) {
-                    int size = Platform.getInt(c, Platform.BYTE_ARRAY_OFFSET + pos);
+                    int size = getSize(c, pos);
                     row.pointTo(c, Platform.BYTE_ARRAY_OFFSET + pos + 4, size);
                     visitor.row(row, seq++);
                     pos += 4 + size;
