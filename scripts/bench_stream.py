@@ -22,7 +22,8 @@ Reported per mode (and written as JSON with ``--json``):
   collect of a few rows per batch, so latency costs no per-row Python): median, p90, p99;
 * with ``--sink``: the exactly-once streaming sink's sustained rate: a store of ``--sink-rows`` messages
   (4 topics x 8 queues) streamed by ``writeStream.format("rmq")`` into another store,
-  ``maxMessagesPerTrigger`` = ``--sink-batch``, in the session's mode (the JVM sink with the jar): rows
+  ``maxMessagesPerTrigger`` = ``--sink-batch``, coalesced to ``--sink-partitions`` sink tasks (each task
+  takes the store lock and opens the writer once), in the session's mode (the JVM sink with the jar): rows
   per second of the batches after the first (Spark's triggerExecution) and of their ``addBatch`` (the
   sink's appends and commits); and the batch sink ``df.write.format("rmq")`` rows/s vs the writer's own
   batch put (scripts/bench_spark_write.py has the full batch comparison);
@@ -278,7 +279,7 @@ def run_one(args) -> dict:
 
 # --------------------------------------------------------------------------- stream sink (optional)
 
-def stream_sink_rate(rows: int, body_size: int, per_batch: int) -> dict:
+def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int) -> dict:
     """Sustained rows/s of the exactly-once streaming sink on a prepared source store."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import numpy as np
@@ -302,9 +303,12 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int) -> dict:
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "4g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        df = (spark.readStream.format("rmq").option("startingOffsets", "earliest")
+        df = (spark.readStream.format("rmq").option("topicPattern", "Src.*").option("startingOffsets", "earliest")
               .option("maxMessagesPerTrigger", str(per_batch)).load(src)
               .select("topic", "queueId", "body"))
+        if partitions:
+            # each sink task takes the store lock and opens the writer once: few tasks per batch
+            df = df.coalesce(partitions)
         t0 = time.monotonic()
         q = (df.writeStream.format("rmq").option("checkpointLocation", os.path.join(work, "ckpt"))
              .trigger(availableNow=True).start(dst))
@@ -323,7 +327,7 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int) -> dict:
         written = sum(i.max_offset for i in rd.queue_infos())
     shutil.rmtree(work, ignore_errors=True)
     return {"mode": spark_mode(), "rows": rows, "rowsWritten": written, "bodyBytes": body_size, "batches": len(progress),
-            "rowsPerBatch": per_batch, "wallSeconds": round(wall, 1),
+            "rowsPerBatch": per_batch, "sinkTasksPerBatch": partitions or "one per source queue", "wallSeconds": round(wall, 1),
             "sustainedRowsPerSecond": round(n / trigger_s) if trigger_s else None,
             "addBatchRowsPerSecond": round(n / add_s) if add_s else None,
             "note": "batches after the first: rows / triggerExecution (whole query) and rows / addBatch (the sink)"}
@@ -435,6 +439,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sink", action="store_true", help="also compare the batch sink with the writer")
     ap.add_argument("--sink-rows", type=int, default=4_000_000, help="rows of the stream sink run (default 4M)")
     ap.add_argument("--sink-batch", type=int, default=500_000, help="maxMessagesPerTrigger of the stream sink run")
+    ap.add_argument("--sink-partitions", type=int, default=2,
+                    help="coalesce the stream to this many sink tasks per batch (0: one per source queue)")
     ap.add_argument("--batch-sink-rows", type=int, default=200_000)
     ap.add_argument("--sink-rss", action="store_true",
                     help="also print the sink worker's peak RSS writing one 3M x 1 KiB partition")
@@ -468,7 +474,7 @@ def main(argv=None) -> int:
         results["modes"][mode] = json.loads(lines[-1][len("RESULT "):])
     results["loadAverageEnd"] = load_average()
     if args.sink:
-        results["streamSink"] = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch)
+        results["streamSink"] = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch, args.sink_partitions)
         print(f"== stream sink: {results['streamSink']}", file=sys.stderr, flush=True)
         results["batchSink"] = sink_comparison(args.batch_sink_rows, args.body_size)
     if args.sink_rss:
