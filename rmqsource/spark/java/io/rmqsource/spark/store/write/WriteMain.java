@@ -126,8 +126,17 @@ public final class WriteMain {
         }
         for (PutResult res : results) out.println(res.toJson());
         out.println("{\"maxPhyOffset\":" + w.maxPhyOffset() + "}");
-        if (abandon) w.abandon();
-        else w.close();
+        if (abandon) {
+            w.abandon();
+        } else if (failed != null) {
+            try {
+                w.close();          // (on a full disk this fails too: abort stays, the next open recovers)
+            } catch (RmqError e) {
+                failed.addSuppressed(e);
+            }
+        } else {
+            w.close();
+        }
         if (failed != null) throw failed;
     }
 

@@ -1,0 +1,310 @@
+"""The JVM store writer (io.rmqsource.spark.store.write) against the real engine's corpora and the Python writer.
+
+Run through its entry point WriteMain as a subprocess (tests/jvm_writer.py):
+
+* every golden corpus (../shared/golden): putting inputs.jsonl with store.properties gives CommitLog
+  segments and ConsumeQueue files byte-identical with the engine's store/, IndexFile contents identical
+  in name order, and per-message results equal to expected/put.jsonl -- with putAll batches, single
+  puts and odd batch sizes, and across a reopen;
+* every crash case: the JVM writer opening a copy (recovery), putting a few messages and closing gives
+  the same files as the Python writer doing the same on another copy with the same clock;
+* the {root}/lock protocol between Python and JVM writers, and the two alternating on one store;
+* an injected full disk: typed error naming the file, nothing acknowledged that was not written, and
+  the store recovers on the next open.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from rmqsource.errors import StoreLockedError
+from rmqsource.store.config import StoreConfig
+from rmqsource.store.reader import MessageStoreReader
+from rmqsource.store.verify import verify_store
+from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
+
+from golden import (GOLDEN_ROOT, copy_store, corpus_of, crash_cases, default_layout_corpora, index_file_contents,
+                    is_dledger, tree_bytes, writable, writable_names)
+from jvm_writer import JvmLockHolder, jvm_put
+from test_writer_golden import PUT_FIELDS, assert_same_store
+
+pytestmark = pytest.mark.golden
+
+CORPORA = writable_names()
+DEFAULT = [p.name for p in default_layout_corpora()]      # for tests that take one corpus
+CLOCK_MS = 1_800_000_000_000
+
+
+def _expected(corpus: str) -> tuple[list[dict], dict]:
+    lines = [json.loads(x) for x in (GOLDEN_ROOT / corpus / "expected" / "put.jsonl").read_text().splitlines()]
+    return lines[:-1], lines[-1]
+
+
+def _assert_results(results: list[dict], corpus: str) -> None:
+    expected, summary = _expected(corpus)
+    assert len(results) == len(expected) == summary["done"]
+    for got, exp in zip(results, expected):
+        assert {k: got[k] for k in PUT_FIELDS} == {k: exp[k] for k in PUT_FIELDS}, f"put #{exp['i']}"
+
+
+@pytest.fixture(scope="module", params=CORPORA)
+def written(request, tmp_path_factory):
+    corpus = request.param
+    root = tmp_path_factory.mktemp(corpus) / "store"
+    results, trailer, _ = jvm_put(root, GOLDEN_ROOT / corpus / "store.properties",
+                                  GOLDEN_ROOT / corpus / "inputs.jsonl")
+    return corpus, root, results, trailer
+
+
+def test_corpora_discovered():
+    assert CORPORA, f"no golden corpora under {GOLDEN_ROOT}"
+
+
+def test_put_results_match(written):
+    corpus, _, results, _ = written
+    _assert_results(results, corpus)
+
+
+def test_store_bytes_match(written):
+    corpus, root, _, _ = written
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
+def test_clean_shutdown_state(written):
+    corpus, root, results, trailer = written
+    _, summary = _expected(corpus)
+    assert not (root / "abort").exists()
+    assert trailer["maxPhyOffset"] == summary["commitLogMaxOffset"]
+    assert max(r["commitLogOffset"] + r["size"] for r in results) == summary["commitLogMaxOffset"]
+    assert sorted(os.listdir(root / "commitlog")) == sorted(os.listdir(GOLDEN_ROOT / corpus / "store" / "commitlog"))
+    names = sorted(os.listdir(root / "index"))
+    assert all(len(n) == 17 and n.isdigit() for n in names) and len(set(names)) == len(names)
+
+
+def test_checkpoint_logics_and_index_timestamps(written):
+    corpus, root, results, _ = written
+    got = struct.unpack(">qqq", (root / "checkpoint").read_bytes()[:24])
+    exp = struct.unpack(">qqq", (GOLDEN_ROOT / corpus / "store" / "checkpoint").read_bytes()[:24])
+    assert (root / "checkpoint").stat().st_size == 4096
+    assert got[1:] == exp[1:]
+    assert got[0] == max(r["storeTimestamp"] for r in results)
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("batch", [0, 37], ids=["single-puts", "batches-of-37"])
+def test_single_puts_and_odd_batches_give_same_bytes(tmp_path, corpus, batch):
+    root = tmp_path / "store"
+    results, _, _ = jvm_put(root, GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl",
+                            batch=batch)
+    _assert_results(results, corpus)
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
+def test_sync_flush_gives_same_bytes(tmp_path):
+    corpus = DEFAULT[0]
+    root = tmp_path / "store"
+    results, _, _ = jvm_put(root, GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl",
+                            batch=50, overrides=["flushDiskType=SYNC_FLUSH"])
+    _assert_results(results, corpus)
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_reopen_and_append_gives_same_bytes(tmp_path, corpus):
+    """Close after a part, reopen (recovery, queue offsets, index state from disk), put the rest."""
+    root = tmp_path / "store"
+    config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
+    n = sum(1 for line in inputs.read_text().splitlines() if line.strip())
+    cut = n * 2 // 5
+    first, _, _ = jvm_put(root, config, inputs, lines=(0, cut))
+    rest, _, _ = jvm_put(root, config, inputs, lines=(cut, n))
+    _assert_results(first + rest, corpus)
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
+def test_python_then_jvm_gives_same_bytes(tmp_path):
+    """The Python writer puts the first part, the JVM writer opens its store and puts the rest."""
+    corpus = DEFAULT[-1]
+    root = tmp_path / "store"
+    config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
+    lines = [line for line in inputs.read_text().splitlines() if line.strip()]
+    cut = len(lines) // 3
+    with MessageStoreWriter(root, StoreConfig.from_properties_file(config)) as w:
+        first = [r.to_json_dict() for r in
+                 w.put_messages([MessageExtBrokerInner.from_json_dict(json.loads(x)) for x in lines[:cut]])]
+    rest, _, _ = jvm_put(root, config, inputs, lines=(cut, len(lines)))
+    _assert_results(first + rest, corpus)
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
+# ---------------------------------------------------------------------------------------------- recovery
+
+def _after_crash_inputs(corpus: Path, path: Path) -> Path:
+    """A few messages to put after recovery: the corpus's last ones, some on the writer's clock."""
+    lines = [json.loads(x) for x in (corpus / "inputs.jsonl").read_text().splitlines() if x.strip()][-6:]
+    for i, d in enumerate(lines):
+        if i % 2:
+            d.pop("storeTimestamp", None)
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    return path
+
+
+def _store_files(root: Path) -> dict:
+    out = tree_bytes(root / "commitlog")
+    out.update({f"cq/{k}": v for k, v in tree_bytes(root / "consumequeue").items()})
+    out.update({f"index#{i}": v for i, v in enumerate(index_file_contents(root / "index"))})
+    out["checkpoint"] = (root / "checkpoint").read_bytes()
+    out["abort"] = (root / "abort").exists()
+    return out
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize("case", writable(crash_cases()))
+def test_recovery_matches_python_writer(tmp_path, case):
+    corpus = corpus_of(case)
+    assert not is_dledger(case)
+    config_path = corpus / "store.properties"
+    inputs = _after_crash_inputs(corpus, tmp_path / "after.jsonl")
+    py_root = copy_store(case / "store", tmp_path / "py")
+    jvm_root = copy_store(case / "store", tmp_path / "jvm")
+    msgs = [MessageExtBrokerInner.from_json_dict(json.loads(x)) for x in inputs.read_text().splitlines()]
+    with MessageStoreWriter(py_root, StoreConfig.from_properties_file(config_path), clock_ms=lambda: CLOCK_MS) as w:
+        py_results = [r.to_json_dict() for r in w.put_messages(msgs)]
+    jvm_results, _, _ = jvm_put(jvm_root, config_path, inputs, clock_ms=CLOCK_MS)
+    assert [{k: r[k] for k in PUT_FIELDS} for r in jvm_results] == [{k: r[k] for k in PUT_FIELDS} for r in py_results]
+    py_files, jvm_files = _store_files(py_root), _store_files(jvm_root)
+    assert sorted(jvm_files) == sorted(py_files)
+    for name in py_files:
+        assert jvm_files[name] == py_files[name], f"{name} differs after recovery + puts"
+
+
+# ---------------------------------------------------------------------------------------------- lock
+
+def test_jvm_writer_lock_excludes_python_writer(tmp_path):
+    root = tmp_path / "store"
+    root.mkdir()
+    with JvmLockHolder(root) as holder:
+        assert holder.locked, holder.release()
+        with pytest.raises(StoreLockedError, match=str(root / "lock")):
+            MessageStoreWriter(root, StoreConfig(), lock_timeout_s=0)
+        out = holder.release()
+    assert "closed" in out
+    with MessageStoreWriter(root, StoreConfig(), lock_timeout_s=0):
+        pass
+
+
+def test_python_writer_lock_excludes_jvm_writer(tmp_path):
+    root = tmp_path / "store"
+    with MessageStoreWriter(root, StoreConfig()):
+        with JvmLockHolder(root) as holder:
+            out = holder.release()
+        assert not holder.locked
+        assert "StoreLockedError" in out and str(root / "lock") in out
+        assert holder.proc.returncode == 1
+    with JvmLockHolder(root) as holder:
+        assert holder.locked, holder.release()
+
+
+def _message_dicts(seed: int, n: int) -> list[dict]:
+    import random
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        body = bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 600)))
+        d = {"topic": rnd.choice(["AltA", "AltB", "Alt_C"]), "queueId": rnd.randrange(3),
+             "body": base64.b64encode(body).decode(), "tags": rnd.choice(["t1", "t2", "", "标签"]),
+             "keys": f"k{seed}-{i} shared", "properties": {"UNIQ_KEY": f"{seed:08X}{i:024X}", "p": str(i)},
+             "bornTimestamp": 1_700_000_000_000 + i, "bornHost": "192.168.1.9:4000",
+             "storeHost": "10.0.0.5:10911", "storeTimestamp": 1_700_000_100_000 + seed * 10_000 + i}
+        if i % 17 == 0:
+            d["sysFlag"] = 4          # PREPARED: in the CommitLog, not in a ConsumeQueue
+        out.append(d)
+    return out
+
+
+def test_python_and_jvm_writers_alternate(tmp_path):
+    """Rounds of puts alternating between the two writers on one store with small segments (rolls in
+    every round): rmq verify finds it clean and every message reads back as put."""
+    root = tmp_path / "store"
+    overrides = {"mappedFileSizeCommitLog": "65536", "mappedFileSizeConsumeQueue": "400",
+                 "maxHashSlotNum": "64", "maxIndexNum": "256"}
+    config = StoreConfig().with_overrides(overrides)
+    put: list[dict] = []
+    for rnd in range(6):
+        msgs = _message_dicts(rnd, 150)
+        if rnd % 2 == 0:
+            with MessageStoreWriter(root, config) as w:
+                results = [r.to_json_dict() for r in
+                           w.put_messages([MessageExtBrokerInner.from_json_dict(d) for d in msgs])]
+        else:
+            path = tmp_path / f"round{rnd}.jsonl"
+            path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
+            results, _, _ = jvm_put(root, "-", path, batch=64, overrides=[f"{k}={v}" for k, v in overrides.items()])
+        assert all(r["status"] == "PUT_OK" for r in results)
+        put.extend(msgs)
+    assert len(os.listdir(root / "commitlog")) > 6
+    report = verify_store(root, config)
+    assert report.ok, [p for p in report.problems][:5]
+    with MessageStoreReader(root, config) as reader:
+        stored = [s.decoded.record for s in reader.commitlog.walk(reader.commitlog.min_offset)
+                  if s.decoded.record is not None]
+    assert len(stored) == len(put)
+    for rec, d in zip(stored, put):
+        assert (rec.topic, rec.queue_id, rec.body) == (d["topic"], d["queueId"], base64.b64decode(d["body"]))
+        props = rec.properties
+        assert props.get("UNIQ_KEY") == d["properties"]["UNIQ_KEY"] and props.get("KEYS") == d["keys"]
+        assert props.get("TAGS") == (d["tags"] or None)
+
+
+# ---------------------------------------------------------------------------------------------- full disk
+
+def test_full_disk_acknowledges_only_written_and_recovers(tmp_path):
+    corpus = DEFAULT[0]
+    config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
+    root = tmp_path / "store"
+    results, trailer, rc = jvm_put(root, config, inputs, batch=100, fail_after_bytes=300_000, check=False)
+    assert rc == 1
+    assert trailer["error"]["type"] == "WriteFailedError"
+    assert "commitlog/0000" in trailer["error"]["message"] and "No space left" in trailer["error"]["message"]
+    ok = [r for r in results if r["status"] == "PUT_OK"]
+    assert 0 < len(ok) < len(results)
+    # Acknowledged puts are a prefix, and their bytes are the engine's.
+    assert all(r["status"] == "PUT_OK" for r in results[:len(ok)])
+    assert results[len(ok)]["status"] == "UNKNOWN_ERROR"
+    _assert_prefix_matches(results[:len(ok)], corpus)
+    assert (root / "abort").exists()          # the clean shutdown failed on the full disk too
+    # The next open recovers; the rest of the inputs then gives the engine's CommitLog and ConsumeQueues.
+    # (IndexFiles newer than the checkpoint were deleted and rebuilt: the record at the kept file's end is
+    # not indexed twice, as recovery.py does, so their bytes need not be the engine's; verify checks them.)
+    rest, _, _ = jvm_put(root, config, inputs, lines=(len(ok), 10**9))
+    _assert_results(results[:len(ok)] + rest, corpus)
+    golden = GOLDEN_ROOT / corpus / "store"
+    assert tree_bytes(root / "commitlog") == tree_bytes(golden / "commitlog")
+    assert tree_bytes(root / "consumequeue") == tree_bytes(golden / "consumequeue")
+    report = verify_store(root, StoreConfig.from_properties_file(config))
+    assert report.ok, report.problems[:5]
+
+
+def _assert_prefix_matches(results: list[dict], corpus: str) -> None:
+    expected, _ = _expected(corpus)
+    for got, exp in zip(results, expected):
+        assert {k: got[k] for k in PUT_FIELDS} == {k: exp[k] for k in PUT_FIELDS}, f"put #{exp['i']}"
+
+
+def test_crash_mid_batch_recovers_to_acknowledged_prefix(tmp_path):
+    """A writer let go without a clean shutdown (abort stays): the next open recovers, and the store
+    then matches the engine's after the rest is put."""
+    corpus = DEFAULT[-1]
+    config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
+    root = tmp_path / "store"
+    first, _, _ = jvm_put(root, config, inputs, lines=(0, 250), abandon=True)
+    assert (root / "abort").exists()
+    rest, _, _ = jvm_put(root, config, inputs, lines=(250, 10**9))
+    _assert_results(first + rest, corpus)
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
