@@ -29,7 +29,7 @@ import java.util.zip.CRC32;
  * rmqsource/store/writer.py MessageStoreWriter with commitlog_append.py and flush.py).
  *
  * <p>Write path: a batch is checked and encoded ({@link PutChecks}) into one direct buffer per segment
- * chunk (up to {@link #CHUNK_BYTES}), written with one positioned write (its first 4 bytes last, so a
+ * chunk (about {@link #chunkBytes}), written with one positioned write (its first 4 bytes last, so a
  * failure leaves nothing recovery accepts), then its messages are acknowledged and dispatched
  * (ConsumeQueue units and IndexFile keys from the encoded requests, no re-read).  END_OF_FILE: a blank
  * record when fewer than size + 8 bytes are left; segments are full-size files and the one after the
@@ -39,7 +39,7 @@ import java.util.zip.CRC32;
  */
 public final class MessageStoreWriter implements AutoCloseable {
     /** Bytes of records encoded before a chunk is written (a bigger record gets a chunk of its own). */
-    static final int CHUNK_BYTES = 8 << 20;
+    static volatile int chunkBytes = 1 << 20;
 
     private final Path root;
     private final StoreConfig config;
@@ -71,7 +71,7 @@ public final class MessageStoreWriter implements AutoCloseable {
     private Thread flusher;
     private volatile boolean stopping;
     // Chunk being encoded.
-    private ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK_BYTES);
+    private ByteBuffer buf = ByteBuffer.allocateDirect(chunkBytes);
     private final List<Prepared> items = new ArrayList<>();
     private final List<QueueState> chunkQueues = new ArrayList<>();
     /** Why the current batch stopped on an I/O failure (null: it did not). */

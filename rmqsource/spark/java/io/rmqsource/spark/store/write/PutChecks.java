@@ -128,6 +128,17 @@ final class PutChecks {
         int tran = sysFlag & Record.TRANSACTION_MASK;
         String topic = m.topic;
 
+        // Fast path: TAGS, KEYS and the caller's map in plain ASCII without separators and without the
+        // names the engine treats specially: the bytes are written straight from the strings.
+        byte[] fast = fastProperties(m, topic);
+        if (fast != null) {
+            if (fastChars > PROPS_MAX) {
+                return PutResult.failed(m, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, null,
+                        "properties are " + fastChars + " chars, more than " + PROPS_MAX);
+            }
+            return finish(m, topic, qid, sysFlag, tran, body, bornAddr, bornV6, (Object[]) born, storeAddr, storeV6,
+                    (Object[]) store, fast, null, null);
+        }
         // Properties: ordered map (TAGS, KEYS, then the caller's) or a verbatim string.
         LinkedHashMap<String, String> pmap = null;
         String pstr;
@@ -183,7 +194,16 @@ final class PutChecks {
             return illegal(m, "properties are not valid Unicode: a lone surrogate at char "
                     + pstr.codePointCount(0, at));
         }
-        if (appendCrc) {
+        return finish(m, topic, qid, sysFlag, tran, body, bornAddr, bornV6, (Object[]) born, storeAddr, storeV6,
+                (Object[]) store, pbytes, pmap, pstr);
+    }
+
+    private Object finish(Message m, String topic, int qid, int sysFlag, int tran, byte[] body, byte[] bornAddr,
+                          boolean bornV6, Object[] born, byte[] storeAddr, boolean storeV6, Object[] store, byte[] pbytes,
+                          Map<String, String> pmap, String pstr) {
+        if (appendCrc && pmap == null && pstr == null) {
+            // the fast path wrote the placeholder already
+        } else if (appendCrc) {
             boolean sep = pbytes.length == 0 || pbytes[pbytes.length - 1] == Properties.PROPERTY_SEPARATOR;
             int extra = (sep ? 0 : 1) + RecordEncoder.CRC_PLACEHOLDER.length;
             byte[] withCrc = java.util.Arrays.copyOf(pbytes, pbytes.length + extra);
@@ -232,12 +252,89 @@ final class PutChecks {
         p.storeTimestamp = m.storeTimestampMs;
         p.entersCq = tran == TRANSACTION_NOT_TYPE || tran == TRANSACTION_COMMIT_TYPE;
         // What dispatch needs, as the engine's parser sees the stored string.
+        if (pmap == null && pstr == null) {         // the fast path: the message's own strings
+            p.tags = nonEmpty(m.tags);
+            p.keys = nonEmpty(m.keys);
+            p.uniqKey = m.properties == null ? null : nonEmpty(m.properties.get(Properties.UNIQ_KEY_NAME));
+            p.delay = null;
+            return p;
+        }
         Map<String, String> parsed = pmap != null ? pmap : Properties.parseString(pstr);
         p.tags = nonEmpty(parsed.get(Properties.TAGS_NAME));
         p.keys = nonEmpty(parsed.get(Properties.KEYS_NAME));
         p.uniqKey = nonEmpty(parsed.get(Properties.UNIQ_KEY_NAME));
         p.delay = TagsCode.SCHEDULE_TOPIC.equals(topic) ? nonEmpty(parsed.get(Properties.DELAY_NAME)) : null;
         return p;
+    }
+
+    private byte[] scratch = new byte[1024];
+    private int at;
+    /** Length of the fast path's properties string before the CRC entry. */
+    private int fastChars;
+
+    /**
+     * The stored PROPERTIES bytes (with the CRC placeholder when appended) of a message whose TAGS, KEYS
+     * and user properties are all plain ASCII without separators (then UTF-8 is the chars and the map
+     * reads back as itself), the map naming none of TAGS, KEYS, DELAY and __CRC32#, the topic not
+     * SCHEDULE_TOPIC_XXXX; else null (the general path decides).
+     */
+    private byte[] fastProperties(Message m, String topic) {
+        if (m.propertiesString != null || topic.equals(TagsCode.SCHEDULE_TOPIC)) return null;
+        at = 0;
+        boolean any = false;
+        if (m.tags != null) {
+            if (!entry(Properties.TAGS_NAME, m.tags, false)) return null;
+            any = true;
+        }
+        if (m.keys != null) {
+            if (!entry(Properties.KEYS_NAME, m.keys, any)) return null;
+            any = true;
+        }
+        if (m.properties != null) {
+            for (Map.Entry<String, String> e : m.properties.entrySet()) {
+                String k = e.getKey();
+                if (k == null || k.equals(Properties.TAGS_NAME) || k.equals(Properties.KEYS_NAME)
+                        || k.equals(Properties.DELAY_NAME) || k.equals(Properties.CRC32_NAME)) {
+                    return null;
+                }
+                if (e.getValue() == null) continue;
+                if (!entry(k, e.getValue(), any)) return null;
+                any = true;
+            }
+        }
+        if (any && trailing) put((byte) Properties.PROPERTY_SEPARATOR);
+        fastChars = at;
+        if (appendCrc) {
+            if (at > 0 && scratch[at - 1] != Properties.PROPERTY_SEPARATOR) put((byte) Properties.PROPERTY_SEPARATOR);
+            for (byte x : RecordEncoder.CRC_PLACEHOLDER) put(x);
+        }
+        return java.util.Arrays.copyOf(scratch, at);
+    }
+
+    private boolean entry(String k, String v, boolean sep) {
+        if (sep) put((byte) Properties.PROPERTY_SEPARATOR);
+        if (!ascii(k)) return false;
+        put((byte) Properties.NAME_VALUE_SEPARATOR);
+        return ascii(v);
+    }
+
+    private boolean ascii(String s) {
+        int n = s.length();
+        if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
+        byte[] b = scratch;
+        int a = at;
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c < 3 || c >= 0x80) return false;
+            b[a++] = (byte) c;
+        }
+        at = a;
+        return true;
+    }
+
+    private void put(byte x) {
+        if (at == scratch.length) scratch = java.util.Arrays.copyOf(scratch, scratch.length * 2);
+        scratch[at++] = x;
     }
 
     /** A map entry reads back only with a non-empty name and value (parse_properties' rule). */

@@ -29,6 +29,8 @@ final class WriteBench {
         int n = Integer.parseInt(args[2]);
         int bodyBytes = Integer.parseInt(args[3]);
         int chunk = Integer.parseInt(args[4]);
+        String chunkBytes = System.getProperty("rmqsource.chunkBytes");
+        if (chunkBytes != null) MessageStoreWriter.chunkBytes = Integer.parseInt(chunkBytes);
         Random rnd = new Random(7);
         String[] topics = {"BenchTopicA", "BenchTopicB", "BenchTopicC", "BenchTopicD"};
         String[] tags = {"TagA", "TagB", "TagC"};
@@ -49,7 +51,17 @@ final class WriteBench {
             m.property("UNIQ_KEY", String.format("0A00000500002A9F%016X", (long) i));
             msgs.add(m);
         }
-        StoreConfig config = StoreConfig.defaults().withOverrides(Map.of());
+        Map<String, String> overrides = new java.util.LinkedHashMap<>();
+        for (int i = 5; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            overrides.put(kv[0], kv[1]);
+        }
+        StoreConfig config = StoreConfig.defaults().withOverrides(overrides);
+        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        long cpu0 = os.getProcessCpuTime();
+        java.lang.management.ThreadMXBean tm = java.lang.management.ManagementFactory.getThreadMXBean();
+        long th0 = tm.getCurrentThreadCpuTime();
         long t0 = System.nanoTime();
         MessageStoreWriter w = MessageStoreWriter.open(root.toString(), config, 0);
         long ok = 0;
@@ -58,13 +70,18 @@ final class WriteBench {
             for (PutResult r : rs) if (r.ok()) ok++;
         }
         long bytes = w.maxPhyOffset();
+        long tClose = System.nanoTime();
         w.close();
+        double closeSecs = (System.nanoTime() - tClose) / 1e9;
         double secs = (System.nanoTime() - t0) / 1e9;
+        double cpuSecs = (os.getProcessCpuTime() - cpu0) / 1e9;
+        double putThreadCpuSecs = (tm.getCurrentThreadCpuTime() - th0) / 1e9;
         // Raw sequential write of the same bytes (the disk's ceiling for the CommitLog alone).
         Path raw = root.resolveSibling(root.getFileName() + "-raw");
         ByteBuffer b = ByteBuffer.allocateDirect(8 << 20);
         rnd.nextBytes(new byte[1]);
         long t1 = System.nanoTime();
+        long cpu1 = os.getProcessCpuTime();
         try (FileChannel ch = FileChannel.open(raw, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             for (long done = 0; done < bytes; ) {
@@ -74,8 +91,10 @@ final class WriteBench {
             ch.force(true);
         }
         double rawSecs = (System.nanoTime() - t1) / 1e9;
+        double rawCpuSecs = (os.getProcessCpuTime() - cpu1) / 1e9;
         Files.deleteIfExists(raw);
         out.println("{\"messages\":" + n + ",\"ok\":" + ok + ",\"commitLogBytes\":" + bytes + ",\"seconds\":" + secs
-                + ",\"rawSeconds\":" + rawSecs + "}");
+                + ",\"cpuSeconds\":" + cpuSecs + ",\"putThreadCpuSeconds\":" + putThreadCpuSecs + ",\"closeSeconds\":" + closeSecs + ",\"rawSeconds\":" + rawSecs
+                + ",\"rawCpuSeconds\":" + rawCpuSecs + "}");
     }
 }
