@@ -75,3 +75,12 @@ class JvmLockHolder:
     def __exit__(self, *exc) -> None:
         if self.proc.poll() is None:
             self.release()
+
+
+def jvm_scan(root: Path, config: str | Path, from_offset: int, *names: str) -> list[dict]:
+    """MessageStoreWriter.scan through WriteMain: records from ``from_offset`` carrying one of ``names``."""
+    proc = subprocess.run([*jvm_writer_or_skip(), "scan", str(root), str(config), str(from_offset), *names],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(f"JVM scan failed ({proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]

@@ -31,7 +31,7 @@ from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
 from golden import (GOLDEN_ROOT, copy_store, corpus_of, crash_cases, default_layout_corpora, index_file_contents,
                     is_dledger, tree_bytes, writable, writable_names)
-from jvm_writer import JvmLockHolder, jvm_put
+from jvm_writer import JvmLockHolder, jvm_put, jvm_scan
 from test_writer_golden import PUT_FIELDS, assert_same_store
 
 pytestmark = pytest.mark.golden
@@ -308,3 +308,32 @@ def test_crash_mid_batch_recovers_to_acknowledged_prefix(tmp_path):
     rest, _, _ = jvm_put(root, config, inputs, lines=(250, 10**9))
     _assert_results(first + rest, corpus)
     assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
+def test_scan_finds_records_by_property(tmp_path):
+    """MessageStoreWriter.scan: from an offset, the records carrying the asked properties, with their values."""
+    root = tmp_path / "store"
+    msgs = _message_dicts(3, 120)
+    for i, d in enumerate(msgs):
+        if i % 3 == 0:
+            d["properties"]["__RMQSOURCE_BATCH"] = f"b{i // 30}"
+            d["properties"]["__RMQSOURCE_SEQ"] = str(i)
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
+    overrides = ["mappedFileSizeCommitLog=16384"]
+    results, _, _ = jvm_put(root, "-", path, batch=50, overrides=overrides)
+    config = tmp_path / "store.properties"
+    config.write_text("mappedFileSizeCommitLog=16384\n")
+    tagged = [(r, d) for r, d in zip(results, msgs) if "__RMQSOURCE_SEQ" in d["properties"]]
+    found = jvm_scan(root, config, 0, "__RMQSOURCE_BATCH", "__RMQSOURCE_SEQ")
+    assert [f["commitLogOffset"] for f in found] == [r["commitLogOffset"] for r, _ in tagged]
+    assert [f["properties"] for f in found] == [
+        {"__RMQSOURCE_BATCH": d["properties"]["__RMQSOURCE_BATCH"], "__RMQSOURCE_SEQ": d["properties"]["__RMQSOURCE_SEQ"]}
+        for _, d in tagged]
+    assert [(f["topic"], f["queueId"], f["queueOffset"]) for f in found] == [
+        (r["topic"], r["queueId"], r["queueOffset"]) for r, _ in tagged]
+    middle = results[60]["commitLogOffset"]
+    later = jvm_scan(root, config, middle, "__RMQSOURCE_SEQ")
+    assert [f["commitLogOffset"] for f in later] == [r["commitLogOffset"] for r, _ in tagged
+                                                     if r["commitLogOffset"] >= middle]
+    assert len(os.listdir(root / "commitlog")) > 2          # the scan crossed segment ends

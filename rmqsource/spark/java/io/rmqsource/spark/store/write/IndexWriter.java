@@ -249,7 +249,9 @@ final class IndexWriter {
         try {
             if (uniqKey != null) f = putKey(f, JavaHash.indexKeyHash(prefix, uniqKey, 0, uniqKey.length()), phyOffset,
                     storeTimestamp);
-            if (keys != null) {
+            if (keys != null && keys.indexOf(' ') < 0) {
+                if (!keys.isEmpty()) f = putKey(f, JavaHash.indexKeyHash(prefix, keys, 0, keys.length()), phyOffset, storeTimestamp);
+            } else if (keys != null) {
                 int n = keys.length();
                 int start = 0;
                 // KEYS split like Java split(" ") with empty pieces skipped.

@@ -648,6 +648,51 @@ public final class MessageStoreWriter implements AutoCloseable {
         }
     }
 
+    /**
+     * Records written from CommitLog offset {@code fromOffset} (a record boundary, e.g. an earlier
+     * {@link #maxPhyOffset()}) to the end of the written CommitLog that carry at least one of the
+     * properties {@code names}, in CommitLog order, each with the values of those it carries (how a sink
+     * finds what it appended before a failure, by its own batch / sequence properties).  Reads the
+     * bytes the writer wrote (through the page cache; nothing needs to be flushed).
+     */
+    public List<AppendedRecord> scan(long fromOffset, String... names) {
+        byte[][] wanted = new byte[names.length][];
+        for (int i = 0; i < names.length; i++) wanted[i] = names[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        List<AppendedRecord> out = new ArrayList<>();
+        synchronized (putLock) {
+            long end = maxPhyOffset();
+            if (fromOffset >= end) return out;
+            io.rmqsource.spark.store.CommitLog commitLog = new io.rmqsource.spark.store.CommitLog(layout);
+            try {
+                io.rmqsource.spark.format.Record r = new io.rmqsource.spark.format.Record();
+                io.rmqsource.spark.format.Properties props = new io.rmqsource.spark.format.Properties();
+                commitLog.walk(fromOffset, false, (kind, seg, b, pos, offset, size) -> {
+                    if (offset >= end) return false;
+                    if (kind != io.rmqsource.spark.format.Record.MESSAGE) return true;
+                    r.decode(b, pos, size, -1);
+                    props.parse(b, r.propsPos, r.propsLen);
+                    java.util.Map<String, String> found = null;
+                    for (int i = 0; i < wanted.length; i++) {
+                        int e = props.find(wanted[i]);
+                        if (e < 0) continue;
+                        if (found == null) found = new java.util.LinkedHashMap<>();
+                        found.put(names[i], props.valueString(e));
+                    }
+                    if (found != null) {
+                        byte[] t = new byte[r.topicLen];
+                        b.get(r.topicPos, t, 0, t.length);
+                        out.add(new AppendedRecord(offset, r.totalSize, new String(t, java.nio.charset.StandardCharsets.UTF_8),
+                                r.queueId, r.queueOffset, r.storeTimestamp, r.sysFlag, found));
+                    }
+                    return true;
+                }, null);
+            } finally {
+                commitLog.segments.close();
+            }
+        }
+        return out;
+    }
+
     /** Next queue offset the writer assigns in topic/queueId. */
     public long queueOffset(String topic, int queueId) {
         synchronized (putLock) {
