@@ -11,17 +11,23 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 
 /**
  * The JVM writer benchmark (driven by scripts/bench_jvm_writer.py): MESSAGES messages of BODY_BYTES
- * random bytes over 4 topics x 8 queues, each with KEYS, TAGS and a UNIQ_KEY property, put with
+ * bytes over 4 topics x 8 queues, each with KEYS, TAGS and a UNIQ_KEY property, put with
  * putAll in chunks of CHUNK (dispatch and IndexFile included; default store config), timed from
  * open to close; then a raw sequential write of the same number of CommitLog bytes in 8 MiB writes.
  * Prints one JSON object.  Messages are built before the clock starts.
  */
 final class WriteBench {
     private WriteBench() {
+    }
+
+    /** {@code 0A00000500002A9F} + 16 upper-case hex digits of i. */
+    static String uniqKey(long i) {
+        char[] c = "0A00000500002A9F0000000000000000".toCharArray();
+        for (int k = 31; k >= 16; k--, i >>>= 4) c[k] = "0123456789ABCDEF".charAt((int) (i & 15));
+        return new String(c);
     }
 
     static void run(String[] args, PrintStream out) throws IOException {
@@ -31,14 +37,14 @@ final class WriteBench {
         int chunk = Integer.parseInt(args[4]);
         String chunkBytes = System.getProperty("rmqsource.chunkBytes");
         if (chunkBytes != null) MessageStoreWriter.chunkBytes = Integer.parseInt(chunkBytes);
-        Random rnd = new Random(7);
+        // The same rows as scripts/bench_jvm_writer.py builds for the Python writer (same bytes).
         String[] topics = {"BenchTopicA", "BenchTopicB", "BenchTopicC", "BenchTopicD"};
         String[] tags = {"TagA", "TagB", "TagC"};
         List<Message> msgs = new ArrayList<>(n);
         byte[][] bodies = new byte[64][];
         for (int i = 0; i < bodies.length; i++) {
             bodies[i] = new byte[bodyBytes];
-            rnd.nextBytes(bodies[i]);
+            for (int j = 0; j < bodyBytes; j++) bodies[i][j] = (byte) (i * 31 + j * 7);
         }
         long born = 1_700_000_000_000L;
         for (int i = 0; i < n; i++) {
@@ -46,9 +52,10 @@ final class WriteBench {
             m.tags = tags[i % 3];
             m.keys = "order-" + i;
             m.bornTimestampMs = born + i;
+            m.storeTimestampMs = born + i + 1000;
             m.bornHost = "192.168.0.7:50000";
             m.storeHost = "10.0.0.5:10911";
-            m.property("UNIQ_KEY", String.format("0A00000500002A9F%016X", (long) i));
+            m.property("UNIQ_KEY", uniqKey(i));
             msgs.add(m);
         }
         Map<String, String> overrides = new java.util.LinkedHashMap<>();
@@ -79,7 +86,6 @@ final class WriteBench {
         // Raw sequential write of the same bytes (the disk's ceiling for the CommitLog alone).
         Path raw = root.resolveSibling(root.getFileName() + "-raw");
         ByteBuffer b = ByteBuffer.allocateDirect(8 << 20);
-        rnd.nextBytes(new byte[1]);
         long t1 = System.nanoTime();
         long cpu1 = os.getProcessCpuTime();
         try (FileChannel ch = FileChannel.open(raw, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
