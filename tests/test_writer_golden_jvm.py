@@ -145,9 +145,10 @@ def test_python_then_jvm_gives_same_bytes(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- recovery
 
-def _after_crash_inputs(corpus: Path, path: Path) -> Path:
+def _after_crash_inputs(corpus: Path, path: Path, count: int) -> Path:
     """A few messages to put after recovery: the corpus's last ones, some on the writer's clock."""
-    lines = [json.loads(x) for x in (corpus / "inputs.jsonl").read_text().splitlines() if x.strip()][-6:]
+    lines = [json.loads(x) for x in (corpus / "inputs.jsonl").read_text().splitlines() if x.strip()]
+    lines = lines[len(lines) - count:]
     for i, d in enumerate(lines):
         if i % 2:
             d.pop("storeTimestamp", None)
@@ -165,15 +166,16 @@ def _store_files(root: Path) -> dict:
 
 
 @pytest.mark.crash
+@pytest.mark.parametrize("count", [0, 6], ids=["open-close", "6-puts"])
 @pytest.mark.parametrize("case", writable(crash_cases()))
-def test_recovery_matches_python_writer(tmp_path, case):
+def test_recovery_matches_python_writer(tmp_path, case, count):
     corpus = corpus_of(case)
     assert not is_dledger(case)
     config_path = corpus / "store.properties"
-    inputs = _after_crash_inputs(corpus, tmp_path / "after.jsonl")
+    inputs = _after_crash_inputs(corpus, tmp_path / "after.jsonl", count)
     py_root = copy_store(case / "store", tmp_path / "py")
     jvm_root = copy_store(case / "store", tmp_path / "jvm")
-    msgs = [MessageExtBrokerInner.from_json_dict(json.loads(x)) for x in inputs.read_text().splitlines()]
+    msgs = [MessageExtBrokerInner.from_json_dict(json.loads(x)) for x in inputs.read_text().splitlines() if x]
     with MessageStoreWriter(py_root, StoreConfig.from_properties_file(config_path), clock_ms=lambda: CLOCK_MS) as w:
         py_results = [r.to_json_dict() for r in w.put_messages(msgs)]
     jvm_results, _, _ = jvm_put(jvm_root, config_path, inputs, clock_ms=CLOCK_MS)
