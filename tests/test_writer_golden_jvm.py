@@ -280,6 +280,14 @@ def test_full_disk_acknowledges_only_written_and_recovers(tmp_path):
     assert all(r["status"] == "PUT_OK" for r in results[:len(ok)])
     assert results[len(ok)]["status"] == "UNKNOWN_ERROR"
     _assert_prefix_matches(results[:len(ok)], corpus)
+    # Every acknowledged record is on disk as acknowledged (read before any recovery).
+    seg_size = StoreConfig.from_properties_file(config).mapped_file_size_commit_log_bytes
+    for r in ok:
+        start = r["commitLogOffset"] - r["commitLogOffset"] % seg_size
+        with open(root / "commitlog" / f"{start:020d}", "rb") as f:
+            f.seek(r["commitLogOffset"] - start)
+            total, magic = struct.unpack(">iI", f.read(8))
+        assert (total, magic) == (r["size"], 0xDAA320A7), f"acknowledged record at {r['commitLogOffset']} is not there"
     assert (root / "abort").exists()          # the clean shutdown failed on the full disk too
     # The next open recovers; the rest of the inputs then gives the engine's CommitLog and ConsumeQueues.
     # (IndexFiles newer than the checkpoint were deleted and rebuilt: the record at the kept file's end is
