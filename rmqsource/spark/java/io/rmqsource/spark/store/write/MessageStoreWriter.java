@@ -58,10 +58,7 @@ public final class MessageStoreWriter implements AutoCloseable {
     private Dispatcher dispatcher;
     private IndexWriter index;
     private Checkpoint checkpoint;
-    private final List<CommitLogFile> segments = new ArrayList<>();
-    private CommitLogFile current;
-    private CommitLogFile prealloc;
-    private long nextStart;
+    private CommitLogSegments segments;
     private long physicTs;
     private long lastStoreTs;
     private volatile boolean writable;
@@ -164,7 +161,8 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
         }
         long end = Recovery.recover(layout, config, dispatcher, checkpoint, abortExisted);
-        openSegments(end);
+        segments = new CommitLogSegments(commitLogDir, segmentSize);
+        segments.open(end);
         dispatcher.loadExisting();
         for (QueueState q : dispatcher.states()) q.nextOffset = q.cq.maxOffset();
         // The store runs: abort marks it not cleanly shut down until close().
@@ -183,26 +181,6 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             return java.util.Arrays.copyOf(b.array(), b.position());
         }
-    }
-
-    /** Reopens the CommitLog segments for appending after recovery ({@code end} = the valid end). */
-    private void openSegments(long end) throws IOException {
-        List<Segment> segs = Segments.listDirectory(commitLogDir.toString());
-        if (segs.isEmpty()) {
-            nextStart = 0;
-            return;
-        }
-        for (int i = 0; i < segs.size(); i++) {
-            Segment s = segs.get(i);
-            long wrote = Math.min(Math.max(end - s.startOffset, 0), segmentSize);
-            // Only the last two are kept open (older ones are complete and not written again).
-            FileChannel ch = i >= segs.size() - 2
-                    ? FileChannel.open(Path.of(s.path), StandardOpenOption.READ, StandardOpenOption.WRITE) : null;
-            segments.add(new CommitLogFile(s.startOffset, Path.of(s.path), ch, wrote));
-        }
-        CommitLogFile last = segments.get(segments.size() - 1);
-        if (last.start <= end && end < last.start + segmentSize) current = last;
-        nextStart = last.start + segmentSize;
     }
 
     // ------------------------------------------------------------------ puts
@@ -251,7 +229,7 @@ public final class MessageStoreWriter implements AutoCloseable {
     private void putLocked(List<Message> batch, PutResult[] results) {
         long z = segmentSize;
         int n = batch.size();
-        CommitLogFile seg = current;
+        CommitLogFile seg = segments.current;
         long chunkStart = seg != null ? seg.wrote : 0;
         for (int i = 0; i < n; i++) {
             Message m = batch.get(i);
@@ -341,9 +319,9 @@ public final class MessageStoreWriter implements AutoCloseable {
 
     private CommitLogFile rollOrFail(List<Message> batch, PutResult[] results, int from) {
         try {
-            return roll();
+            return segments.roll();
         } catch (IOException | StoreError e) {
-            String why = "cannot create CommitLog segment " + commitLogDir.resolve(WriteFiles.offsetName(nextStart))
+            String why = "cannot create CommitLog segment " + segments.nextPath()
                     + ": " + e.getMessage();
             failRest(batch, results, from, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, why);
             noteFailure(why, e);
@@ -379,8 +357,10 @@ public final class MessageStoreWriter implements AutoCloseable {
         buf.flip();
         int len = buf.limit();
         try {
-            writeChunk(seg, buf, chunkStart);
+            CommitLogSegments.writeChunk(seg, buf, chunkStart);
         } catch (IOException e) {
+            error = e;
+            if (e instanceof CommitLogSegments.ChunkNotZeroed) writable = false;
             String why = "CommitLog write failed: " + seg.path + " at offset " + (seg.start + chunkStart) + ": " + e.getMessage();
             for (Prepared p : items) {
                 results[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR, -1, -1,
@@ -432,55 +412,6 @@ public final class MessageStoreWriter implements AutoCloseable {
         return writable;
     }
 
-    /**
-     * Writes a chunk so that a failure leaves nothing recovery accepts: the first 4 bytes (the first
-     * record's TOTALSIZE) go last; on an error the bytes that did reach the file are zeroed again
-     * (their blocks exist, so that needs no new space) and the IOException is thrown; if even that
-     * fails the writer stops taking puts.
-     */
-    private void writeChunk(CommitLogFile seg, ByteBuffer chunk, long pos) throws IOException {
-        int len = chunk.limit();
-        int k = Math.min(4, len);
-        long[][] written = new long[2][];
-        int nw = 0;
-        try {
-            ByteBuffer rest = chunk.duplicate();
-            rest.limit(len).position(k);
-            try {
-                WriteFiles.writeFully(seg.channel, seg.path, rest, pos + k);
-            } catch (IOException e) {
-                written[nw++] = new long[] {pos + k, WriteFiles.Partial.of(e)};
-                throw e;
-            }
-            written[nw++] = new long[] {pos + k, len - k};
-            ByteBuffer head = chunk.duplicate();
-            head.limit(k).position(0);
-            try {
-                WriteFiles.writeFully(seg.channel, seg.path, head, pos);
-            } catch (IOException e) {
-                written[nw++] = new long[] {pos, WriteFiles.Partial.of(e)};
-                throw e;
-            }
-        } catch (IOException e) {
-            error = e;
-            try {
-                for (int w = 0; w < nw; w++) {
-                    long at = written[w][0];
-                    long n = written[w][1];
-                    for (long done = 0; done < n; ) {
-                        int step = (int) Math.min(n - done, 1 << 20);
-                        ByteBuffer zeros = ByteBuffer.allocate(step);
-                        while (zeros.hasRemaining()) seg.channel.write(zeros, at + done + zeros.position());
-                        done += step;
-                    }
-                }
-            } catch (IOException e2) {
-                writable = false;
-            }
-            throw e;
-        }
-    }
-
     /** Bytes written up to {@code wrote}; under SYNC_FLUSH acknowledged only once fsynced. */
     private PutMessageStatus written(CommitLogFile seg, long wrote) {
         seg.wrote = wrote;
@@ -496,60 +427,6 @@ public final class MessageStoreWriter implements AutoCloseable {
             error = e;
             writable = false;
             return PutMessageStatus.FLUSH_DISK_TIMEOUT;
-        }
-    }
-
-    // ------------------------------------------------------------------ segments
-
-    private CommitLogFile createSegment(long start) throws IOException {
-        Path path = commitLogDir.resolve(WriteFiles.offsetName(start));
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.CREATE);
-        long size = -1;
-        try {
-            size = ch.size();
-            if (size == 0) {
-                // Full size, sparse: written with positioned writes, so a full disk is an IOException from
-                // that write (never a fault in a map), and an unused segment costs no space.
-                try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
-                    raf.setLength(segmentSize);
-                }
-            } else if (size != segmentSize) {
-                throw new StoreError("CommitLog segment " + path + " exists with " + size + " bytes");
-            }
-        } catch (IOException | RuntimeException e) {
-            WriteFiles.closeQuietly(ch);
-            if (size == 0) Files.deleteIfExists(path);
-            throw e;
-        }
-        return new CommitLogFile(start, path, ch, 0);
-    }
-
-    /** Next segment (the pre-allocated one when present), and pre-allocate the one after. */
-    private CommitLogFile roll() throws IOException {
-        long start = nextStart;
-        CommitLogFile seg = prealloc != null && prealloc.start == start ? prealloc : null;
-        if (seg == null) seg = createSegment(start);
-        prealloc = null;
-        segments.add(seg);
-        current = seg;
-        nextStart = start + segmentSize;
-        try {   // AllocateMappedFileService's next-next file; a failure only delays it to the next roll
-            prealloc = createSegment(nextStart);
-        } catch (IOException | StoreError e) {
-            prealloc = null;
-        }
-        retireOldSegments();
-        return seg;
-    }
-
-    /** Closes the channels of older segments once fsynced (keeps the current and the previous one). */
-    private void retireOldSegments() {
-        for (int i = 0; i < segments.size() - 2; i++) {
-            CommitLogFile s = segments.get(i);
-            if (s.channel != null && !s.dirty && !s.flushing) {
-                WriteFiles.closeQuietly(s.channel);
-                s.channel = null;
-            }
         }
     }
 
@@ -595,7 +472,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             long ts;
             synchronized (putLock) {
                 if (closed) return;
-                for (CommitLogFile s : segments) {
+                for (CommitLogFile s : segments.list) {
                     if (s.dirty && s.channel != null) {
                         s.dirty = false;
                         s.flushing = true;
@@ -619,7 +496,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             synchronized (putLock) {
                 if (closed) return;
                 if (ts != 0) physicTs = ts;
-                retireOldSegments();
+                segments.retireOld();
                 dispatcher.sync();
             }
         }
@@ -641,10 +518,7 @@ public final class MessageStoreWriter implements AutoCloseable {
     /** End of the written CommitLog. */
     public long maxPhyOffset() {
         synchronized (putLock) {
-            if (current != null) return current.start + current.wrote;
-            if (segments.isEmpty()) return 0;
-            CommitLogFile last = segments.get(segments.size() - 1);
-            return last.start + last.wrote;
+            return segments == null ? 0 : segments.maxPhyOffset();
         }
     }
 
@@ -656,41 +530,9 @@ public final class MessageStoreWriter implements AutoCloseable {
      * bytes the writer wrote (through the page cache; nothing needs to be flushed).
      */
     public List<AppendedRecord> scan(long fromOffset, String... names) {
-        byte[][] wanted = new byte[names.length][];
-        for (int i = 0; i < names.length; i++) wanted[i] = names[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        List<AppendedRecord> out = new ArrayList<>();
         synchronized (putLock) {
-            long end = maxPhyOffset();
-            if (fromOffset >= end) return out;
-            io.rmqsource.spark.store.CommitLog commitLog = new io.rmqsource.spark.store.CommitLog(layout);
-            try {
-                io.rmqsource.spark.format.Record r = new io.rmqsource.spark.format.Record();
-                io.rmqsource.spark.format.Properties props = new io.rmqsource.spark.format.Properties();
-                commitLog.walk(fromOffset, false, (kind, seg, b, pos, offset, size) -> {
-                    if (offset >= end) return false;
-                    if (kind != io.rmqsource.spark.format.Record.MESSAGE) return true;
-                    r.decode(b, pos, size, -1);
-                    props.parse(b, r.propsPos, r.propsLen);
-                    java.util.Map<String, String> found = null;
-                    for (int i = 0; i < wanted.length; i++) {
-                        int e = props.find(wanted[i]);
-                        if (e < 0) continue;
-                        if (found == null) found = new java.util.LinkedHashMap<>();
-                        found.put(names[i], props.valueString(e));
-                    }
-                    if (found != null) {
-                        byte[] t = new byte[r.topicLen];
-                        b.get(r.topicPos, t, 0, t.length);
-                        out.add(new AppendedRecord(offset, r.totalSize, new String(t, java.nio.charset.StandardCharsets.UTF_8),
-                                r.queueId, r.queueOffset, r.storeTimestamp, r.sysFlag, found));
-                    }
-                    return true;
-                }, null);
-            } finally {
-                commitLog.segments.close();
-            }
+            return CommitLogScan.scan(layout, fromOffset, maxPhyOffset(), names);
         }
-        return out;
     }
 
     /** Next queue offset the writer assigns in topic/queueId. */
@@ -757,20 +599,10 @@ public final class MessageStoreWriter implements AutoCloseable {
                 boolean failedBefore = error != null;
                 writable = false;
                 try {
-                    for (CommitLogFile s : segments) {
-                        if (s.channel != null && s.dirty) {
-                            s.channel.force(true);
-                            s.dirty = false;
-                        }
-                    }
+                    segments.forceDirty();
                     if (lastStoreTs != 0) physicTs = lastStoreTs;
-                    if (prealloc != null) {
-                        CommitLogFile p = prealloc;
-                        prealloc = null;
-                        p.channel.close();
-                        Files.delete(p.path);
-                    }
-                    closeSegmentChannels();
+                    segments.dropPrealloc();
+                    segments.closeChannels();
                     WriteFiles.fsyncDir(commitLogDir);
                     dispatcher.close();
                     writeCheckpoint(null);
@@ -781,12 +613,12 @@ public final class MessageStoreWriter implements AutoCloseable {
                 } catch (IOException e) {
                     failedWith = e;
                     error = e;
-                    closeSegmentChannels();
+                    if (segments != null) segments.closeChannels();
                     dispatcher.release();
                 } catch (RuntimeException e) {
                     runtime = e;
                     error = e;
-                    closeSegmentChannels();
+                    if (segments != null) segments.closeChannels();
                     dispatcher.release();
                 } finally {
                     closed = true;
@@ -812,21 +644,10 @@ public final class MessageStoreWriter implements AutoCloseable {
             if (closed) return;
             writable = false;
             closed = true;
-            closeSegmentChannels();
+            if (segments != null) segments.closeChannels();
             if (dispatcher != null) dispatcher.release();
             else if (index != null) index.release();
             lock.release();
-        }
-    }
-
-    private void closeSegmentChannels() {
-        for (CommitLogFile s : segments) {
-            WriteFiles.closeQuietly(s.channel);
-            s.channel = null;
-        }
-        if (prealloc != null) {
-            WriteFiles.closeQuietly(prealloc.channel);
-            prealloc.channel = null;
         }
     }
 }
