@@ -347,3 +347,74 @@ def test_scan_finds_records_by_property(tmp_path):
     assert [f["commitLogOffset"] for f in later] == [r["commitLogOffset"] for r, _ in tagged
                                                      if r["commitLogOffset"] >= middle]
     assert len(os.listdir(root / "commitlog")) > 2          # the scan crossed segment ends
+
+
+# ---------------------------------------------------------------------------------------------- differential
+
+def _hostile_dicts(seed: int, n: int) -> list[dict]:
+    """Messages the checks must refuse or store in their special ways: IPv6 hosts, long topics (magic
+    v2 on 5.x), bad topics and hosts, separators and lone surrogates in strings, DELAY on 4.9,
+    verbatim property strings with and without __CRC32#, TAGS/KEYS inside the map, transactions."""
+    import random
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        d = {"topic": rnd.choice(["DiffT"] * 6 + ["Diff_T2", "x" * 130, "y" * 300, "bad topic", "", "%RETRY%g"]),
+             "queueId": rnd.choice([0, 1, 5, 0, 1, -1]), "body": base64.b64encode(bytes(rnd.randrange(256) for _ in
+                                                                            range(rnd.randrange(0, 300)))).decode(),
+             "bornTimestamp": 1_700_000_000_000 + i, "storeTimestamp": 1_700_000_200_000 + i,
+             "bornHost": rnd.choice(["10.1.2.3:7"] * 6 + ["[2001:db8::1]:9876", "[::ffff:1.2.3.4]:1", "1.2.3:4",
+                                                          "10.0.0.1:70000", "01.2.3.4:5"]),
+             "storeHost": rnd.choice(["10.0.0.5:10911", "[fe80::1:2]:10911"]),
+             "sysFlag": rnd.choice([0, 0, 0, 4, 8, 12, 1]), "flag": rnd.choice([0, -5, 2**31 - 1])}
+        kind = rnd.randrange(8)
+        if kind == 0:
+            d["propertiesString"] = rnd.choice(["TAGS\x01a\x02KEYS\x01k1 k2\x02", "__CRC32#\x011234\x02UNIQ_KEY\x01u1",
+                                                "DELAY\x013\x02TAGS\x01t", "\x01\x02\x02x\x01", "UNIQ_KEY\x01\x02"])
+        else:
+            d["tags"] = rnd.choice([None, "", "T1", "T1", "标签", "a\x02b", "\ud800x", "TAG" * 50])
+            d["keys"] = rnd.choice([None, "", "k1", "k1", " k1  k2 ", "k\x01x", "ключ"])
+            props = {}
+            for _ in range(rnd.randrange(3)):
+                props[rnd.choice(["UNIQ_KEY", "p", "TAGS", "KEYS", "DELAY", "__CRC32#", "q\x02"])] = \
+                    rnd.choice(["v", "", "2", "30", "-1", "x\x01y", "ü", "z" * 40])
+            if kind == 1:
+                props["big"] = "b" * 33000
+            d["properties"] = props
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("corpus", DEFAULT)
+def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus):
+    """Both writers, one config, the same hostile batch: the same statuses, offsets and store bytes."""
+    config_path = GOLDEN_ROOT / corpus / "store.properties"
+    config = StoreConfig.from_properties_file(config_path)
+    msgs = _hostile_dicts(11, 400)
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
+    py_root, jvm_root = tmp_path / "py", tmp_path / "jvm"
+    py_msgs = []
+    for d in msgs:
+        try:
+            py_msgs.append(MessageExtBrokerInner.from_json_dict(d))
+        except Exception:                               # noqa: BLE001 - refused at construction in Python
+            py_msgs.append(None)
+    with MessageStoreWriter(py_root, config, clock_ms=lambda: CLOCK_MS) as w:
+        it = iter(w.put_messages([m for m in py_msgs if m is not None]))
+        py_results = [next(it).to_json_dict() if m is not None else None for m in py_msgs]
+    jvm_results, _, _ = jvm_put(jvm_root, config_path, path, batch=64, clock_ms=CLOCK_MS)
+    assert len(jvm_results) == len(msgs)
+    statuses = set()
+    for i, (j, p) in enumerate(zip(jvm_results, py_results)):
+        if p is None:      # Python refuses the object itself (a verbatim string with tags/keys): JVM refuses the put
+            assert j["status"] == "MESSAGE_ILLEGAL", (i, msgs[i], j)
+            continue
+        fields = PUT_FIELDS if p["status"] == "PUT_OK" else ("status", "topic", "queueId")
+        assert {k: j[k] for k in fields} == {k: p[k] for k in fields}, (i, msgs[i], j.get("reason"))
+        statuses.add(p["status"])
+    assert {"PUT_OK", "MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"} <= statuses
+    ok = [j for j in jvm_results if j["status"] == "PUT_OK"]
+    assert len(ok) > 40 and any(r["topic"] == "SCHEDULE_TOPIC_XXXX" for r in ok) == (corpus.startswith("rmq4"))
+    assert any(len(r["msgId"]) == 56 for r in ok)          # an IPv6 store host
+    assert _store_files(jvm_root) == _store_files(py_root)
