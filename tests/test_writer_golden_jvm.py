@@ -418,3 +418,39 @@ def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus):
     assert len(ok) > 40 and any(r["topic"] == "SCHEDULE_TOPIC_XXXX" for r in ok) == (corpus.startswith("rmq4"))
     assert any(len(r["msgId"]) == 56 for r in ok)          # an IPv6 store host
     assert _store_files(jvm_root) == _store_files(py_root)
+
+
+# ---------------------------------------------------------------------------------------------- refusals
+
+def test_store_held_by_a_broker_is_refused(tmp_path):
+    """A process locking only byte 0 of {root}/lock (what a broker's FileChannel.tryLock(0, 1, false) does)."""
+    import subprocess
+    import sys
+    root = tmp_path / "store"
+    root.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({str(root / 'lock')!r}, os.O_RDWR | os.O_CREAT, 0o644)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "locked"
+        with JvmLockHolder(root) as holder:
+            out = holder.release()
+        assert not holder.locked
+        assert "StoreLockedError" in out and f"process {child.pid}" in out and "rmqsource writer" not in out
+    finally:
+        child.communicate("", timeout=30)
+    with JvmLockHolder(root) as holder:
+        assert holder.locked, holder.release()
+
+
+@pytest.mark.parametrize("corpus", [p for p in __import__("golden").dledger_corpora()], ids=lambda p: p.name)
+def test_dledger_store_is_refused(tmp_path, corpus):
+    root = copy_store(corpus / "store", tmp_path / "store")
+    before = tree_bytes(root)
+    results, trailer, rc = jvm_put(root, corpus / "store.properties", corpus / "inputs.jsonl", check=False)
+    assert rc == 1 and not results
+    assert trailer["error"]["type"] == "UnsupportedLayoutError" and "DLedger" in trailer["error"]["message"]
+    assert tree_bytes(root) == before
