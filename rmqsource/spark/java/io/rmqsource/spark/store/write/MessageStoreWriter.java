@@ -20,6 +20,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.LongSupplier;
 import java.util.zip.CRC32;
 
@@ -30,7 +34,9 @@ import java.util.zip.CRC32;
  *
  * <p>Write path: a batch is checked and encoded ({@link PutChecks}) into one direct buffer per segment
  * chunk (about {@link #chunkBytes}), written with one positioned write (its first 4 bytes last, so a
- * failure leaves nothing recovery accepts), then its messages are acknowledged and dispatched
+ * failure leaves nothing recovery accepts) by a write thread while the put thread encodes the next
+ * chunk; a chunk is written only after the one before it was acknowledged, and a segment's chunks
+ * are all acknowledged before the next segment starts.  Then its messages are acknowledged and dispatched
  * (ConsumeQueue units and IndexFile keys from the encoded requests, no re-read).  END_OF_FILE: a blank
  * record when fewer than size + 8 bytes are left; segments are full-size files and the one after the
  * current one is pre-allocated.  SYNC_FLUSH acknowledges after fsync; ASYNC_FLUSH fsyncs every
@@ -67,10 +73,19 @@ public final class MessageStoreWriter implements AutoCloseable {
     private boolean abortExisted;
     private Thread flusher;
     private volatile boolean stopping;
-    // Chunk being encoded.
-    private ByteBuffer buf = ByteBuffer.allocateDirect(chunkBytes);
-    private final List<Prepared> items = new ArrayList<>();
+    // Chunks: one encoded while the other is written by the write thread.
+    private final Chunk chunkA = new Chunk();
+    private final Chunk chunkB = new Chunk();
+    private Chunk cur = chunkA;
+    private Chunk inflight;
+    private PutResult[] chunkResults;
+    /** Queues whose offsets the current batch handed out. */
     private final List<QueueState> chunkQueues = new ArrayList<>();
+    private final ExecutorService writeThread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "rmq-commitlog-write");
+        t.setDaemon(true);
+        return t;
+    });
     /** Why the current batch stopped on an I/O failure (null: it did not). */
     private String failure;
     private Throwable failureCause;
@@ -211,11 +226,16 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             failure = null;
             failureCause = null;
+            chunkResults = results;
             try {
                 putLocked(batch, results);
             } finally {
-                items.clear();
-                buf.clear();
+                if (inflight != null) drain();           // (only after an unexpected error)
+                chunkA.reset(null, 0);
+                chunkB.reset(null, 0);
+                cur = chunkA;
+                chunkResults = null;
+                // Offsets handed out to messages that were not acknowledged are given back.
                 for (QueueState q : chunkQueues) q.inChunk = false;
                 chunkQueues.clear();
             }
@@ -230,7 +250,7 @@ public final class MessageStoreWriter implements AutoCloseable {
         long z = segmentSize;
         int n = batch.size();
         CommitLogFile seg = segments.current;
-        long chunkStart = seg != null ? seg.wrote : 0;
+        Chunk c = cur.reset(seg, seg != null ? seg.wrote : 0);
         for (int i = 0; i < n; i++) {
             Message m = batch.get(i);
             Object o;
@@ -250,34 +270,36 @@ public final class MessageStoreWriter implements AutoCloseable {
             if (seg == null) {
                 seg = rollOrFail(batch, results, i);
                 if (seg == null) return;
-                chunkStart = 0;
+                c.reset(seg, 0);
             }
-            long pos = chunkStart + buf.position();
+            long pos = c.start + c.buf.position();
             int size = p.size;
             if (size + 8 > z - pos) {
                 // END_OF_FILE: blank record, write this segment's chunk, continue in the next one.
                 // (pos == z: the blank is there already -- an earlier roll failed after writing it.)
                 if (pos < z) {
-                    RecordEncoder.putBlank(buf, buf.position(), (int) (z - pos));
-                    buf.position(buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
+                    RecordEncoder.putBlank(c.buf, c.buf.position(), (int) (z - pos));
+                    c.buf.position(c.buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
                 }
-                if (buf.position() > 0 && !commitChunk(seg, chunkStart, results, true)) {
+                c.endsSegment = true;
+                // The segment's chunks are all written and acknowledged before the next segment starts.
+                if ((c.buf.position() > 0 && !submit(c)) || !drain()) {
                     failRest(batch, results, i, stopStatus(), describe(error));
                     return;
                 }
                 seg = rollOrFail(batch, results, i);
                 if (seg == null) return;
-                chunkStart = 0;
+                c = cur.reset(seg, 0);
                 pos = 0;
-            } else if (buf.position() > 0 && buf.remaining() < size + 8) {
-                if (!commitChunk(seg, chunkStart, results, false)) {
+            } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
+                long next = pos;
+                if (!submit(c)) {
                     failRest(batch, results, i, stopStatus(), describe(error));
                     return;
                 }
-                chunkStart = seg.wrote;
-                pos = chunkStart;
+                c = cur.reset(seg, next);
             }
-            if (buf.capacity() < size + 8) buf = ByteBuffer.allocateDirect(size + 8);
+            if (c.buf.capacity() < size + 8) c.buf = ByteBuffer.allocateDirect(size + 8);
             long qo;
             if (p.entersCq) {
                 QueueState q = dispatcher.queue(p.topic, p.queueId);
@@ -293,16 +315,77 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             long phy = seg.start + pos;
             long ts = p.storeTimestamp != null ? p.storeTimestamp : clockMs.getAsLong();
-            encode(p, qo, phy, ts);
-            items.add(p);
+            encode(c.buf, p, qo, phy, ts);
+            c.items.add(p);
         }
-        if (!items.isEmpty() || buf.position() > 0) {
-            if (!commitChunk(seg, chunkStart, results, false)) failRest(batch, results, n, stopStatus(), describe(error));
+        if ((c.buf.position() > 0 && !submit(c)) || !drain()) failRest(batch, results, n, stopStatus(), describe(error));
+    }
+
+    /** A chunk of encoded records: its buffer, its records, where it goes, its write in flight. */
+    private static final class Chunk {
+        ByteBuffer buf = ByteBuffer.allocateDirect(chunkBytes);
+        final List<Prepared> items = new ArrayList<>();
+        CommitLogFile seg;
+        long start;
+        boolean endsSegment;
+        Future<?> write;
+
+        Chunk reset(CommitLogFile seg, long start) {
+            buf.clear();
+            items.clear();
+            this.seg = seg;
+            this.start = start;
+            endsSegment = false;
+            write = null;
+            return this;
         }
     }
 
-    private void encode(Prepared p, long qo, long phy, long ts) {
-        ByteBuffer b = buf;
+    /**
+     * Hands {@code c} to the write thread once the chunk before it is written and acknowledged (so the
+     * next chunk is encoded while this one is written, and nothing is written after a failure); the
+     * other chunk becomes {@link #cur}.  False when the batch must stop.
+     */
+    private boolean submit(Chunk c) {
+        if (!drain()) return false;
+        c.buf.flip();
+        CommitLogFile seg = c.seg;
+        ByteBuffer b = c.buf;
+        long at = c.start;
+        c.write = writeThread.submit(() -> {
+            CommitLogSegments.writeChunk(seg, b, at);
+            return null;
+        });
+        inflight = c;
+        cur = c == chunkA ? chunkB : chunkA;
+        return true;
+    }
+
+    /** Waits for the chunk in flight and acknowledges it; false when the batch must stop. */
+    private boolean drain() {
+        Chunk c = inflight;
+        if (c == null) return true;
+        inflight = null;
+        try {
+            c.write.get();
+        } catch (ExecutionException | InterruptedException x) {
+            if (x instanceof InterruptedException) Thread.currentThread().interrupt();
+            Throwable e = x instanceof ExecutionException ? x.getCause() : x;
+            error = e;
+            if (e instanceof CommitLogSegments.ChunkNotZeroed || !(e instanceof IOException)) writable = false;
+            String why = "CommitLog write failed: " + c.seg.path + " at offset " + (c.seg.start + c.start) + ": "
+                    + e.getMessage();
+            for (Prepared p : c.items) {
+                chunkResults[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR,
+                        -1, -1, 0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
+            }
+            noteFailure(why, e);
+            return false;
+        }
+        return acknowledge(c);
+    }
+
+    private void encode(ByteBuffer b, Prepared p, long qo, long phy, long ts) {
         int pos = b.position();
         int bodyPos = RecordEncoder.putHead(b, pos, p.size,
                 p.magicV2 ? io.rmqsource.spark.format.Record.MAGIC_V2 : io.rmqsource.spark.format.Record.MAGIC_V1,
@@ -349,41 +432,21 @@ public final class MessageStoreWriter implements AutoCloseable {
     }
 
     /**
-     * Writes one segment's chunk; only then are its messages acknowledged and dispatched.
-     * {@code endsSegment}: the chunk ends with the END_OF_FILE blank, the segment is full.  False when
-     * the batch must stop here (the write failed, or the writer stopped taking puts).
+     * A written chunk's messages acknowledged and dispatched: the segment's written end, the queue
+     * offsets, the results, then ConsumeQueue units and IndexFile keys.  False when the batch must stop
+     * (a failed fsync or dispatch: the writer takes no more puts).
      */
-    private boolean commitChunk(CommitLogFile seg, long chunkStart, PutResult[] results, boolean endsSegment) {
-        buf.flip();
-        int len = buf.limit();
-        try {
-            CommitLogSegments.writeChunk(seg, buf, chunkStart);
-        } catch (IOException e) {
-            error = e;
-            if (e instanceof CommitLogSegments.ChunkNotZeroed) writable = false;
-            String why = "CommitLog write failed: " + seg.path + " at offset " + (seg.start + chunkStart) + ": " + e.getMessage();
-            for (Prepared p : items) {
-                results[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR, -1, -1,
-                        0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
-            }
-            for (QueueState q : chunkQueues) q.inChunk = false;
-            chunkQueues.clear();
-            items.clear();
-            buf.clear();
-            noteFailure(why, e);
-            return false;
-        }
-        PutMessageStatus status = written(seg, endsSegment ? segmentSize : chunkStart + len);
-        for (QueueState q : chunkQueues) {
-            q.nextOffset = q.pendingOffset;
-            q.inChunk = false;
-        }
-        chunkQueues.clear();
+    private boolean acknowledge(Chunk c) {
+        CommitLogFile seg = c.seg;
+        PutMessageStatus status = written(seg, c.endsSegment ? segmentSize : c.start + c.buf.limit());
+        List<Prepared> items = c.items;
+        for (Prepared p : items) if (p.queue != null) p.queue.nextOffset = p.queueOffset + 1;
         if (!items.isEmpty()) {
             lastStoreTs = items.get(items.size() - 1).storeTs;
             if (status == PutMessageStatus.PUT_OK && syncFlush) physicTs = lastStoreTs;
         }
         // Results first: the bytes are in the CommitLog whatever dispatch does next.
+        PutResult[] results = chunkResults;
         for (Prepared p : items) {
             results[p.index] = new PutResult(status, AppendMessageStatus.PUT_OK, p.phyOffset, p.queueOffset, p.size,
                     p.storeTs, p.topic, p.queueId, p.sysFlag, "", p.storeAddr, p.storePort);
@@ -400,14 +463,13 @@ public final class MessageStoreWriter implements AutoCloseable {
         } catch (IOException | RuntimeException e) {   // the CommitLog holds the data; a reopen re-dispatches it
             error = e;
             writable = false;
-            noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + chunkStart)
+            noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + c.start)
                     + ": " + describe(e), e);
         }
         if (status != PutMessageStatus.PUT_OK) {
             noteFailure("CommitLog fsync failed: " + seg.path + ": " + describe(error), error);
         }
         items.clear();
-        buf.clear();
         // After a failed fsync nothing more may be acknowledged: a crash could lose this chunk.
         return writable;
     }
@@ -622,6 +684,7 @@ public final class MessageStoreWriter implements AutoCloseable {
                     dispatcher.release();
                 } finally {
                     closed = true;
+                    writeThread.shutdown();
                     lock.release();
                 }
             }
@@ -644,6 +707,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             if (closed) return;
             writable = false;
             closed = true;
+            writeThread.shutdown();
             if (segments != null) segments.closeChannels();
             if (dispatcher != null) dispatcher.release();
             else if (index != null) index.release();
