@@ -515,7 +515,7 @@ public final class MessageStoreWriter implements AutoCloseable {
                 if (stopping) return;
             }
             try {
-                flush();
+                flush0();
             } catch (IOException | RuntimeException e) {    // surfaced by the next put as SERVICE_NOT_AVAILABLE
                 error = e;
                 writable = false;
@@ -528,7 +528,15 @@ public final class MessageStoreWriter implements AutoCloseable {
      * fsyncs the CommitLog segments, ConsumeQueues and IndexFile written so far: what was written
      * before the call is durable when it returns.  The CommitLog fsyncs run outside the put lock.
      */
-    public void flush() throws IOException {
+    public void flush() {
+        try {
+            flush0();
+        } catch (IOException e) {
+            throw new StoreError("flush of " + root + " failed: " + e);
+        }
+    }
+
+    private void flush0() throws IOException {
         synchronized (flushLock) {
             List<CommitLogFile> todo = new ArrayList<>();
             long ts;
