@@ -21,9 +21,10 @@ import java.util.Set;
  * an fcntl record lock, so Python writers, JVM writers and brokers exclude each other.  Record locks
  * belong to the process, so a JVM-wide registry of held paths keeps two writers of one JVM apart.
  * The lock file is never opened elsewhere in the writer (closing any descriptor of it would drop
- * the process's locks).
+ * the process's locks), nor by anything else in this JVM: whoever needs the lock without a writer
+ * (the Spark sink's log updates) takes this one.
  */
-final class StoreLock {
+public final class StoreLock implements AutoCloseable {
     static final String LOCK_FILE_NAME = "lock";
     private static final long POLL_MS = 50;
     private static final Set<String> HELD = new HashSet<>();
@@ -40,7 +41,7 @@ final class StoreLock {
     }
 
     /** Takes the lock, waiting up to {@code timeoutMs}; StoreLockedError naming the lock file otherwise. */
-    static StoreLock acquire(Path root, long timeoutMs) {
+    public static StoreLock acquire(Path root, long timeoutMs) {
         Path path = root.resolve(LOCK_FILE_NAME);
         String key;
         try {
@@ -106,7 +107,12 @@ final class StoreLock {
         }
     }
 
-    void release() {
+    @Override
+    public void close() {
+        release();
+    }
+
+    public void release() {
         synchronized (HELD) {
             if (channel == null) return;
             try {
