@@ -528,12 +528,8 @@ public final class MessageStoreWriter implements AutoCloseable {
      * fsyncs the CommitLog segments, ConsumeQueues and IndexFile written so far: what was written
      * before the call is durable when it returns.  The CommitLog fsyncs run outside the put lock.
      */
-    public void flush() {
-        try {
-            flush0();
-        } catch (IOException e) {
-            throw new StoreError("flush of " + root + " failed: " + e);
-        }
+    public void flush() throws IOException {
+        flush0();
     }
 
     private void flush0() throws IOException {
