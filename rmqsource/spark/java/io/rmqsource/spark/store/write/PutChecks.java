@@ -106,7 +106,7 @@ final class PutChecks {
     /** Validate and pre-encode one message: a Prepared, or the PutResult of a refused one. */
     Object prepare(Message m) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
-        String problem = topicProblem(m.topic);
+        String problem = m.topic != null && topics.containsKey(m.topic) ? null : topicProblem(m.topic);  // known good
         if (problem != null) return illegal(m, problem);
         int qid = m.queueId;
         if (qid < 0) return illegal(m, "queueId " + qid + " out of range");
