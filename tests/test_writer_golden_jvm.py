@@ -454,3 +454,76 @@ def test_dledger_store_is_refused(tmp_path, corpus):
     assert rc == 1 and not results
     assert trailer["error"]["type"] == "UnsupportedLayoutError" and "DLedger" in trailer["error"]["message"]
     assert tree_bytes(root) == before
+
+
+@pytest.mark.crash
+def test_full_filesystem_is_a_typed_error_not_a_crash(small_tmpfs, tmp_path):
+    """A file system that really fills while the JVM writer appends (default IndexFile geometry: a
+    420 MB sparse map on a 40 MB tmpfs): a typed error naming a file, never a JVM crash; every
+    acknowledged message is on disk and the store reopens once space is freed."""
+    store = small_tmpfs / "store"
+    filler = small_tmpfs / "filler"
+    st = os.statvfs(small_tmpfs)
+    with open(filler, "wb") as f:                        # leave 24 MB
+        f.write(bytes(max(st.f_bavail * st.f_frsize - (24 << 20), 0)))
+    msgs = [{"topic": "FullDisk", "queueId": i % 4, "body": base64.b64encode(bytes([i % 251]) * 1000).decode(),
+             "keys": f"full-{i}", "properties": {"UNIQ_KEY": f"U{i:020d}"}} for i in range(40_000)]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
+    overrides = ["mappedFileSizeCommitLog=8388608"]
+    results, trailer, rc = jvm_put(store, "-", path, batch=500, overrides=overrides, check=False)
+    assert rc == 1, (rc, trailer)
+    assert trailer["error"]["type"] in ("WriteFailedError", "StoreError"), trailer
+    assert str(small_tmpfs) in trailer["error"]["message"], trailer
+    assert not list(Path.cwd().glob("hs_err_pid*.log"))
+    acked = [(i, r) for i, r in enumerate(results) if r["status"] == "PUT_OK"]
+    assert acked and len(acked) < len(msgs)
+    assert [i for i, _ in acked] == list(range(len(acked)))          # a prefix
+    filler.unlink()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    jvm_put(store, "-", empty, overrides=overrides)          # reopen: recovery, clean close
+    config = StoreConfig().with_overrides({"mappedFileSizeCommitLog": "8388608"})
+    with MessageStoreReader(store, config) as reader:
+        stored = {s.phy_offset: s.decoded.record for s in reader.commitlog.walk(reader.commitlog.min_offset)
+                  if s.decoded.record is not None}
+    for i, r in acked:
+        rec = stored.get(r["commitLogOffset"])
+        assert rec is not None and rec.properties.get("KEYS") == msgs[i]["keys"], r
+    report = verify_store(store, config)
+    assert report.ok, report.problems[:5]
+
+
+@pytest.mark.crash
+def test_full_filesystem_under_the_index_is_a_typed_error(small_tmpfs, tmp_path):
+    """The CommitLog elsewhere (storePathCommitLog), ConsumeQueues and the mapped IndexFile on a full
+    tmpfs: the fault in the IndexFile's map (SIGBUS) or a ConsumeQueue write is a typed error naming
+    the file, the JVM does not crash, and the store reopens and verifies once space is freed."""
+    store = small_tmpfs / "store"
+    commitlog = tmp_path / "commitlog"
+    filler = small_tmpfs / "filler"
+    st = os.statvfs(small_tmpfs)
+    with open(filler, "wb") as f:                        # leave 1 MB
+        f.write(bytes(max(st.f_bavail * st.f_frsize - (1 << 20), 0)))
+    msgs = [{"topic": "FullIdx", "queueId": i % 4, "body": "", "keys": f"k-{i}",
+             "properties": {"UNIQ_KEY": f"U{i:020d}"}} for i in range(30_000)]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
+    overrides = [f"storePathCommitLog={commitlog}"]
+    results, trailer, rc = jvm_put(store, "-", path, batch=500, overrides=overrides, check=False)
+    assert rc == 1, (rc, trailer)
+    assert trailer["error"]["type"] in ("WriteFailedError", "StoreError"), trailer
+    assert "/index/" in trailer["error"]["message"] or "/consumequeue/" in trailer["error"]["message"], trailer
+    acked = [(i, r) for i, r in enumerate(results) if r["status"] == "PUT_OK"]
+    assert acked and len(acked) < len(msgs)
+    assert all(r["status"] == "SERVICE_NOT_AVAILABLE" for r in results[len(acked):])
+    filler.unlink()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    jvm_put(store, "-", empty, overrides=overrides)          # reopen: recovery re-dispatches, clean close
+    config = StoreConfig().with_overrides({"storePathCommitLog": str(commitlog)})
+    report = verify_store(store, config)
+    assert report.ok, report.problems[:5]
+    with MessageStoreReader(store, config) as reader:        # the last acknowledged key is indexed again
+        found = reader.query("FullIdx", msgs[acked[-1][0]]["keys"], 4, only_matching=True)
+    assert [m.record.phy_offset for m in found.messages] == [acked[-1][1]["commitLogOffset"]]
