@@ -527,3 +527,23 @@ def test_full_filesystem_under_the_index_is_a_typed_error(small_tmpfs, tmp_path)
     with MessageStoreReader(store, config) as reader:        # the last acknowledged key is indexed again
         found = reader.query("FullIdx", msgs[acked[-1][0]]["keys"], 4, only_matching=True)
     assert [m.record.phy_offset for m in found.messages] == [acked[-1][1]["commitLogOffset"]]
+
+
+def test_busy_flush_thread_and_rolls_do_not_change_bytes(tmp_path):
+    """The flush thread every 10 ms, small segments and ConsumeQueue files (rolls, retired channels, the
+    write thread in flight): the same bytes as the Python writer with the same config and clock."""
+    overrides = {"mappedFileSizeCommitLog": "32768", "mappedFileSizeConsumeQueue": "2000",
+                 "flushIntervalCommitLog": "10", "maxHashSlotNum": "128", "maxIndexNum": "512"}
+    msgs = [d for seed in (5, 6, 7) for d in _message_dicts(seed, 400)]
+    for d in msgs[::3]:
+        d.pop("storeTimestamp")
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
+    jvm_root, py_root = tmp_path / "jvm", tmp_path / "py"
+    jvm_results, _, _ = jvm_put(jvm_root, "-", path, batch=97, clock_ms=CLOCK_MS,
+                                overrides=[f"{k}={v}" for k, v in overrides.items()])
+    with MessageStoreWriter(py_root, StoreConfig().with_overrides(overrides), clock_ms=lambda: CLOCK_MS) as w:
+        py_results = [r.to_json_dict() for r in w.put_messages([MessageExtBrokerInner.from_json_dict(d) for d in msgs])]
+    assert [{k: r[k] for k in PUT_FIELDS} for r in jvm_results] == [{k: r[k] for k in PUT_FIELDS} for r in py_results]
+    assert len(os.listdir(jvm_root / "commitlog")) > 10
+    assert _store_files(jvm_root) == _store_files(py_root)
