@@ -10,7 +10,6 @@ import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreConfig;
 import io.rmqsource.spark.store.StoreLayout;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
