@@ -254,7 +254,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             Message m = batch.get(i);
             Object o;
             try {
-                o = checks.prepare(m);
+                o = checks.prepare(m, i);
             } catch (RuntimeException e) {      // a malformed message object: refuse it, never half-write
                 results[i] = PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, null,
                         e.getClass().getSimpleName() + ": " + e.getMessage());
@@ -391,7 +391,7 @@ public final class MessageStoreWriter implements AutoCloseable {
                 p.bodyCrc, p.queueId, p.flag, qo, phy, p.sysFlag, p.bornTimestamp, p.bornAddr, p.bornPort, ts,
                 p.storeAddr, p.storePort, p.reconsumeTimes, p.preparedTransactionOffset, p.body.length);
         b.put(bodyPos, p.body);
-        int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props);
+        int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props, p.propsLen);
         if (p.crcProp) RecordEncoder.sealCrcProperty(b, pos, p.size, crc);
         b.position(end);
         p.phyOffset = phy;
