@@ -253,6 +253,13 @@ def test_python_and_jvm_writers_alternate(tmp_path):
     assert len(os.listdir(root / "commitlog")) > 6
     report = verify_store(root, config)
     assert report.ok, [p for p in report.problems][:5]
+    import subprocess
+    import sys
+    for engine in ("jvm", "python"):                    # `rmq verify`, both walks
+        cli = subprocess.run([sys.executable, "-m", "rmqsource", "verify", str(root), "--engine", engine,
+                              *[a for k, v in overrides.items() for a in ("-C", f"{k}={v}")]],
+                             capture_output=True, text=True, timeout=300)
+        assert cli.returncode == 0, (engine, cli.stdout[-2000:], cli.stderr[-2000:])
     with MessageStoreReader(root, config) as reader:
         stored = [s.decoded.record for s in reader.commitlog.walk(reader.commitlog.min_offset)
                   if s.decoded.record is not None]
