@@ -61,6 +61,11 @@ public final class RecordEncoder {
 
     /** Writes the topic field and the properties field at {@code pos}; returns the end position. */
     public static int putTail(ByteBuffer b, int pos, boolean magicV2, byte[] topic, byte[] props) {
+        return putTail(b, pos, magicV2, topic, props, props.length);
+    }
+
+    /** The same with the properties in {@code props[0, propsLen)}. */
+    public static int putTail(ByteBuffer b, int pos, boolean magicV2, byte[] topic, byte[] props, int propsLen) {
         int p = pos;
         if (magicV2) {
             b.putShort(p, (short) topic.length);
@@ -71,10 +76,10 @@ public final class RecordEncoder {
         }
         b.put(p, topic);
         p += topic.length;
-        b.putShort(p, (short) props.length);
+        b.putShort(p, (short) propsLen);
         p += 2;
-        b.put(p, props);
-        return p + props.length;
+        b.put(p, props, 0, propsLen);
+        return p + propsLen;
     }
 
     /**

@@ -10,7 +10,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.stream.Stream;
 
 /**
@@ -188,9 +187,5 @@ final class Dispatcher {
         queues.clear();
         if (index != null) index.close();
         if (first != null) throw first;
-    }
-
-    static boolean same(Object a, Object b) {
-        return Objects.equals(a, b);
     }
 }

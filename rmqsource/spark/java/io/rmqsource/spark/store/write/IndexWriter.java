@@ -229,8 +229,8 @@ final class IndexWriter {
                 .putLong(24, f.endPhyOffset).putInt(32, f.hashSlotCount).putInt(36, f.indexCount);
     }
 
-    private static StoreError fault(Idx f, Throwable e) {
-        return new StoreError("IndexFile " + f.path + ": the mapped write failed (" + e.getMessage()
+    private StoreError fault(Idx f, Throwable e) {
+        return new StoreError("IndexFile " + (f != null ? f.path : dir) + ": the mapped write failed (" + e.getMessage()
                 + "); a full disk?");
     }
 
@@ -240,28 +240,34 @@ final class IndexWriter {
      * it, so dispatching twice changes nothing.
      */
     void putKeys(String topic, long phyOffset, long storeTimestamp, int sysFlag, String uniqKey, String keys) {
+        try {
+            putKeys0(topic, phyOffset, storeTimestamp, sysFlag, uniqKey, keys);
+        } catch (InternalError e) {
+            throw fault(last(), e);
+        }
+    }
+
+    private void putKeys0(String topic, long phyOffset, long storeTimestamp, int sysFlag, String uniqKey, String keys) {
         Idx f = lastFile();
         long end = f.endPhyOffset;
         if (phyOffset < end || (phyOffset == end && (f.indexCount > 1 || end > 0))) return;
         if ((sysFlag & Record.TRANSACTION_MASK) == Record.TRANSACTION_ROLLBACK_TYPE) return;
         if (uniqKey == null && (keys == null || keys.isEmpty())) return;
         int prefix = JavaHash.topicPrefixHash(topic);
-        try {
-            if (uniqKey != null) f = putKey(f, JavaHash.indexKeyHash(prefix, uniqKey, 0, uniqKey.length()), phyOffset,
-                    storeTimestamp);
-            if (keys != null) {
-                int n = keys.length();
-                int start = 0;
-                // KEYS split like Java split(" ") with empty pieces skipped.
-                for (int i = 0; i <= n; i++) {
-                    if (i == n || keys.charAt(i) == ' ') {
-                        if (i > start) f = putKey(f, JavaHash.indexKeyHash(prefix, keys, start, i), phyOffset, storeTimestamp);
-                        start = i + 1;
-                    }
+        if (uniqKey != null) f = putKey(f, JavaHash.indexKeyHash(prefix, uniqKey, 0, uniqKey.length()), phyOffset,
+                storeTimestamp);
+        if (keys != null && keys.indexOf(' ') < 0) {
+            if (!keys.isEmpty()) f = putKey(f, JavaHash.indexKeyHash(prefix, keys, 0, keys.length()), phyOffset, storeTimestamp);
+        } else if (keys != null) {
+            int n = keys.length();
+            int start = 0;
+            // KEYS split like Java split(" ") with empty pieces skipped.
+            for (int i = 0; i <= n; i++) {
+                if (i == n || keys.charAt(i) == ' ') {
+                    if (i > start) f = putKey(f, JavaHash.indexKeyHash(prefix, keys, start, i), phyOffset, storeTimestamp);
+                    start = i + 1;
                 }
             }
-        } catch (InternalError e) {
-            throw fault(f, e);
         }
     }
 

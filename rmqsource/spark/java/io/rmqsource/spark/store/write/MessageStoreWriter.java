@@ -10,7 +10,6 @@ import io.rmqsource.spark.store.Segments;
 import io.rmqsource.spark.store.StoreConfig;
 import io.rmqsource.spark.store.StoreLayout;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -20,6 +19,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.LongSupplier;
 import java.util.zip.CRC32;
 
@@ -29,8 +32,10 @@ import java.util.zip.CRC32;
  * rmqsource/store/writer.py MessageStoreWriter with commitlog_append.py and flush.py).
  *
  * <p>Write path: a batch is checked and encoded ({@link PutChecks}) into one direct buffer per segment
- * chunk (up to {@link #CHUNK_BYTES}), written with one positioned write (its first 4 bytes last, so a
- * failure leaves nothing recovery accepts), then its messages are acknowledged and dispatched
+ * chunk (about {@link #chunkBytes}), written with one positioned write (its first 4 bytes last, so a
+ * failure leaves nothing recovery accepts) by a write thread while the put thread encodes the next
+ * chunk; a chunk is written only after the one before it was acknowledged, and a segment's chunks
+ * are all acknowledged before the next segment starts.  Then its messages are acknowledged and dispatched
  * (ConsumeQueue units and IndexFile keys from the encoded requests, no re-read).  END_OF_FILE: a blank
  * record when fewer than size + 8 bytes are left; segments are full-size files and the one after the
  * current one is pre-allocated.  SYNC_FLUSH acknowledges after fsync; ASYNC_FLUSH fsyncs every
@@ -39,7 +44,7 @@ import java.util.zip.CRC32;
  */
 public final class MessageStoreWriter implements AutoCloseable {
     /** Bytes of records encoded before a chunk is written (a bigger record gets a chunk of its own). */
-    static final int CHUNK_BYTES = 8 << 20;
+    static volatile int chunkBytes = 1 << 20;
 
     private final Path root;
     private final StoreConfig config;
@@ -58,10 +63,7 @@ public final class MessageStoreWriter implements AutoCloseable {
     private Dispatcher dispatcher;
     private IndexWriter index;
     private Checkpoint checkpoint;
-    private final List<CommitLogFile> segments = new ArrayList<>();
-    private CommitLogFile current;
-    private CommitLogFile prealloc;
-    private long nextStart;
+    private CommitLogSegments segments;
     private long physicTs;
     private long lastStoreTs;
     private volatile boolean writable;
@@ -70,10 +72,19 @@ public final class MessageStoreWriter implements AutoCloseable {
     private boolean abortExisted;
     private Thread flusher;
     private volatile boolean stopping;
-    // Chunk being encoded.
-    private ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK_BYTES);
-    private final List<Prepared> items = new ArrayList<>();
+    // Chunks: one encoded while the other is written by the write thread.
+    private final Chunk chunkA = new Chunk();
+    private final Chunk chunkB = new Chunk();
+    private Chunk cur = chunkA;
+    private Chunk inflight;
+    private PutResult[] chunkResults;
+    /** Queues whose offsets the current batch handed out. */
     private final List<QueueState> chunkQueues = new ArrayList<>();
+    private final ExecutorService writeThread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "rmq-commitlog-write");
+        t.setDaemon(true);
+        return t;
+    });
     /** Why the current batch stopped on an I/O failure (null: it did not). */
     private String failure;
     private Throwable failureCause;
@@ -164,7 +175,8 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
         }
         long end = Recovery.recover(layout, config, dispatcher, checkpoint, abortExisted);
-        openSegments(end);
+        segments = new CommitLogSegments(commitLogDir, segmentSize);
+        segments.open(end);
         dispatcher.loadExisting();
         for (QueueState q : dispatcher.states()) q.nextOffset = q.cq.maxOffset();
         // The store runs: abort marks it not cleanly shut down until close().
@@ -183,26 +195,6 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             return java.util.Arrays.copyOf(b.array(), b.position());
         }
-    }
-
-    /** Reopens the CommitLog segments for appending after recovery ({@code end} = the valid end). */
-    private void openSegments(long end) throws IOException {
-        List<Segment> segs = Segments.listDirectory(commitLogDir.toString());
-        if (segs.isEmpty()) {
-            nextStart = 0;
-            return;
-        }
-        for (int i = 0; i < segs.size(); i++) {
-            Segment s = segs.get(i);
-            long wrote = Math.min(Math.max(end - s.startOffset, 0), segmentSize);
-            // Only the last two are kept open (older ones are complete and not written again).
-            FileChannel ch = i >= segs.size() - 2
-                    ? FileChannel.open(Path.of(s.path), StandardOpenOption.READ, StandardOpenOption.WRITE) : null;
-            segments.add(new CommitLogFile(s.startOffset, Path.of(s.path), ch, wrote));
-        }
-        CommitLogFile last = segments.get(segments.size() - 1);
-        if (last.start <= end && end < last.start + segmentSize) current = last;
-        nextStart = last.start + segmentSize;
     }
 
     // ------------------------------------------------------------------ puts
@@ -233,11 +225,16 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             failure = null;
             failureCause = null;
+            chunkResults = results;
             try {
                 putLocked(batch, results);
             } finally {
-                items.clear();
-                buf.clear();
+                if (inflight != null) drain();           // (only after an unexpected error)
+                chunkA.reset(null, 0);
+                chunkB.reset(null, 0);
+                cur = chunkA;
+                chunkResults = null;
+                // Offsets handed out to messages that were not acknowledged are given back.
                 for (QueueState q : chunkQueues) q.inChunk = false;
                 chunkQueues.clear();
             }
@@ -251,13 +248,13 @@ public final class MessageStoreWriter implements AutoCloseable {
     private void putLocked(List<Message> batch, PutResult[] results) {
         long z = segmentSize;
         int n = batch.size();
-        CommitLogFile seg = current;
-        long chunkStart = seg != null ? seg.wrote : 0;
+        CommitLogFile seg = segments.current;
+        Chunk c = cur.reset(seg, seg != null ? seg.wrote : 0);
         for (int i = 0; i < n; i++) {
             Message m = batch.get(i);
             Object o;
             try {
-                o = checks.prepare(m);
+                o = checks.prepare(m, i);
             } catch (RuntimeException e) {      // a malformed message object: refuse it, never half-write
                 results[i] = PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, null,
                         e.getClass().getSimpleName() + ": " + e.getMessage());
@@ -272,34 +269,36 @@ public final class MessageStoreWriter implements AutoCloseable {
             if (seg == null) {
                 seg = rollOrFail(batch, results, i);
                 if (seg == null) return;
-                chunkStart = 0;
+                c.reset(seg, 0);
             }
-            long pos = chunkStart + buf.position();
+            long pos = c.start + c.buf.position();
             int size = p.size;
             if (size + 8 > z - pos) {
                 // END_OF_FILE: blank record, write this segment's chunk, continue in the next one.
                 // (pos == z: the blank is there already -- an earlier roll failed after writing it.)
                 if (pos < z) {
-                    RecordEncoder.putBlank(buf, buf.position(), (int) (z - pos));
-                    buf.position(buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
+                    RecordEncoder.putBlank(c.buf, c.buf.position(), (int) (z - pos));
+                    c.buf.position(c.buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
                 }
-                if (buf.position() > 0 && !commitChunk(seg, chunkStart, results, true)) {
+                c.endsSegment = true;
+                // The segment's chunks are all written and acknowledged before the next segment starts.
+                if ((c.buf.position() > 0 && !submit(c)) || !drain()) {
                     failRest(batch, results, i, stopStatus(), describe(error));
                     return;
                 }
                 seg = rollOrFail(batch, results, i);
                 if (seg == null) return;
-                chunkStart = 0;
+                c = cur.reset(seg, 0);
                 pos = 0;
-            } else if (buf.position() > 0 && buf.remaining() < size + 8) {
-                if (!commitChunk(seg, chunkStart, results, false)) {
+            } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
+                long next = pos;
+                if (!submit(c)) {
                     failRest(batch, results, i, stopStatus(), describe(error));
                     return;
                 }
-                chunkStart = seg.wrote;
-                pos = chunkStart;
+                c = cur.reset(seg, next);
             }
-            if (buf.capacity() < size + 8) buf = ByteBuffer.allocateDirect(size + 8);
+            if (c.buf.capacity() < size + 8) c.buf = ByteBuffer.allocateDirect(size + 8);
             long qo;
             if (p.entersCq) {
                 QueueState q = dispatcher.queue(p.topic, p.queueId);
@@ -315,23 +314,84 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             long phy = seg.start + pos;
             long ts = p.storeTimestamp != null ? p.storeTimestamp : clockMs.getAsLong();
-            encode(p, qo, phy, ts);
-            items.add(p);
+            encode(c.buf, p, qo, phy, ts);
+            c.items.add(p);
         }
-        if (!items.isEmpty() || buf.position() > 0) {
-            if (!commitChunk(seg, chunkStart, results, false)) failRest(batch, results, n, stopStatus(), describe(error));
+        if ((c.buf.position() > 0 && !submit(c)) || !drain()) failRest(batch, results, n, stopStatus(), describe(error));
+    }
+
+    /** A chunk of encoded records: its buffer, its records, where it goes, its write in flight. */
+    private static final class Chunk {
+        ByteBuffer buf = ByteBuffer.allocateDirect(chunkBytes);
+        final List<Prepared> items = new ArrayList<>();
+        CommitLogFile seg;
+        long start;
+        boolean endsSegment;
+        Future<?> write;
+
+        Chunk reset(CommitLogFile seg, long start) {
+            buf.clear();
+            items.clear();
+            this.seg = seg;
+            this.start = start;
+            endsSegment = false;
+            write = null;
+            return this;
         }
     }
 
-    private void encode(Prepared p, long qo, long phy, long ts) {
-        ByteBuffer b = buf;
+    /**
+     * Hands {@code c} to the write thread once the chunk before it is written and acknowledged (so the
+     * next chunk is encoded while this one is written, and nothing is written after a failure); the
+     * other chunk becomes {@link #cur}.  False when the batch must stop.
+     */
+    private boolean submit(Chunk c) {
+        if (!drain()) return false;
+        c.buf.flip();
+        CommitLogFile seg = c.seg;
+        ByteBuffer b = c.buf;
+        long at = c.start;
+        c.write = writeThread.submit(() -> {
+            CommitLogSegments.writeChunk(seg, b, at);
+            return null;
+        });
+        inflight = c;
+        cur = c == chunkA ? chunkB : chunkA;
+        return true;
+    }
+
+    /** Waits for the chunk in flight and acknowledges it; false when the batch must stop. */
+    private boolean drain() {
+        Chunk c = inflight;
+        if (c == null) return true;
+        inflight = null;
+        try {
+            c.write.get();
+        } catch (ExecutionException | InterruptedException x) {
+            if (x instanceof InterruptedException) Thread.currentThread().interrupt();
+            Throwable e = x instanceof ExecutionException ? x.getCause() : x;
+            error = e;
+            if (e instanceof CommitLogSegments.ChunkNotZeroed || !(e instanceof IOException)) writable = false;
+            String why = "CommitLog write failed: " + c.seg.path + " at offset " + (c.seg.start + c.start) + ": "
+                    + e.getMessage();
+            for (Prepared p : c.items) {
+                chunkResults[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR,
+                        -1, -1, 0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
+            }
+            noteFailure(why, e);
+            return false;
+        }
+        return acknowledge(c);
+    }
+
+    private void encode(ByteBuffer b, Prepared p, long qo, long phy, long ts) {
         int pos = b.position();
         int bodyPos = RecordEncoder.putHead(b, pos, p.size,
                 p.magicV2 ? io.rmqsource.spark.format.Record.MAGIC_V2 : io.rmqsource.spark.format.Record.MAGIC_V1,
                 p.bodyCrc, p.queueId, p.flag, qo, phy, p.sysFlag, p.bornTimestamp, p.bornAddr, p.bornPort, ts,
                 p.storeAddr, p.storePort, p.reconsumeTimes, p.preparedTransactionOffset, p.body.length);
         b.put(bodyPos, p.body);
-        int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props);
+        int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props, p.propsLen);
         if (p.crcProp) RecordEncoder.sealCrcProperty(b, pos, p.size, crc);
         b.position(end);
         p.phyOffset = phy;
@@ -341,9 +401,9 @@ public final class MessageStoreWriter implements AutoCloseable {
 
     private CommitLogFile rollOrFail(List<Message> batch, PutResult[] results, int from) {
         try {
-            return roll();
+            return segments.roll();
         } catch (IOException | StoreError e) {
-            String why = "cannot create CommitLog segment " + commitLogDir.resolve(WriteFiles.offsetName(nextStart))
+            String why = "cannot create CommitLog segment " + segments.nextPath()
                     + ": " + e.getMessage();
             failRest(batch, results, from, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, why);
             noteFailure(why, e);
@@ -371,39 +431,21 @@ public final class MessageStoreWriter implements AutoCloseable {
     }
 
     /**
-     * Writes one segment's chunk; only then are its messages acknowledged and dispatched.
-     * {@code endsSegment}: the chunk ends with the END_OF_FILE blank, the segment is full.  False when
-     * the batch must stop here (the write failed, or the writer stopped taking puts).
+     * A written chunk's messages acknowledged and dispatched: the segment's written end, the queue
+     * offsets, the results, then ConsumeQueue units and IndexFile keys.  False when the batch must stop
+     * (a failed fsync or dispatch: the writer takes no more puts).
      */
-    private boolean commitChunk(CommitLogFile seg, long chunkStart, PutResult[] results, boolean endsSegment) {
-        buf.flip();
-        int len = buf.limit();
-        try {
-            writeChunk(seg, buf, chunkStart);
-        } catch (IOException e) {
-            String why = "CommitLog write failed: " + seg.path + " at offset " + (seg.start + chunkStart) + ": " + e.getMessage();
-            for (Prepared p : items) {
-                results[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR, -1, -1,
-                        0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
-            }
-            for (QueueState q : chunkQueues) q.inChunk = false;
-            chunkQueues.clear();
-            items.clear();
-            buf.clear();
-            noteFailure(why, e);
-            return false;
-        }
-        PutMessageStatus status = written(seg, endsSegment ? segmentSize : chunkStart + len);
-        for (QueueState q : chunkQueues) {
-            q.nextOffset = q.pendingOffset;
-            q.inChunk = false;
-        }
-        chunkQueues.clear();
+    private boolean acknowledge(Chunk c) {
+        CommitLogFile seg = c.seg;
+        PutMessageStatus status = written(seg, c.endsSegment ? segmentSize : c.start + c.buf.limit());
+        List<Prepared> items = c.items;
+        for (Prepared p : items) if (p.queue != null) p.queue.nextOffset = p.queueOffset + 1;
         if (!items.isEmpty()) {
             lastStoreTs = items.get(items.size() - 1).storeTs;
             if (status == PutMessageStatus.PUT_OK && syncFlush) physicTs = lastStoreTs;
         }
         // Results first: the bytes are in the CommitLog whatever dispatch does next.
+        PutResult[] results = chunkResults;
         for (Prepared p : items) {
             results[p.index] = new PutResult(status, AppendMessageStatus.PUT_OK, p.phyOffset, p.queueOffset, p.size,
                     p.storeTs, p.topic, p.queueId, p.sysFlag, "", p.storeAddr, p.storePort);
@@ -420,65 +462,15 @@ public final class MessageStoreWriter implements AutoCloseable {
         } catch (IOException | RuntimeException e) {   // the CommitLog holds the data; a reopen re-dispatches it
             error = e;
             writable = false;
-            noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + chunkStart)
+            noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + c.start)
                     + ": " + describe(e), e);
         }
         if (status != PutMessageStatus.PUT_OK) {
             noteFailure("CommitLog fsync failed: " + seg.path + ": " + describe(error), error);
         }
         items.clear();
-        buf.clear();
         // After a failed fsync nothing more may be acknowledged: a crash could lose this chunk.
         return writable;
-    }
-
-    /**
-     * Writes a chunk so that a failure leaves nothing recovery accepts: the first 4 bytes (the first
-     * record's TOTALSIZE) go last; on an error the bytes that did reach the file are zeroed again
-     * (their blocks exist, so that needs no new space) and the IOException is thrown; if even that
-     * fails the writer stops taking puts.
-     */
-    private void writeChunk(CommitLogFile seg, ByteBuffer chunk, long pos) throws IOException {
-        int len = chunk.limit();
-        int k = Math.min(4, len);
-        long[][] written = new long[2][];
-        int nw = 0;
-        try {
-            ByteBuffer rest = chunk.duplicate();
-            rest.limit(len).position(k);
-            try {
-                WriteFiles.writeFully(seg.channel, seg.path, rest, pos + k);
-            } catch (IOException e) {
-                written[nw++] = new long[] {pos + k, WriteFiles.Partial.of(e)};
-                throw e;
-            }
-            written[nw++] = new long[] {pos + k, len - k};
-            ByteBuffer head = chunk.duplicate();
-            head.limit(k).position(0);
-            try {
-                WriteFiles.writeFully(seg.channel, seg.path, head, pos);
-            } catch (IOException e) {
-                written[nw++] = new long[] {pos, WriteFiles.Partial.of(e)};
-                throw e;
-            }
-        } catch (IOException e) {
-            error = e;
-            try {
-                for (int w = 0; w < nw; w++) {
-                    long at = written[w][0];
-                    long n = written[w][1];
-                    for (long done = 0; done < n; ) {
-                        int step = (int) Math.min(n - done, 1 << 20);
-                        ByteBuffer zeros = ByteBuffer.allocate(step);
-                        while (zeros.hasRemaining()) seg.channel.write(zeros, at + done + zeros.position());
-                        done += step;
-                    }
-                }
-            } catch (IOException e2) {
-                writable = false;
-            }
-            throw e;
-        }
     }
 
     /** Bytes written up to {@code wrote}; under SYNC_FLUSH acknowledged only once fsynced. */
@@ -496,60 +488,6 @@ public final class MessageStoreWriter implements AutoCloseable {
             error = e;
             writable = false;
             return PutMessageStatus.FLUSH_DISK_TIMEOUT;
-        }
-    }
-
-    // ------------------------------------------------------------------ segments
-
-    private CommitLogFile createSegment(long start) throws IOException {
-        Path path = commitLogDir.resolve(WriteFiles.offsetName(start));
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.CREATE);
-        long size = -1;
-        try {
-            size = ch.size();
-            if (size == 0) {
-                // Full size, sparse: written with positioned writes, so a full disk is an IOException from
-                // that write (never a fault in a map), and an unused segment costs no space.
-                try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw")) {
-                    raf.setLength(segmentSize);
-                }
-            } else if (size != segmentSize) {
-                throw new StoreError("CommitLog segment " + path + " exists with " + size + " bytes");
-            }
-        } catch (IOException | RuntimeException e) {
-            WriteFiles.closeQuietly(ch);
-            if (size == 0) Files.deleteIfExists(path);
-            throw e;
-        }
-        return new CommitLogFile(start, path, ch, 0);
-    }
-
-    /** Next segment (the pre-allocated one when present), and pre-allocate the one after. */
-    private CommitLogFile roll() throws IOException {
-        long start = nextStart;
-        CommitLogFile seg = prealloc != null && prealloc.start == start ? prealloc : null;
-        if (seg == null) seg = createSegment(start);
-        prealloc = null;
-        segments.add(seg);
-        current = seg;
-        nextStart = start + segmentSize;
-        try {   // AllocateMappedFileService's next-next file; a failure only delays it to the next roll
-            prealloc = createSegment(nextStart);
-        } catch (IOException | StoreError e) {
-            prealloc = null;
-        }
-        retireOldSegments();
-        return seg;
-    }
-
-    /** Closes the channels of older segments once fsynced (keeps the current and the previous one). */
-    private void retireOldSegments() {
-        for (int i = 0; i < segments.size() - 2; i++) {
-            CommitLogFile s = segments.get(i);
-            if (s.channel != null && !s.dirty && !s.flushing) {
-                WriteFiles.closeQuietly(s.channel);
-                s.channel = null;
-            }
         }
     }
 
@@ -576,7 +514,7 @@ public final class MessageStoreWriter implements AutoCloseable {
                 if (stopping) return;
             }
             try {
-                flush();
+                flush0();
             } catch (IOException | RuntimeException e) {    // surfaced by the next put as SERVICE_NOT_AVAILABLE
                 error = e;
                 writable = false;
@@ -590,12 +528,16 @@ public final class MessageStoreWriter implements AutoCloseable {
      * before the call is durable when it returns.  The CommitLog fsyncs run outside the put lock.
      */
     public void flush() throws IOException {
+        flush0();
+    }
+
+    private void flush0() throws IOException {
         synchronized (flushLock) {
             List<CommitLogFile> todo = new ArrayList<>();
             long ts;
             synchronized (putLock) {
                 if (closed) return;
-                for (CommitLogFile s : segments) {
+                for (CommitLogFile s : segments.list) {
                     if (s.dirty && s.channel != null) {
                         s.dirty = false;
                         s.flushing = true;
@@ -619,7 +561,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             synchronized (putLock) {
                 if (closed) return;
                 if (ts != 0) physicTs = ts;
-                retireOldSegments();
+                segments.retireOld();
                 dispatcher.sync();
             }
         }
@@ -641,10 +583,20 @@ public final class MessageStoreWriter implements AutoCloseable {
     /** End of the written CommitLog. */
     public long maxPhyOffset() {
         synchronized (putLock) {
-            if (current != null) return current.start + current.wrote;
-            if (segments.isEmpty()) return 0;
-            CommitLogFile last = segments.get(segments.size() - 1);
-            return last.start + last.wrote;
+            return segments == null ? 0 : segments.maxPhyOffset();
+        }
+    }
+
+    /**
+     * Records written from CommitLog offset {@code fromOffset} (a record boundary, e.g. an earlier
+     * {@link #maxPhyOffset()}) to the end of the written CommitLog that carry at least one of the
+     * properties {@code names}, in CommitLog order, each with the values of those it carries (how a sink
+     * finds what it appended before a failure, by its own batch / sequence properties).  Reads the
+     * bytes the writer wrote (through the page cache; nothing needs to be flushed).
+     */
+    public List<AppendedRecord> scan(long fromOffset, String... names) {
+        synchronized (putLock) {
+            return CommitLogScan.scan(layout, fromOffset, maxPhyOffset(), names);
         }
     }
 
@@ -712,20 +664,10 @@ public final class MessageStoreWriter implements AutoCloseable {
                 boolean failedBefore = error != null;
                 writable = false;
                 try {
-                    for (CommitLogFile s : segments) {
-                        if (s.channel != null && s.dirty) {
-                            s.channel.force(true);
-                            s.dirty = false;
-                        }
-                    }
+                    segments.forceDirty();
                     if (lastStoreTs != 0) physicTs = lastStoreTs;
-                    if (prealloc != null) {
-                        CommitLogFile p = prealloc;
-                        prealloc = null;
-                        p.channel.close();
-                        Files.delete(p.path);
-                    }
-                    closeSegmentChannels();
+                    segments.dropPrealloc();
+                    segments.closeChannels();
                     WriteFiles.fsyncDir(commitLogDir);
                     dispatcher.close();
                     writeCheckpoint(null);
@@ -736,15 +678,16 @@ public final class MessageStoreWriter implements AutoCloseable {
                 } catch (IOException e) {
                     failedWith = e;
                     error = e;
-                    closeSegmentChannels();
+                    if (segments != null) segments.closeChannels();
                     dispatcher.release();
                 } catch (RuntimeException e) {
                     runtime = e;
                     error = e;
-                    closeSegmentChannels();
+                    if (segments != null) segments.closeChannels();
                     dispatcher.release();
                 } finally {
                     closed = true;
+                    writeThread.shutdown();
                     lock.release();
                 }
             }
@@ -767,21 +710,11 @@ public final class MessageStoreWriter implements AutoCloseable {
             if (closed) return;
             writable = false;
             closed = true;
-            closeSegmentChannels();
+            writeThread.shutdown();
+            if (segments != null) segments.closeChannels();
             if (dispatcher != null) dispatcher.release();
             else if (index != null) index.release();
             lock.release();
-        }
-    }
-
-    private void closeSegmentChannels() {
-        for (CommitLogFile s : segments) {
-            WriteFiles.closeQuietly(s.channel);
-            s.channel = null;
-        }
-        if (prealloc != null) {
-            WriteFiles.closeQuietly(prealloc.channel);
-            prealloc.channel = null;
         }
     }
 }

@@ -15,7 +15,9 @@ final class Prepared {
     boolean magicV2;
     byte[] body;
     int bodyCrc;
-    byte[] props;               // stored PROPERTIES (with the CRC placeholder when crcProp)
+    byte[] props;               // stored PROPERTIES in [0, propsLen) (with the CRC placeholder when crcProp)
+    int propsLen;
+    byte[] propsBuf;            // this (pooled) object's own buffer for the fast path's properties
     boolean crcProp;
     int flag;
     long bornTimestamp;

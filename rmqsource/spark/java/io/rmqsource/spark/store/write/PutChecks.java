@@ -105,8 +105,28 @@ final class PutChecks {
 
     /** Validate and pre-encode one message: a Prepared, or the PutResult of a refused one. */
     Object prepare(Message m) {
+        return prepare(m, -1);
+    }
+
+    /** Prepared objects reused by batch position (slot), up to POOL_MAX positions. */
+    private static final int POOL_MAX = 1 << 16;
+    private Prepared[] pool = new Prepared[0];
+
+    private Prepared prepared(int slot) {
+        if (slot < 0 || slot >= POOL_MAX) return new Prepared();
+        if (slot >= pool.length) pool = java.util.Arrays.copyOf(pool, Math.min(POOL_MAX, Math.max(slot + 1, pool.length * 2)));
+        Prepared p = pool[slot];
+        if (p == null) p = pool[slot] = new Prepared();
+        return p;
+    }
+
+    /**
+     * Validate and pre-encode one message: a Prepared (reused for the batch position {@code slot} when
+     * it is not negative: valid until the next batch), or the PutResult of a refused one.
+     */
+    Object prepare(Message m, int slot) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
-        String problem = topicProblem(m.topic);
+        String problem = m.topic != null && topics.containsKey(m.topic) ? null : topicProblem(m.topic);  // known good
         if (problem != null) return illegal(m, problem);
         int qid = m.queueId;
         if (qid < 0) return illegal(m, "queueId " + qid + " out of range");
@@ -128,6 +148,16 @@ final class PutChecks {
         int tran = sysFlag & Record.TRANSACTION_MASK;
         String topic = m.topic;
 
+        // Fast path: TAGS, KEYS and the caller's map in plain ASCII without separators and without the
+        // names the engine treats specially: the bytes are written straight from the strings.
+        if (fastProperties(m, topic)) {
+            if (fastChars > PROPS_MAX) {
+                return PutResult.failed(m, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, null,
+                        "properties are " + fastChars + " chars, more than " + PROPS_MAX);
+            }
+            return finish(m, topic, qid, sysFlag, tran, body, bornAddr, bornV6, (Object[]) born, storeAddr, storeV6,
+                    (Object[]) store, scratch, at, null, null, slot);
+        }
         // Properties: ordered map (TAGS, KEYS, then the caller's) or a verbatim string.
         LinkedHashMap<String, String> pmap = null;
         String pstr;
@@ -183,7 +213,16 @@ final class PutChecks {
             return illegal(m, "properties are not valid Unicode: a lone surrogate at char "
                     + pstr.codePointCount(0, at));
         }
-        if (appendCrc) {
+        return finish(m, topic, qid, sysFlag, tran, body, bornAddr, bornV6, (Object[]) born, storeAddr, storeV6,
+                (Object[]) store, pbytes, pbytes.length, pmap, pstr, slot);
+    }
+
+    private Object finish(Message m, String topic, int qid, int sysFlag, int tran, byte[] body, byte[] bornAddr,
+                          boolean bornV6, Object[] born, byte[] storeAddr, boolean storeV6, Object[] store, byte[] pbytes,
+                          int plen, Map<String, String> pmap, String pstr, int slot) {
+        if (appendCrc && pmap == null && pstr == null) {
+            // the fast path wrote the placeholder already
+        } else if (appendCrc) {
             boolean sep = pbytes.length == 0 || pbytes[pbytes.length - 1] == Properties.PROPERTY_SEPARATOR;
             int extra = (sep ? 0 : 1) + RecordEncoder.CRC_PLACEHOLDER.length;
             byte[] withCrc = java.util.Arrays.copyOf(pbytes, pbytes.length + extra);
@@ -191,15 +230,16 @@ final class PutChecks {
             System.arraycopy(RecordEncoder.CRC_PLACEHOLDER, 0, withCrc, withCrc.length - RecordEncoder.CRC_PLACEHOLDER.length,
                     RecordEncoder.CRC_PLACEHOLDER.length);
             pbytes = withCrc;
+            plen = withCrc.length;
         }
-        if (pbytes.length > PROPS_MAX) {
+        if (plen > PROPS_MAX) {
             return PutResult.failed(m, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                     AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED,
-                    "properties are " + pbytes.length + " bytes, more than " + PROPS_MAX);
+                    "properties are " + plen + " bytes, more than " + PROPS_MAX);
         }
         byte[] tbytes = topicBytes(topic);
         boolean v2 = v2Ok && topic.length() > TOPIC_MAX_BYTES_V1;
-        int size = RecordEncoder.recordSize(bornV6, storeV6, body.length, v2, tbytes.length, pbytes.length);
+        int size = RecordEncoder.recordSize(bornV6, storeV6, body.length, v2, tbytes.length, plen);
         if (size > maxRecord) {
             return PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
                     "record is " + size + " bytes, more than " + maxRecord);
@@ -208,7 +248,8 @@ final class PutChecks {
             return PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
                     "record of " + size + " bytes cannot fit a " + segmentSize + "-byte segment");
         }
-        Prepared p = new Prepared();
+        Prepared p = prepared(slot);
+        p.queue = null;
         p.topic = topic;
         p.topicBytes = tbytes;
         p.queueId = qid;
@@ -219,7 +260,14 @@ final class PutChecks {
         crc.reset();
         crc.update(body, 0, body.length);
         p.bodyCrc = (int) (crc.getValue() & 0x7FFFFFFFL);
-        p.props = pbytes;
+        if (pbytes == scratch) {                    // the fast path's bytes: into the object's own buffer
+            if (p.propsBuf == null || p.propsBuf.length < plen) p.propsBuf = new byte[Math.max(plen, 128)];
+            System.arraycopy(scratch, 0, p.propsBuf, 0, plen);
+            p.props = p.propsBuf;
+        } else {
+            p.props = pbytes;
+        }
+        p.propsLen = plen;
         p.crcProp = appendCrc;
         p.flag = m.flag;
         p.bornTimestamp = m.bornTimestampMs;
@@ -232,12 +280,89 @@ final class PutChecks {
         p.storeTimestamp = m.storeTimestampMs;
         p.entersCq = tran == TRANSACTION_NOT_TYPE || tran == TRANSACTION_COMMIT_TYPE;
         // What dispatch needs, as the engine's parser sees the stored string.
+        if (pmap == null && pstr == null) {         // the fast path: the message's own strings
+            p.tags = nonEmpty(m.tags);
+            p.keys = nonEmpty(m.keys);
+            p.uniqKey = m.properties == null ? null : nonEmpty(m.properties.get(Properties.UNIQ_KEY_NAME));
+            p.delay = null;
+            return p;
+        }
         Map<String, String> parsed = pmap != null ? pmap : Properties.parseString(pstr);
         p.tags = nonEmpty(parsed.get(Properties.TAGS_NAME));
         p.keys = nonEmpty(parsed.get(Properties.KEYS_NAME));
         p.uniqKey = nonEmpty(parsed.get(Properties.UNIQ_KEY_NAME));
         p.delay = TagsCode.SCHEDULE_TOPIC.equals(topic) ? nonEmpty(parsed.get(Properties.DELAY_NAME)) : null;
         return p;
+    }
+
+    private byte[] scratch = new byte[1024];
+    private int at;
+    /** Length of the fast path's properties string before the CRC entry. */
+    private int fastChars;
+
+    /**
+     * The stored PROPERTIES bytes (with the CRC placeholder when appended) of a message whose TAGS, KEYS
+     * and user properties are all plain ASCII without separators (then UTF-8 is the chars and the map
+     * reads back as itself), the map naming none of TAGS, KEYS, DELAY and __CRC32#, the topic not
+     * SCHEDULE_TOPIC_XXXX, left in scratch[0, at); else false (the general path decides).
+     */
+    private boolean fastProperties(Message m, String topic) {
+        if (m.propertiesString != null || topic.equals(TagsCode.SCHEDULE_TOPIC)) return false;
+        at = 0;
+        boolean any = false;
+        if (m.tags != null) {
+            if (!entry(Properties.TAGS_NAME, m.tags, false)) return false;
+            any = true;
+        }
+        if (m.keys != null) {
+            if (!entry(Properties.KEYS_NAME, m.keys, any)) return false;
+            any = true;
+        }
+        if (m.properties != null) {
+            for (Map.Entry<String, String> e : m.properties.entrySet()) {
+                String k = e.getKey();
+                if (k == null || k.equals(Properties.TAGS_NAME) || k.equals(Properties.KEYS_NAME)
+                        || k.equals(Properties.DELAY_NAME) || k.equals(Properties.CRC32_NAME)) {
+                    return false;
+                }
+                if (e.getValue() == null) continue;
+                if (!entry(k, e.getValue(), any)) return false;
+                any = true;
+            }
+        }
+        if (any && trailing) put((byte) Properties.PROPERTY_SEPARATOR);
+        fastChars = at;
+        if (appendCrc) {
+            if (at > 0 && scratch[at - 1] != Properties.PROPERTY_SEPARATOR) put((byte) Properties.PROPERTY_SEPARATOR);
+            for (byte x : RecordEncoder.CRC_PLACEHOLDER) put(x);
+        }
+        return true;
+    }
+
+    private boolean entry(String k, String v, boolean sep) {
+        if (sep) put((byte) Properties.PROPERTY_SEPARATOR);
+        if (!ascii(k)) return false;
+        put((byte) Properties.NAME_VALUE_SEPARATOR);
+        return ascii(v);
+    }
+
+    private boolean ascii(String s) {
+        int n = s.length();
+        if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
+        byte[] b = scratch;
+        int a = at;
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c < 3 || c >= 0x80) return false;
+            b[a++] = (byte) c;
+        }
+        at = a;
+        return true;
+    }
+
+    private void put(byte x) {
+        if (at == scratch.length) scratch = java.util.Arrays.copyOf(scratch, scratch.length * 2);
+        scratch[at++] = x;
     }
 
     /** A map entry reads back only with a non-empty name and value (parse_properties' rule). */

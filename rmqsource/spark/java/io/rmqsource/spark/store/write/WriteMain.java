@@ -29,6 +29,7 @@ import java.util.function.LongSupplier;
  *            --override key=value (store config)        --fail-after-bytes N (injected full disk)
  *            --abandon (let go without a clean shutdown, as a crash)
  * java ... WriteMain hold ROOT CONFIG [--timeout-ms N]   (open, print "locked", close when stdin ends)
+ * java ... WriteMain scan ROOT CONFIG FROM NAME...       (MessageStoreWriter.scan: one JSON line per record)
  * java ... WriteMain bench ROOT MESSAGES BODY_BYTES CHUNK    (synthetic puts; JSON figures)</pre>
  *
  * {@code put} prints one JSON line per message (the put.jsonl fields plus reason), then
@@ -48,6 +49,7 @@ public final class WriteMain {
             switch (args.length == 0 ? "" : args[0]) {
                 case "put" -> put(args, out);
                 case "hold" -> hold(args, out);
+                case "scan" -> scan(args, out);
                 case "bench" -> WriteBench.run(args, out);
                 default -> {
                     System.err.println("usage: WriteMain put|hold|bench ...");
@@ -126,8 +128,17 @@ public final class WriteMain {
         }
         for (PutResult res : results) out.println(res.toJson());
         out.println("{\"maxPhyOffset\":" + w.maxPhyOffset() + "}");
-        if (abandon) w.abandon();
-        else w.close();
+        if (abandon) {
+            w.abandon();
+        } else if (failed != null) {
+            try {
+                w.close();          // (on a full disk this fails too: abort stays, the next open recovers)
+            } catch (RmqError e) {
+                failed.addSuppressed(e);
+            }
+        } else {
+            w.close();
+        }
         if (failed != null) throw failed;
     }
 
@@ -143,6 +154,24 @@ public final class WriteMain {
         }
         w.close();
         out.println("closed");
+    }
+
+    private static void scan(String[] args, PrintStream out) {
+        String[] names = java.util.Arrays.copyOfRange(args, 4, args.length);
+        try (MessageStoreWriter w = MessageStoreWriter.open(args[1], config(args[2], Map.of()), 0)) {
+            for (AppendedRecord r : w.scan(Long.parseLong(args[3]), names)) {
+                StringBuilder sb = new StringBuilder("{\"commitLogOffset\":").append(r.commitLogOffset)
+                        .append(",\"size\":").append(r.size).append(",\"topic\":").append(json(r.topic))
+                        .append(",\"queueId\":").append(r.queueId).append(",\"queueOffset\":").append(r.queueOffset)
+                        .append(",\"properties\":{");
+                int k = 0;
+                for (Map.Entry<String, String> e : r.properties.entrySet()) {
+                    if (k++ > 0) sb.append(',');
+                    sb.append(json(e.getKey())).append(':').append(json(e.getValue()));
+                }
+                out.println(sb.append("}}"));
+            }
+        }
     }
 
     /** One inputs.jsonl line (MessageExtBrokerInner.from_json_dict). */
