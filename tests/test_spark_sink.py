@@ -414,5 +414,7 @@ def test_batch_sink_full_disk_is_one_typed_error_naming_the_file(spark, small_tm
     assert cli.main(["verify", str(store), "-C", "mappedFileSizeConsumeQueue=120000"], stdout=out) == 0, \
         out.getvalue()[-2000:]
     bodies = [r.body for r in _all_messages(store, "R")]
-    assert len(bodies) == n // 2 and len(set(bodies)) == len(bodies)       # the partition appended first
+    # the partition appended first, and at most the records of the other that its writer acknowledged
+    # before the disk filled (the JVM writer writes a chunk in pieces; each piece it acknowledges stays)
+    assert n // 2 <= len(bodies) < n and len(set(bodies)) == len(bodies)
     assert all(len(b) == 1024 and int(b) < n for b in bodies)
