@@ -91,40 +91,137 @@ final class StoreAppend {
      * pass over skipped rows (a batch task chose every row's queue as it took it in). After
      * {@code failAfter} rows (>= 0) the test seam's fault {@code fault} is thrown, the writer let go as by
      * a process that died there (abort stays, the next open recovers).
+     *
+     * <p>Rows become messages on a second thread, a chunk ahead of the puts, so the lock is held for
+     * about the writer's own time.
      */
     static Appended putRows(MessageStoreWriter writer, RowSpill rows, RowsToMessages conv, BitSet present,
                             boolean chooseSkipped, long failAfter, String fault) throws IOException {
         Appended out = new Appended();
-        List<Message> chunk = new ArrayList<>(CHUNK_ROWS);
-        List<Message> pool = new ArrayList<>(CHUNK_ROWS);
-        long[] bytes = {0};
-        rows.forEach((row, seq) -> {
-            boolean skip = present != null && seq <= Integer.MAX_VALUE && present.get((int) seq);
-            if (skip) {
-                if (chooseSkipped) conv.queueOf(row);
-                return;
-            }
-            int queue = conv.queueOf(row);
-            Message m = chunk.size() < pool.size() ? pool.get(chunk.size()) : null;
-            if (m == null) {
-                m = new Message();
-                pool.add(m);
-            }
-            chunk.add(conv.fill(m, row, seq, queue));
-            bytes[0] += m.body.length;
-            if (failAfter >= 0 && out.count + chunk.size() >= Math.max(failAfter, 1)) {
+        ChunkConverter converter = new ChunkConverter(rows, conv, present, chooseSkipped);
+        converter.start();
+        try {
+            for (List<Message> chunk = converter.next(); chunk != null; chunk = converter.next()) {
+                if (failAfter >= 0 && out.count + chunk.size() >= Math.max(failAfter, 1)) {
+                    put(writer, new ArrayList<>(chunk.subList(0, (int) (Math.max(failAfter, 1) - out.count))), out);
+                    writer.abandon();
+                    throw new InjectedFault(fault);
+                }
                 put(writer, chunk, out);
-                writer.abandon();
-                throw new InjectedFault(fault);
+                converter.recycle(chunk);
             }
-            if (chunk.size() >= CHUNK_ROWS || bytes[0] >= CHUNK_BYTES) {
-                put(writer, chunk, out);
-                bytes[0] = 0;
-            }
-        });
-        if (!chunk.isEmpty()) put(writer, chunk, out);
+        } finally {
+            converter.finish();
+        }
         writer.flush();           // durable before the sink log says done
         return out;
+    }
+
+    /** Fills chunks of messages from the rows on its own thread; two chunk lists in flight. */
+    private static final class ChunkConverter extends Thread {
+        private static final List<Message> END = new ArrayList<>();
+        private final java.util.concurrent.BlockingQueue<List<Message>> full =
+                new java.util.concurrent.ArrayBlockingQueue<>(3);
+        private final java.util.concurrent.BlockingQueue<List<Message>> free =
+                new java.util.concurrent.ArrayBlockingQueue<>(3);
+        private final RowSpill rows;
+        private final RowsToMessages conv;
+        private final BitSet present;
+        private final boolean chooseSkipped;
+        private volatile boolean stopped;
+        private volatile Throwable error;
+
+        ChunkConverter(RowSpill rows, RowsToMessages conv, BitSet present, boolean chooseSkipped) {
+            super("rmq-sink-rows");
+            setDaemon(true);
+            this.rows = rows;
+            this.conv = conv;
+            this.present = present;
+            this.chooseSkipped = chooseSkipped;
+            free.add(new ArrayList<>(CHUNK_ROWS));
+            free.add(new ArrayList<>(CHUNK_ROWS));
+        }
+
+        @Override
+        public void run() {
+            try {
+                @SuppressWarnings("unchecked")
+                List<Message>[] chunk = new List[] {take()};
+                long[] bytes = {0};
+                rows.forEach((row, seq) -> {
+                    if (present != null && seq <= Integer.MAX_VALUE && present.get((int) seq)) {
+                        if (chooseSkipped) conv.queueOf(row);
+                        return;
+                    }
+                    int queue = conv.queueOf(row);
+                    List<Message> c = chunk[0];
+                    Message m = conv.fill(new Message(), row, seq, queue);
+                    c.add(m);
+                    bytes[0] += m.body.length;
+                    if (c.size() >= CHUNK_ROWS || bytes[0] >= CHUNK_BYTES) {
+                        hand(c);
+                        chunk[0] = take();
+                        bytes[0] = 0;
+                    }
+                });
+                if (!chunk[0].isEmpty()) hand(chunk[0]);
+            } catch (Throwable e) {
+                error = e;
+            } finally {
+                if (!stopped) full.offer(END);
+            }
+        }
+
+        private List<Message> take() throws IOException {
+            try {
+                List<Message> c = free.take();
+                if (stopped) throw new IOException("rmq sink: the append stopped");
+                return c;
+            } catch (InterruptedException e) {
+                throw new IOException("rmq sink: interrupted while converting rows", e);
+            }
+        }
+
+        private void hand(List<Message> c) throws IOException {
+            try {
+                full.put(c);
+            } catch (InterruptedException e) {
+                throw new IOException("rmq sink: interrupted while converting rows", e);
+            }
+        }
+
+        /** The next chunk, null after the last; the converter's error, if it failed. */
+        List<Message> next() throws IOException {
+            List<Message> c;
+            try {
+                c = full.take();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("rmq sink: interrupted while appending", e);
+            }
+            if (c != END) return c;
+            Throwable e = error;
+            if (e instanceof IOException) throw (IOException) e;
+            if (e instanceof RuntimeException) throw (RuntimeException) e;
+            if (e instanceof Error) throw (Error) e;
+            return null;
+        }
+
+        void recycle(List<Message> c) {
+            c.clear();
+            free.offer(c);
+        }
+
+        void finish() {
+            stopped = true;
+            free.offer(new ArrayList<>(0));        // wakes a converter waiting for a chunk
+            interrupt();
+            try {
+                join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     private static void put(MessageStoreWriter writer, List<Message> chunk, Appended out) {
