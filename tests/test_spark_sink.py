@@ -205,6 +205,28 @@ def test_batch_sink_refuses_overwrite_and_unknown_columns(spark, tmp_path):
         df.select("topic", "body").write.format("rmq").mode("overwrite").save(str(tmp_path / "s"))
 
 
+@pytest.mark.spark
+def test_batch_sink_refusals_read_the_same_in_both_modes(spark, tmp_path):
+    """The sink's one-line refusals, whichever implementation runs (the texts come from one place)."""
+    from rmqsource.spark.sink import SINK_OPTIONS
+    df = spark.createDataFrame([("S", b"x")], "topic string, body binary")
+    expected = {
+        "bogus": (f"unknown option 'bogus' for the rmq sink; options are: {', '.join(sorted(SINK_OPTIONS.values()))}, "
+                  f"plus RocketMQ MessageStoreConfig keys"),
+        "queueNums": "option queueNums must be in [1, 65535], got 0",
+        "preserveStoreFields": "option preserveStoreFields must be true or false, got 'yes'",
+    }
+    values = {"bogus": "1", "queueNums": "0", "preserveStoreFields": "yes"}
+    for option, text in expected.items():
+        with pytest.raises(Exception) as info:
+            df.write.format("rmq").mode("append").option(option, values[option]).save(str(tmp_path / "s"))
+        assert text in str(info.value), str(info.value)[-2000:]
+    with pytest.raises(Exception) as info:
+        df.write.format("rmq").mode("append").save("s3a://bucket/store")
+    assert "store path 's3a://bucket/store': stores on s3a: are read-only" in str(info.value)
+    assert not (tmp_path / "s").exists()
+
+
 # --------------------------------------------------------------------------- streaming sink
 
 def _fill_source(root, n):
