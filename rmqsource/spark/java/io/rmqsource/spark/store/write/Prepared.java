@@ -15,9 +15,9 @@ final class Prepared {
     boolean magicV2;
     byte[] body;
     int bodyCrc;
-    byte[] props;               // stored PROPERTIES in [0, propsLen) (with the CRC placeholder when crcProp)
+    byte[] props;               // stored PROPERTIES in [0, propsLen) (with the CRC placeholder when crcProp);
+                                // may be PutChecks' scratch: valid only until the next prepare
     int propsLen;
-    byte[] propsBuf;            // this (pooled) object's own buffer for the fast path's properties
     boolean crcProp;
     int flag;
     long bornTimestamp;
@@ -33,6 +33,8 @@ final class Prepared {
     String keys;
     String uniqKey;
     String delay;               // only for SCHEDULE_TOPIC_XXXX records
+    int uniqHash;               // IndexFile key hashes of UNIQ_KEY and of KEYS when it is one key (-1: none /
+    int keysHash;               // to be split), set just before dispatch
     // Filled by the append.
     long phyOffset;
     long queueOffset;

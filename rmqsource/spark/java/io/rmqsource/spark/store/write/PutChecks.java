@@ -122,7 +122,8 @@ final class PutChecks {
 
     /**
      * Validate and pre-encode one message: a Prepared (reused for the batch position {@code slot} when
-     * it is not negative: valid until the next batch), or the PutResult of a refused one.
+     * it is not negative: valid until the next batch; its properties bytes only until the next call),
+     * or the PutResult of a refused one.
      */
     Object prepare(Message m, int slot) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
@@ -260,13 +261,8 @@ final class PutChecks {
         crc.reset();
         crc.update(body, 0, body.length);
         p.bodyCrc = (int) (crc.getValue() & 0x7FFFFFFFL);
-        if (pbytes == scratch) {                    // the fast path's bytes: into the object's own buffer
-            if (p.propsBuf == null || p.propsBuf.length < plen) p.propsBuf = new byte[Math.max(plen, 128)];
-            System.arraycopy(scratch, 0, p.propsBuf, 0, plen);
-            p.props = p.propsBuf;
-        } else {
-            p.props = pbytes;
-        }
+        // The fast path's bytes stay in scratch: the writer encodes a Prepared before the next prepare.
+        p.props = pbytes;
         p.propsLen = plen;
         p.crcProp = appendCrc;
         p.flag = m.flag;
@@ -346,17 +342,26 @@ final class PutChecks {
         return ascii(v);
     }
 
+    private char[] chars = new char[256];
+
     private boolean ascii(String s) {
         int n = s.length();
         if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
+        if (n > chars.length) chars = new char[Math.max(n, chars.length * 2)];
+        // getChars is a bulk copy (charAt per char is not); the check has no early exit so the loop stays
+        // tight: a char outside [3, 0x7F] makes (c - 3) | (0x7F - c) negative.
+        char[] cs = chars;
+        s.getChars(0, n, cs, 0);
         byte[] b = scratch;
         int a = at;
+        int bad = 0;
         for (int i = 0; i < n; i++) {
-            char c = s.charAt(i);
-            if (c < 3 || c >= 0x80) return false;
-            b[a++] = (byte) c;
+            int c = cs[i];
+            bad |= (c - 3) | (0x7F - c);
+            b[a + i] = (byte) c;
         }
-        at = a;
+        if (bad < 0) return false;
+        at = a + n;
         return true;
     }
 
