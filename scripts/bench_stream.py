@@ -20,7 +20,13 @@ Reported per mode (and written as JSON with ``--json``):
 * latency append -> foreachBatch (bornTimestamp is set by the producer right before its put; the
   query selects bornTimestamp alone and the sink counts rows per bornTimestamp in the JVM, one
   collect of a few rows per batch, so latency costs no per-row Python): median, p90, p99;
-* with ``--sink``: batch sink ``df.write.format("rmq")`` rows/s vs the writer's own batch put;
+* with ``--sink``: the exactly-once streaming sink's sustained rate: a store of ``--sink-rows`` messages
+  (4 topics x 8 queues) streamed by ``writeStream.format("rmq")`` into another store,
+  ``maxMessagesPerTrigger`` = ``--sink-batch``, coalesced to ``--sink-partitions`` sink tasks (each task
+  takes the store lock and opens the writer once), in the session's mode (the JVM sink with the jar): rows
+  per second of the batches after the first (Spark's triggerExecution) and of their ``addBatch`` (the
+  sink's appends and commits); and the batch sink ``df.write.format("rmq")`` rows/s vs the writer's own
+  batch put (scripts/bench_spark_write.py has the full batch comparison);
 * with ``--sink-rss``: the peak RSS of the sink's Python worker writing one partition of 3M rows with
   1 KiB bodies (2.9 GiB), against the partition's size and the 512 MiB bound the README states.
 
@@ -271,6 +277,62 @@ def run_one(args) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- stream sink (optional)
+
+def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int) -> dict:
+    """Sustained rows/s of the exactly-once streaming sink on a prepared source store."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+    from rmqsource.spark.jar import spark_mode, session_conf
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import MessageStoreWriter
+    work = tempfile.mkdtemp(prefix="rmq-bench-stream-sink-")
+    src, dst = os.path.join(work, "src"), os.path.join(work, "dst")
+    config = StoreConfig().with_overrides({"messageIndexEnable": "false"})
+    with MessageStoreWriter(src, config) as w:
+        for lo in range(0, rows, 250_000):
+            k = min(250_000, rows - lo)
+            ids = np.arange(lo, lo + k)
+            w.put_arrow_batch(pa.table({
+                "topic": pa.array([f"Src{i}" for i in range(4)]).take(pa.array(ids % 4)),
+                "queueId": pa.array(((ids // 4) % 8).astype(np.int32)),
+                "body": pa.array([b"x" * body_size] * k, type=pa.binary())}))
+    spark = (SparkSession.builder.master("local[2]").config(map=session_conf()).config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "4g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        df = (spark.readStream.format("rmq").option("topicPattern", "Src.*").option("startingOffsets", "earliest")
+              .option("maxMessagesPerTrigger", str(per_batch)).load(src)
+              .select("topic", "queueId", "body"))
+        if partitions:
+            # each sink task takes the store lock and opens the writer once: few tasks per batch
+            df = df.coalesce(partitions)
+        t0 = time.monotonic()
+        q = (df.writeStream.format("rmq").option("checkpointLocation", os.path.join(work, "ckpt"))
+             .trigger(availableNow=True).start(dst))
+        q.awaitTermination()
+        wall = time.monotonic() - t0
+        progress = [p for p in q.recentProgress if p["numInputRows"]]
+    finally:
+        spark.stop()
+    steady = progress[1:] or progress
+    n = sum(p["numInputRows"] for p in steady)
+    trigger_s = sum(p["durationMs"].get("triggerExecution", 0) for p in steady) / 1000
+    add_s = sum(p["durationMs"].get("addBatch", 0) for p in steady) / 1000
+    written = 0
+    from rmqsource.store.reader import MessageStoreReader
+    with MessageStoreReader(dst) as rd:
+        written = sum(i.max_offset for i in rd.queue_infos())
+    shutil.rmtree(work, ignore_errors=True)
+    return {"mode": spark_mode(), "rows": rows, "rowsWritten": written, "bodyBytes": body_size, "batches": len(progress),
+            "rowsPerBatch": per_batch, "sinkTasksPerBatch": partitions or "one per source queue", "wallSeconds": round(wall, 1),
+            "sustainedRowsPerSecond": round(n / trigger_s) if trigger_s else None,
+            "addBatchRowsPerSecond": round(n / add_s) if add_s else None,
+            "note": "batches after the first: rows / triggerExecution (whole query) and rows / addBatch (the sink)"}
+
+
 # --------------------------------------------------------------------------- batch sink (optional)
 
 def sink_comparison(rows: int, body_size: int) -> dict:
@@ -375,7 +437,11 @@ def main(argv=None) -> int:
                     help="spark.sql.shuffle.partitions, used by the sink's aggregation (default 2)")
     ap.add_argument("--short", action="store_true", help="quick check: 15 s per mode")
     ap.add_argument("--sink", action="store_true", help="also compare the batch sink with the writer")
-    ap.add_argument("--sink-rows", type=int, default=200_000)
+    ap.add_argument("--sink-rows", type=int, default=4_000_000, help="rows of the stream sink run (default 4M)")
+    ap.add_argument("--sink-batch", type=int, default=500_000, help="maxMessagesPerTrigger of the stream sink run")
+    ap.add_argument("--sink-partitions", type=int, default=2,
+                    help="coalesce the stream to this many sink tasks per batch (0: one per source queue)")
+    ap.add_argument("--batch-sink-rows", type=int, default=200_000)
     ap.add_argument("--sink-rss", action="store_true",
                     help="also print the sink worker's peak RSS writing one 3M x 1 KiB partition")
     ap.add_argument("--sink-rss-rows", type=int, default=3_000_000)
@@ -408,7 +474,9 @@ def main(argv=None) -> int:
         results["modes"][mode] = json.loads(lines[-1][len("RESULT "):])
     results["loadAverageEnd"] = load_average()
     if args.sink:
-        results["batchSink"] = sink_comparison(args.sink_rows, args.body_size)
+        results["streamSink"] = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch, args.sink_partitions)
+        print(f"== stream sink: {results['streamSink']}", file=sys.stderr, flush=True)
+        results["batchSink"] = sink_comparison(args.batch_sink_rows, args.body_size)
     if args.sink_rss:
         results["batchSinkPeakRss"] = sink_peak_rss(args.sink_rss_rows, 1024)
     m = results["modes"]

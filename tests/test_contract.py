@@ -35,3 +35,10 @@ def test_stream_options_equal_python_stream_options():
 
 def test_store_config_keys_equal_python_keys():
     assert contract()["storeConfigKeys"] == list(_KEYS)
+
+
+def test_sink_options_and_columns_equal_the_python_sinks():
+    from rmqsource.spark.sink import SINK_OPTIONS, STORE_FIELD_COLUMNS, WRITABLE_COLUMNS
+    assert contract()["sinkOptions"] == SINK_OPTIONS
+    assert contract()["sinkColumns"] == list(WRITABLE_COLUMNS)
+    assert contract()["sinkStoreFieldColumns"] == list(STORE_FIELD_COLUMNS)

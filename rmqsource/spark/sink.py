@@ -50,6 +50,13 @@ it finished.  A replayed batch (query restarted after a failure between the
 appends and Spark's commit) is skipped when it was committed or its task
 finished; a task that died in the middle of its append resumes after the
 rows found in the CommitLog with its own batch/partition tag.
+
+``preserveStoreFields`` (option, default false) replays messages as they were: the columns
+storeTimestamp, storeHost, sysFlag, reconsumeTimes and preparedTransactionOffset (otherwise
+ignored) are written as given, the properties map in its order, and no stamps are added (a golden
+corpus written through the sink gives the engine's bytes).  A retried task then finds what an
+earlier attempt appended by comparing the records from that attempt's logged start offset, in
+order, with its own rows: the attempt held the lock for its whole append, so they are contiguous.
 """
 
 from __future__ import annotations
@@ -105,6 +112,8 @@ READ_ONLY_COLUMNS = frozenset({
     "broker", "storePath",
 })
 WRITABLE_COLUMNS = ("topic", "body", "queueId", "tags", "keys", "properties", "flag", "bornTimestamp", "bornHost")
+# Written only with preserveStoreFields.
+STORE_FIELD_COLUMNS = ("storeTimestamp", "storeHost", "sysFlag", "reconsumeTimes", "preparedTransactionOffset")
 
 SINK_OPTIONS = {
     "path": "path",
@@ -113,6 +122,7 @@ SINK_OPTIONS = {
     "locktimeout": "lockTimeout",
     "checkpointlocation": "checkpointLocation",
     "writeid": "writeId",
+    "preservestorefields": "preserveStoreFields",
 }
 MAX_WRITE_ID_CHARS = 200
 ANONYMOUS_ENTRY_DAYS = 7          # sink log entries of writes without writeId whose job never ended
@@ -128,6 +138,7 @@ class SinkOptions:
     topic_queue_nums: Mapping[str, int] = field(default_factory=dict)
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
     write_id: Optional[str] = None                    # batch sink: names the write across jobs (re-runs)
+    preserve_store_fields: bool = False               # store fields as given, no stamps (golden replays)
 
     def queues_of(self, topic: str) -> int:
         if self.queue_nums is not None:
@@ -184,13 +195,18 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     if write_id is not None and (len(write_id) > MAX_WRITE_ID_CHARS or not write_id.isprintable()):
         raise OptionError(f"option writeId must be at most {MAX_WRITE_ID_CHARS} printable characters, "
                           f"got {write_id[:80]!r}")
+    preserve = opts.get("preservestorefields", "").strip().lower()
+    if preserve not in ("", "true", "false"):
+        raise OptionError(f"option preserveStoreFields must be true or false, got {opts['preservestorefields']!r}")
     return SinkOptions(root=root, config=config, queue_nums=queue_nums,
                        topic_queue_nums=read_topic_queue_nums(root), lock_timeout_s=lock_timeout,
-                       write_id=write_id)
+                       write_id=write_id, preserve_store_fields=preserve == "true")
 
 
-def check_schema(schema) -> tuple[str, ...]:
-    """The writable columns present in ``schema``; OptionError for missing / unknown ones."""
+def check_schema(schema, store_fields: bool = False) -> tuple[str, ...]:
+    """The writable columns present in ``schema``; OptionError for missing / unknown ones.
+
+    ``store_fields`` (preserveStoreFields): the store-field columns are written too, so typed."""
     from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, MapType, ShortType, StringType,
                                    TimestampNTZType, TimestampType, ByteType)
     fields = {f.name: f.dataType for f in schema.fields}
@@ -203,8 +219,11 @@ def check_schema(schema) -> tuple[str, ...]:
         "keys": (StringType, ArrayType), "properties": (MapType,), "flag": ints,
         "bornTimestamp": (TimestampType, TimestampNTZType) + ints, "bornHost": (StringType,),
     }
+    if store_fields:
+        allowed.update({"storeTimestamp": (TimestampType, TimestampNTZType) + ints, "storeHost": (StringType,),
+                        "sysFlag": ints, "reconsumeTimes": ints, "preparedTransactionOffset": ints})
     for name, dt in fields.items():
-        if name in READ_ONLY_COLUMNS:
+        if name in READ_ONLY_COLUMNS and name not in allowed:
             continue
         if name not in allowed:
             raise OptionError(f"the rmq sink does not know column {name!r}; writable columns are: "
@@ -215,7 +234,7 @@ def check_schema(schema) -> tuple[str, ...]:
             raise OptionError("column 'keys' must be a string or an array of strings")
         if name == "properties" and not (isinstance(dt.keyType, StringType) and isinstance(dt.valueType, StringType)):
             raise OptionError("column 'properties' must be a map<string,string>")
-    return tuple(c for c in WRITABLE_COLUMNS if c in fields)
+    return tuple(c for c in WRITABLE_COLUMNS + (STORE_FIELD_COLUMNS if store_fields else ()) if c in fields)
 
 
 # --------------------------------------------------------------------------- rows -> messages
@@ -238,19 +257,28 @@ MESSAGE_SCHEMA = pa.schema([
     ("tags", pa.string()), ("keys", pa.string()), ("properties", pa.map_(pa.string(), pa.string())),
     ("bornTimestamp", pa.int64()), ("bornHost", pa.string()),
 ])
+# MESSAGE_SCHEMA plus the store fields (preserveStoreFields); nulls take the writer's defaults.
+STORE_FIELDS_SCHEMA = pa.schema(list(MESSAGE_SCHEMA) + [
+    ("storeTimestamp", pa.int64()), ("storeHost", pa.string()), ("sysFlag", pa.int32()),
+    ("reconsumeTimes", pa.int32()), ("preparedTransactionOffset", pa.int64()),
+])
 
 
 def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_props=None,
-                     seq_start: int = 0, skip=None, stamp: Optional[tuple[str, int]] = None) -> pa.Table:
+                     seq_start: int = 0, skip=None, stamp: Optional[tuple[str, int]] = None,
+                     store_fields: bool = False) -> pa.Table:
     """The rows as the writer's input columns (:data:`MESSAGE_SCHEMA`).
 
     ``stamp=(tag, partition)`` adds ``__RMQSOURCE_BATCH`` = tag and ``__RMQSOURCE_SEQ`` =
     ``partition:index`` (index = ``seq_start + i``) to row i; ``extra_props(index)`` adds any
-    properties; rows whose index is in ``skip`` are left out.  Rows without a properties map or
-    key lists take a columnar path; the others run per row in Python (queue choice, merges).
+    properties; rows whose index is in ``skip`` are left out.  ``store_fields`` adds the store-field
+    columns (:data:`STORE_FIELDS_SCHEMA`).  Rows without a properties map or key lists take a
+    columnar path; the others run per row in Python (queue choice, merges).
     """
     names = batch.schema.names
-    if "properties" not in names or batch.column(names.index("properties")).null_count == batch.num_rows:
+    if store_fields:
+        pass                              # per row: the store fields ride along
+    elif "properties" not in names or batch.column(names.index("properties")).null_count == batch.num_rows:
         if extra_props is None and not ("keys" in names and pa.types.is_list(batch.schema.field("keys").type)):
             return _columnar_table(batch, chooser, seq_start, skip, stamp)
     if stamp is not None:
@@ -264,14 +292,16 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         if name not in names:
             return [None] * n
         arr = batch.column(names.index(name))
-        if name == "bornTimestamp" and pa.types.is_timestamp(arr.type):
+        if name in ("bornTimestamp", "storeTimestamp") and pa.types.is_timestamp(arr.type):
             arr = arr.cast(pa.timestamp("ms", tz=arr.type.tz), safe=False).cast(pa.int64())   # Spark: us
         return arr.to_pylist()
 
     topics, bodies, qids = col("topic"), col("body"), col("queueId")
     tags, keys, props = col("tags"), col("keys"), col("properties")
     flags, borns, hosts = col("flag"), col("bornTimestamp"), col("bornHost")
-    out = {c: [] for c in MESSAGE_SCHEMA.names}
+    schema = STORE_FIELDS_SCHEMA if store_fields else MESSAGE_SCHEMA
+    out = {c: [] for c in schema.names}
+    stored = {c: col(c) for c in STORE_FIELD_COLUMNS} if store_fields else {}
     for i in range(n):
         seq = seq_start + i
         if skip is not None and seq in skip:
@@ -299,12 +329,18 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         out["queueId"].append(chooser.choose(topic, qids[i], k))
         out["body"].append(body)
         out["flag"].append(int(flags[i] or 0))
-        out["tags"].append(tags[i] or None)
-        out["keys"].append(k or None)
+        if store_fields:                  # as given: "" is a value, not an absent one
+            out["tags"].append(tags[i])
+            out["keys"].append(keys[i] if isinstance(keys[i], str) else k)
+        else:
+            out["tags"].append(tags[i] or None)
+            out["keys"].append(k or None)
         out["properties"].append(list(pmap.items()) if pmap else None)
         out["bornTimestamp"].append(_ms(borns[i]))
         out["bornHost"].append(hosts[i] or None)
-    return pa.table([pa.array(out[f.name], f.type) for f in MESSAGE_SCHEMA], schema=MESSAGE_SCHEMA)
+        for c, values in stored.items():
+            out[c].append(values[i] if values[i] != "" else None)
+    return pa.table([pa.array(out[f.name], f.type) for f in schema], schema=schema)
 
 
 def _columnar_table(batch: pa.RecordBatch, chooser: QueueChooser, seq_start: int, skip,
@@ -490,7 +526,7 @@ class RmqBatchWriter(DataSourceArrowWriter):
             raise OptionError("the rmq sink only appends (a message store cannot be overwritten); "
                               "use .mode('append')")
         self.opts = parse_sink_options(options)
-        self.columns = check_schema(schema)
+        self.columns = check_schema(schema, self.opts.preserve_store_fields)
         refuse_unsupported_layout(self.opts)
         self.write_key = f"write:{self.opts.write_id}" if self.opts.write_id else f"job:{uuid.uuid4().hex}"
 
@@ -502,7 +538,8 @@ class RmqBatchWriter(DataSourceArrowWriter):
         try:
             for b in iterator:                # all of the partition first: an upstream error appends nothing
                 if b.num_rows:
-                    rows.add(table_from_batch(b, chooser, seq_start=rows.rows, stamp=(self.write_key, pid)))
+                    rows.add(table_from_batch(b, chooser, seq_start=rows.rows, store_fields=self.opts.preserve_store_fields,
+                                              stamp=None if self.opts.preserve_store_fields else (self.write_key, pid)))
             msg.rows = rows.rows
             if rows.rows == 0:
                 return msg
@@ -540,9 +577,14 @@ class RmqBatchWriter(DataSourceArrowWriter):
             entry = {"start": end, "below": entry["rows"], "done": False, "rows": n}   # a re-run with more rows
         else:
             # An earlier attempt died while appending: keep what it wrote.
-            for seq in appended_seqs(self.opts.root, self.opts.config, int(entry["start"]), end, self.write_key, pid):
-                if seq < n:
-                    present[seq] = True
+            if self.opts.preserve_store_fields:
+                present |= rows_put_from(self.opts, int(entry["start"]), end, rows.tables(), n,
+                                         min(int(entry.get("below", 0)), n))
+            else:
+                for seq in appended_seqs(self.opts.root, self.opts.config, int(entry["start"]), end, self.write_key,
+                                         pid):
+                    if seq < n:
+                        present[seq] = True
         present[:min(int(entry.get("below", 0)), n)] = True
         tasks[str(pid)] = entry
         log.save(doc)
@@ -736,12 +778,62 @@ def appended_seqs(root: str, config: StoreConfig, start: int, end: int, tag: str
         cl.close()
 
 
+def rows_put_from(opts: SinkOptions, start: int, end: int, tables: Iterator[pa.Table], n: int, below: int) -> np.ndarray:
+    """preserveStoreFields: which of the task's ``n`` rows (from ``below`` on) an earlier attempt put from
+    CommitLog offset ``start``.  That attempt held the lock for its whole append, so its records come
+    first and in row order; the first row that differs from the next record ends them (what follows is
+    other tasks')."""
+    from ..store.commitlog import CommitLog
+    from ..store.layout import StoreLayout
+    present = np.zeros(n, dtype=bool)
+    cl = CommitLog(StoreLayout.for_config(opts.root, opts.config))
+
+    def records():
+        for step in cl.walk(max(start, cl.min_offset), stop_offset=end):
+            if step.decoded.kind is Kind.BLANK:
+                continue
+            if step.decoded.kind is not Kind.MESSAGE:
+                return
+            yield step.decoded.record
+
+    try:
+        walk = records()
+        seq = 0
+        for table in tables:
+            for row in table.to_pylist():
+                i, seq = seq, seq + 1
+                if i < below:
+                    continue
+                rec = next(walk, None)
+                if rec is None or not _same_message(rec, row):
+                    return present
+                present[i] = True
+    finally:
+        cl.close()
+    return present
+
+
+def _same_message(rec, row: dict) -> bool:
+    """Whether putting ``row`` (a STORE_FIELDS_SCHEMA row) wrote the record ``rec``."""
+    if (rec.topic, rec.queue_id, rec.body, rec.flag, rec.born_timestamp_ms) != \
+            (row["topic"], row["queueId"], row["body"], row["flag"], row["bornTimestamp"]):
+        return False
+    if row.get("storeTimestamp") is not None and rec.store_timestamp_ms != row["storeTimestamp"]:
+        return False
+    props = rec.properties
+    wanted = dict(row["properties"] or [])
+    for name in ("tags", "keys"):
+        if row[name] is not None:
+            wanted[name.upper()] = row[name]
+    return all(props.get(k) == v for k, v in wanted.items())
+
+
 class RmqStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("rmq")``: exactly-once appends per micro-batch (see the module docstring)."""
 
     def __init__(self, options: Mapping[str, str], schema, overwrite: bool):
         self.opts = parse_sink_options(options)
-        self.columns = check_schema(schema)
+        self.columns = check_schema(schema, self.opts.preserve_store_fields)
         refuse_unsupported_layout(self.opts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
@@ -769,7 +861,13 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
                 msg.skipped = rows
                 return msg
             skip: set[int] = set()
-            if entry is not None:
+            preserve = self.opts.preserve_store_fields
+            if entry is not None and preserve:
+                # An earlier attempt died while appending: keep what it wrote (found by content).
+                tables = (table_from_batch(b, QueueChooser(self.opts, seed=pid), store_fields=True) for b in batches)
+                put = rows_put_from(self.opts, int(entry["start"]), writer.commit_log_max_offset, tables, rows, 0)
+                skip = set(np.flatnonzero(put).tolist())
+            elif entry is not None:
                 # An earlier attempt died while appending: keep what it wrote.
                 skip = find_appended(self.opts.root, self.opts.config, int(entry["start"]),
                                      writer.commit_log_max_offset, tag, pid)
@@ -781,7 +879,8 @@ class RmqStreamWriter(DataSourceStreamArrowWriter):
             tables = []
             seq = 0
             for b in batches:
-                tables.append(table_from_batch(b, chooser, seq_start=seq, skip=skip, stamp=(tag, pid)))
+                tables.append(table_from_batch(b, chooser, seq_start=seq, skip=skip, store_fields=preserve,
+                                               stamp=None if preserve else (tag, pid)))
                 seq += b.num_rows
             msgs = pa.concat_tables(tables)
             if msgs.num_rows > 1 and _take_fault(self.opts.root, f"mid-append:{batch_id}"):

@@ -25,6 +25,12 @@ public final class Contract {
     public static final Map<String, String> STREAM_OPTIONS;
     /** MessageStoreConfig keys also accepted as options: lower-case -> RocketMQ name. */
     public static final Map<String, String> STORE_KEYS;
+    /** The sink's options: lower-case -> documented name. */
+    public static final Map<String, String> SINK_OPTIONS;
+    /** Columns the sink writes, in order. */
+    public static final List<String> SINK_COLUMNS;
+    /** Columns the sink writes only with preserveStoreFields (read-only otherwise). */
+    public static final List<String> SINK_STORE_FIELD_COLUMNS;
     public static final StructType SCHEMA;
 
     static {
@@ -46,6 +52,14 @@ public final class Contract {
             for (Map.Entry<String, JsonNode> e : doc.get("streamOptions").properties()) {
                 stream.put(e.getKey(), e.getValue().asText());
             }
+            Map<String, String> sink = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("sinkOptions").properties()) {
+                sink.put(e.getKey(), e.getValue().asText());
+            }
+            List<String> sinkColumns = new ArrayList<>();
+            for (JsonNode c : doc.get("sinkColumns")) sinkColumns.add(c.asText());
+            List<String> storeFields = new ArrayList<>();
+            for (JsonNode c : doc.get("sinkStoreFieldColumns")) storeFields.add(c.asText());
             Map<String, String> keys = new LinkedHashMap<>();
             List<String> names = new ArrayList<>();
             for (JsonNode k : doc.get("storeConfigKeys")) {
@@ -60,6 +74,9 @@ public final class Contract {
             OPTIONS = Collections.unmodifiableMap(opts);
             STREAM_OPTIONS = Collections.unmodifiableMap(stream);
             STORE_KEYS = Collections.unmodifiableMap(keys);
+            SINK_OPTIONS = Collections.unmodifiableMap(sink);
+            SINK_COLUMNS = Collections.unmodifiableList(sinkColumns);
+            SINK_STORE_FIELD_COLUMNS = Collections.unmodifiableList(storeFields);
             SCHEMA = StructType.fromDDL(ddl.toString());
         } catch (IOException e) {
             throw new IllegalStateException("cannot read contract.json: " + e, e);

@@ -3,14 +3,11 @@ package io.rmqsource.spark;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 
-import io.rmqsource.spark.errors.UnsupportedSparkError;
 import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
-import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.expressions.Transform;
@@ -21,10 +18,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The {@code rmq} table: batch and micro-batch reads on the JVM; writes (batch and streaming) go to
- * the Python data source's table, which Spark built for the same options and schema. On a Spark
- * without Python data sources (3.5) there is no Python table: the table is native only and a write
- * fails in one line ({@link #writeBuilder}).
+ * The {@code rmq} table, native on every supported Spark: batch and micro-batch reads on the JVM scan
+ * and stream, batch and streaming writes on the JVM sinks ({@code io.rmqsource.spark.sink}). Nothing
+ * goes through a Python worker, so the jar serves {@code rmq} alone where the executors' Python lacks
+ * rmqsource, and on Spark 3.5, which has no Python data sources.
  *
  * <p>A catalog table ({@code CREATE TABLE t USING rmq OPTIONS (path ...)} or {@code LOCATION ...})
  * keeps its options in the catalog, and Spark hands them to {@link RmqDataSource#getTable} only:
@@ -37,20 +34,15 @@ final class RmqTable implements SupportsRead, SupportsWrite {
   private static final String PROP_PROVIDER = TableCatalog.PROP_PROVIDER;
   private static final String PROP_LOCATION = TableCatalog.PROP_LOCATION;
   private static final String OPTION_PREFIX = TableCatalog.OPTION_PREFIX;
-  /** The capabilities of Spark's Python table (PythonTable), which writes go to. */
+  /** Those of the Python source's table, so both modes accept the same queries (overwrite is refused by the sink). */
   private static final Set<TableCapability> CAPABILITIES = Set.copyOf(EnumSet.of(TableCapability.BATCH_READ,
       TableCapability.MICRO_BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.STREAMING_WRITE,
       TableCapability.TRUNCATE));
-  private final Table python;                 // null: this Spark has no Python data sources
   private final StructType schema;
   private final Map<String, String> tableOptions;
 
   /** {@code schema}: what Spark passed to getTable (the read schema, or a write's DataFrame schema). */
-  RmqTable(Table python, StructType schema, Map<String, String> tableOptions) {
-    if (python != null && (!(python instanceof SupportsRead) || !(python instanceof SupportsWrite))) {
-      throw new IllegalStateException("Spark's Python table for rmq reads and writes, got " + python.getClass());
-    }
-    this.python = python;
+  RmqTable(StructType schema, Map<String, String> tableOptions) {
     this.schema = schema == null ? Contract.SCHEMA : schema;
     this.tableOptions = tableOptions == null ? Map.of() : new HashMap<>(tableOptions);
   }
@@ -90,37 +82,33 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public String name() {
-    return python != null ? python.name() : RmqDataSource.SHORT_NAME;
+    return RmqDataSource.SHORT_NAME;
   }
 
   @Override
   public Column[] columns() {
-    return python != null ? python.columns() : SupportsRead.super.columns();
+    return SupportsRead.super.columns();
   }
 
   @Override
   @SuppressWarnings("deprecation")   // Spark still asks for schema(); columns() is its successor
   public StructType schema() {
-    return python != null ? python.schema() : schema;
+    return schema;
   }
 
   @Override
   public Transform[] partitioning() {
-    return python != null ? python.partitioning() : new Transform[0];
+    return new Transform[0];
   }
 
   @Override
   public Map<String, String> properties() {
-    return python != null ? python.properties() : Map.of();
+    return Map.of();
   }
 
-  /** Those of Spark's Python table (the same set whether it exists or not: a write reaches {@link #writeBuilder}). */
   @Override
   public Set<TableCapability> capabilities() {
-    if (python == null) return CAPABILITIES;
-    EnumSet<TableCapability> caps = EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
-    caps.addAll(python.capabilities());
-    return caps;
+    return CAPABILITIES;
   }
 
   @Override
@@ -132,37 +120,6 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    CaseInsensitiveStringMap all = withTableOptions(info.options());
-    return writeBuilder(all == info.options() ? info : new WriteInfo(info, all));
-  }
-
-  /** Where batch and streaming writes go (their options already merged with the table's). */
-  private WriteBuilder writeBuilder(LogicalWriteInfo info) {
-    if (python != null) return ((SupportsWrite) python).newWriteBuilder(info);
-    throw new UnsupportedSparkError("writing to rmq on this Spark needs the native sink, which this rmq jar does "
-        + "not have (its sinks run in the Python data source, which needs Spark 4.0+): reads and streams work here");
-  }
-
-  /** Spark's write info with other options. */
-  private record WriteInfo(LogicalWriteInfo spark, CaseInsensitiveStringMap options) implements LogicalWriteInfo {
-    @Override
-    public String queryId() {
-      return spark.queryId();
-    }
-
-    @Override
-    public StructType schema() {
-      return spark.schema();
-    }
-
-    @Override
-    public Optional<StructType> rowIdSchema() {
-      return spark.rowIdSchema();
-    }
-
-    @Override
-    public Optional<StructType> metadataSchema() {
-      return spark.metadataSchema();
-    }
+    return new io.rmqsource.spark.sink.RmqWriteBuilder(info, withTableOptions(info.options()));
   }
 }

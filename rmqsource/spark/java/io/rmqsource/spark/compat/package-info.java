@@ -5,7 +5,6 @@
  * Spark, so the rest of the jar calls only API that all of them have. Where a Spark offers more (or
  * less), the class here looks it up once at class initialisation (feature detection, never version
  * strings) and falls back to what the oldest supported Spark has: {@link ByteSpans} (4.2's
- * putByteArray from a buffer), {@link ReadLimits} (4.0's ReadMaxBytes), {@link PythonDataSources}
- * (4.0's Python data sources behind a JVM provider; absent on 3.5, where the rmq table is native only).
+ * putByteArray from a buffer) and {@link ReadLimits} (4.0's ReadMaxBytes).
  */
 package io.rmqsource.spark.compat;

@@ -32,4 +32,11 @@ public final class ConsumeQueue {
     public static boolean tagMatches(long tagsCode, int[] sortedHashes) {
         return java.util.Arrays.binarySearch(sortedHashes, (int) tagsCode) >= 0;
     }
+
+    /** Writes one unit at {@code pos} (encode_unit). */
+    public static void putUnit(ByteBuffer b, int pos, long phyOffset, int size, long tagsCode) {
+        b.putLong(pos, phyOffset);
+        b.putInt(pos + 8, size);
+        b.putLong(pos + 12, tagsCode);
+    }
 }

@@ -63,4 +63,81 @@ public final class MsgId {
         }
         return sb.toString();
     }
+
+    /** Offset msgId of a record stored by {@code addr} (4 or 16 bytes) : {@code port} at {@code phyOffset}. */
+    public static String offsetMsgId(byte[] addr, int port, long phyOffset) {
+        char[] out = new char[2 * (addr.length + 12)];
+        int n = 0;
+        for (byte x : addr) {
+            out[n++] = (char) HEX[(x >>> 4) & 15];
+            out[n++] = (char) HEX[x & 15];
+        }
+        for (int s = 24; s >= 0; s -= 8) {
+            int v = (port >>> s) & 0xFF;
+            out[n++] = (char) HEX[v >>> 4];
+            out[n++] = (char) HEX[v & 15];
+        }
+        for (int s = 56; s >= 0; s -= 8) {
+            int v = (int) (phyOffset >>> s) & 0xFF;
+            out[n++] = (char) HEX[v >>> 4];
+            out[n++] = (char) HEX[v & 15];
+        }
+        return new String(out);
+    }
+
+    /**
+     * (address bytes, port) of {@code a.b.c.d:port} or {@code [v6]:port} (parse_host), or null when
+     * the text is not one.  The result is {address (4 or 16 bytes), port as 2 big-endian bytes}.
+     */
+    public static Object[] parseHost(String text) {
+        if (text == null) return null;
+        try {
+            if (text.startsWith("[")) {
+                int close = text.indexOf("]:");
+                if (close < 0) return null;
+                String host = text.substring(1, close);
+                if (host.indexOf(':') < 0) return null;
+                java.net.InetAddress a = java.net.InetAddress.getByName(host);   // a literal: no lookup
+                byte[] raw = a.getAddress();
+                if (raw.length == 4) {          // ::ffff:a.b.c.d comes back as IPv4: keep the 16 bytes
+                    byte[] v6 = new byte[16];
+                    v6[10] = (byte) 0xFF;
+                    v6[11] = (byte) 0xFF;
+                    System.arraycopy(raw, 0, v6, 12, 4);
+                    raw = v6;
+                }
+                Integer port = digits(text.substring(close + 2));
+                return port == null ? null : new Object[] {raw, port};
+            }
+            int colon = text.lastIndexOf(':');
+            if (colon < 0) return null;
+            byte[] addr = ipv4(text.substring(0, colon));
+            Integer port = digits(text.substring(colon + 1));
+            return addr == null || port == null ? null : new Object[] {addr, port};
+        } catch (java.net.UnknownHostException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static Integer digits(String s) {
+        if (s.isEmpty() || s.length() > 9) return null;
+        for (int i = 0; i < s.length(); i++) if (s.charAt(i) < '0' || s.charAt(i) > '9') return null;
+        return Integer.parseInt(s);
+    }
+
+    /** Dotted quad, as Python's ipaddress.IPv4Address takes it (no leading zeros), or null. */
+    private static byte[] ipv4(String s) {
+        String[] parts = s.split("\\.", -1);
+        if (parts.length != 4) return null;
+        byte[] out = new byte[4];
+        for (int i = 0; i < 4; i++) {
+            String p = parts[i];
+            if (p.isEmpty() || p.length() > 3 || (p.length() > 1 && p.charAt(0) == '0')) return null;
+            for (int k = 0; k < p.length(); k++) if (p.charAt(k) < '0' || p.charAt(k) > '9') return null;
+            int v = Integer.parseInt(p);
+            if (v > 255) return null;
+            out[i] = (byte) v;
+        }
+        return out;
+    }
 }

@@ -120,4 +120,59 @@ public final class Properties {
         buf.get(valueStart(e), out, 0, out.length);
         return new String(out, java.nio.charset.StandardCharsets.UTF_8);
     }
+
+    public static final String TAGS_NAME = "TAGS";
+    public static final String KEYS_NAME = "KEYS";
+    public static final String UNIQ_KEY_NAME = "UNIQ_KEY";
+    public static final String DELAY_NAME = "DELAY";
+    public static final String CRC32_NAME = "__CRC32#";
+    public static final String REAL_TOPIC_NAME = "REAL_TOPIC";
+    public static final String REAL_QID_NAME = "REAL_QID";
+
+    /** parse_properties of a decoded string: RocketMQ's rules, a later duplicate's value wins in place. */
+    public static java.util.LinkedHashMap<String, String> parseString(String text) {
+        java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
+        int n = text.length();
+        int i = 0;
+        while (i < n) {
+            int j = text.indexOf(PROPERTY_SEPARATOR, i);
+            if (j < 0) j = n;
+            if (j - i >= 3) {
+                int k = text.indexOf(NAME_VALUE_SEPARATOR, i);
+                if (i < k && k < j - 1) out.put(text.substring(i, k), text.substring(k + 1, j));
+            }
+            i = j + 1;
+        }
+        return out;
+    }
+
+    /** MessageUtils.deleteProperty: drops every {@code name 0x01 value 0x02} entry (delete_property). */
+    public static String deleteProperty(String properties, String name) {
+        if (properties.indexOf(name) < 0) return properties;
+        StringBuilder out = new StringBuilder(properties.length());
+        int idx0 = 0;
+        int n = properties.length();
+        for (int round = 0; round <= n; round++) {
+            int idx1 = -1;
+            int start = idx0;
+            for (int r = 0; r <= n; r++) {
+                idx1 = properties.indexOf(name, start);
+                if (idx1 == -1) break;
+                start = idx1 + name.length();
+                if ((idx1 == 0 || properties.charAt(idx1 - 1) == PROPERTY_SEPARATOR)
+                        && n > idx1 + name.length() && properties.charAt(idx1 + name.length()) == NAME_VALUE_SEPARATOR) {
+                    break;
+                }
+            }
+            if (idx1 == -1) {
+                out.append(properties, idx0, n);
+                break;
+            }
+            out.append(properties, idx0, idx1);
+            int idx2 = properties.indexOf(PROPERTY_SEPARATOR, idx1 + name.length() + 1);
+            if (idx2 == -1) break;
+            idx0 = idx2 + 1;
+        }
+        return out.toString();
+    }
 }

@@ -310,6 +310,74 @@ public final class StoreConfig implements Serializable {
         return (int) (longValue("mappedFileSizeConsumeQueue") / 20);
     }
 
+    /** A modelled key's value, or {@code dflt} when the config does not set it. */
+    private Object valueOr(String key, Object dflt) {
+        Object v = values.get(key);
+        return v == null ? dflt : v;
+    }
+
+    public long mappedFileSizeCommitLog() {
+        return longValue("mappedFileSizeCommitLog");
+    }
+
+    public long mappedFileSizeConsumeQueue() {
+        return longValue("mappedFileSizeConsumeQueue");
+    }
+
+    public long maxMsgsNumBatch() {
+        return (Long) valueOr("maxMsgsNumBatch", 64L);
+    }
+
+    /** maxMessageSize (bytes of a body), 4 MiB unless set. */
+    public long maxMessageSize() {
+        return (Long) valueOr("maxMessageSize", 4L * 1024 * 1024);
+    }
+
+    public boolean syncFlush() {
+        return "SYNC_FLUSH".equals(valueOr("flushDiskType", "ASYNC_FLUSH"));
+    }
+
+    public long flushIntervalCommitLogMs() {
+        return (Long) valueOr("flushIntervalCommitLog", 500L);
+    }
+
+    public boolean enabledAppendPropCRC() {
+        return (Boolean) valueOr("enabledAppendPropCRC", false);
+    }
+
+    public boolean autoMessageVersionOnTopicLen() {
+        return (Boolean) valueOr("autoMessageVersionOnTopicLen", true);
+    }
+
+    /** engineVersion as {major, minor, patch}. */
+    public int[] engineVersion() {
+        String v = (String) values.get("engineVersion");
+        parseEngineVersion(v);
+        Matcher m = VERSION.matcher(v);
+        m.matches();
+        return new int[] {Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3))};
+    }
+
+    private boolean versionAtLeast(int major, int minor, int patch) {
+        int[] v = engineVersion();
+        return java.util.Arrays.compare(v, new int[] {major, minor, patch}) >= 0;
+    }
+
+    /** Whether the engine ends the properties string with 0x02: up to 4.9.0, and from 5.2.0 (spec 2.8). */
+    public boolean trailingPropertySeparator() {
+        return !versionAtLeast(4, 9, 1) || versionAtLeast(5, 2, 0);
+    }
+
+    /** Magic v2 (2-byte topic length) exists since 5.1.0 (spec 2.2). */
+    public boolean supportsMessageVersionV2() {
+        return versionAtLeast(5, 1, 0);
+    }
+
+    /** enabledAppendPropCRC as the engine applies it (the __CRC32# property exists since 5.2.0). */
+    public boolean appendPropCrc() {
+        return enabledAppendPropCRC() && versionAtLeast(5, 2, 0);
+    }
+
     public boolean isV5() {
         return parseEngineVersion((String) values.get("engineVersion")) >= 5;
     }

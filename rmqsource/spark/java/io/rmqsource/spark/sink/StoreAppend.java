@@ -1,0 +1,249 @@
+package io.rmqsource.spark.sink;
+
+import io.rmqsource.spark.errors.StoreError;
+import io.rmqsource.spark.errors.StoreLockedError;
+import io.rmqsource.spark.store.write.Message;
+import io.rmqsource.spark.store.write.MessageStoreWriter;
+import io.rmqsource.spark.store.write.PutResult;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+
+/**
+ * One task's append under the store lock (sink.py open_store_writer, appending, _put_all): the writer
+ * opened with a clear error when another process keeps the lock, the rows put in chunks, the writer
+ * closed; one typed error for whatever fails, the first one.
+ */
+final class StoreAppend {
+    static final int CHUNK_ROWS = 8192;
+    static final long CHUNK_BYTES = 8L << 20;
+
+    private StoreAppend() {
+    }
+
+    private static StoreError caused(StoreError error, Throwable cause) {
+        error.initCause(cause);
+        return error;
+    }
+
+    interface Body<T> {
+        T run(MessageStoreWriter writer) throws IOException;
+    }
+
+    static MessageStoreWriter open(SinkOptions o) {
+        new File(o.root).mkdirs();
+        try {
+            return MessageStoreWriter.open(o.root, o.config, o.lockTimeoutMs);
+        } catch (StoreLockedError e) {
+            throw new StoreLockedError("rmq sink: could not lock the store " + o.root + " within " + o.lockTimeoutText()
+                    + " s (option lockTimeout): another process - a broker or another writer - holds "
+                    + new File(o.root, "lock") + ". (" + e.getMessage() + ")");
+        } catch (UncheckedIOException e) {
+            throw caused(new StoreError("rmq sink: could not open the store " + o.root + " for writing: " + e.getCause()), e);
+        }
+    }
+
+    /** Run {@code body} with the store's writer, then close it (appending() in sink.py). */
+    static <T> T appending(SinkOptions o, Body<T> body) throws IOException {
+        MessageStoreWriter writer = open(o);
+        T result;
+        try {
+            result = body.run(writer);
+        } catch (Throwable e) {
+            try {
+                writer.close();
+            } catch (RuntimeException ignored) {
+                // the first error explains; the next writer's open recovers the store
+            }
+            if (e instanceof IOException || e instanceof UncheckedIOException) {
+                throw caused(new StoreError("rmq sink: writing to the store " + o.root + " failed: " + e.getMessage()), e);
+            }
+            throw e;
+        }
+        try {
+            writer.close();
+        } catch (StoreError | UncheckedIOException e) {
+            throw caused(new StoreError("rmq sink: the store " + o.root + " could not be closed cleanly (" + e.getMessage()
+                    + "); the appended messages are in its CommitLog and its next writer recovers it"), e);
+        }
+        return result;
+    }
+
+    /** What a put pass did: rows appended, the CommitLog range they took. */
+    static final class Appended {
+        long count;
+        long firstOffset = -1;
+        long endOffset = -1;
+    }
+
+    /** Thrown by a fault of the test seam after part of the rows were put. */
+    static final class InjectedFault extends StoreError {
+        InjectedFault(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Put the rows not in {@code present}, in order. {@code chooseSkipped}: the round-robin turns also
+     * pass over skipped rows (a batch task chose every row's queue as it took it in). After
+     * {@code failAfter} rows (>= 0) the test seam's fault {@code fault} is thrown, the writer let go as by
+     * a process that died there (abort stays, the next open recovers).
+     *
+     * <p>Rows become messages on a second thread, a chunk ahead of the puts, so the lock is held for
+     * about the writer's own time.
+     */
+    static Appended putRows(MessageStoreWriter writer, RowSpill rows, RowsToMessages conv, BitSet present,
+                            boolean chooseSkipped, long failAfter, String fault) throws IOException {
+        Appended out = new Appended();
+        ChunkConverter converter = new ChunkConverter(rows, conv, present, chooseSkipped);
+        converter.start();
+        try {
+            for (List<Message> chunk = converter.next(); chunk != null; chunk = converter.next()) {
+                if (failAfter >= 0 && out.count + chunk.size() >= Math.max(failAfter, 1)) {
+                    put(writer, new ArrayList<>(chunk.subList(0, (int) (Math.max(failAfter, 1) - out.count))), out);
+                    writer.abandon();
+                    throw new InjectedFault(fault);
+                }
+                put(writer, chunk, out);
+                converter.recycle(chunk);
+            }
+        } finally {
+            converter.finish();
+        }
+        writer.flush();           // durable before the sink log says done
+        return out;
+    }
+
+    /** Fills chunks of messages from the rows on its own thread; two chunk lists in flight. */
+    private static final class ChunkConverter extends Thread {
+        private static final List<Message> END = new ArrayList<>();
+        private final java.util.concurrent.BlockingQueue<List<Message>> full =
+                new java.util.concurrent.ArrayBlockingQueue<>(3);
+        private final java.util.concurrent.BlockingQueue<List<Message>> free =
+                new java.util.concurrent.ArrayBlockingQueue<>(3);
+        private final RowSpill rows;
+        private final RowsToMessages conv;
+        private final BitSet present;
+        private final boolean chooseSkipped;
+        private volatile boolean stopped;
+        private volatile Throwable error;
+
+        ChunkConverter(RowSpill rows, RowsToMessages conv, BitSet present, boolean chooseSkipped) {
+            super("rmq-sink-rows");
+            setDaemon(true);
+            this.rows = rows;
+            this.conv = conv;
+            this.present = present;
+            this.chooseSkipped = chooseSkipped;
+            free.add(new ArrayList<>(CHUNK_ROWS));
+            free.add(new ArrayList<>(CHUNK_ROWS));
+        }
+
+        @Override
+        public void run() {
+            try {
+                @SuppressWarnings("unchecked")
+                List<Message>[] chunk = new List[] {take()};
+                long[] bytes = {0};
+                rows.forEach((row, seq) -> {
+                    if (present != null && seq <= Integer.MAX_VALUE && present.get((int) seq)) {
+                        if (chooseSkipped) conv.queueOf(row);
+                        return;
+                    }
+                    int queue = conv.queueOf(row);
+                    List<Message> c = chunk[0];
+                    Message m = conv.fill(new Message(), row, seq, queue);
+                    c.add(m);
+                    bytes[0] += m.body.length;
+                    if (c.size() >= CHUNK_ROWS || bytes[0] >= CHUNK_BYTES) {
+                        hand(c);
+                        chunk[0] = take();
+                        bytes[0] = 0;
+                    }
+                });
+                if (!chunk[0].isEmpty()) hand(chunk[0]);
+            } catch (Throwable e) {
+                error = e;
+            } finally {
+                if (!stopped) full.offer(END);
+            }
+        }
+
+        private List<Message> take() throws IOException {
+            try {
+                List<Message> c = free.take();
+                if (stopped) throw new IOException("rmq sink: the append stopped");
+                return c;
+            } catch (InterruptedException e) {
+                throw new IOException("rmq sink: interrupted while converting rows", e);
+            }
+        }
+
+        private void hand(List<Message> c) throws IOException {
+            try {
+                full.put(c);
+            } catch (InterruptedException e) {
+                throw new IOException("rmq sink: interrupted while converting rows", e);
+            }
+        }
+
+        /** The next chunk, null after the last; the converter's error, if it failed. */
+        List<Message> next() throws IOException {
+            List<Message> c;
+            try {
+                c = full.take();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("rmq sink: interrupted while appending", e);
+            }
+            if (c != END) return c;
+            Throwable e = error;
+            if (e instanceof IOException) throw (IOException) e;
+            if (e instanceof RuntimeException) throw (RuntimeException) e;
+            if (e instanceof Error) throw (Error) e;
+            return null;
+        }
+
+        void recycle(List<Message> c) {
+            c.clear();
+            free.offer(c);
+        }
+
+        void finish() {
+            stopped = true;
+            free.offer(new ArrayList<>(0));        // wakes a converter waiting for a chunk
+            interrupt();
+            try {
+                join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static void put(MessageStoreWriter writer, List<Message> chunk, Appended out) {
+        PutResult[] results;
+        try {
+            results = writer.putAll(chunk);
+        } catch (StoreError e) {
+            Message m = chunk.get(0);
+            throw caused(new StoreError("rmq sink: put of a message to " + m.topic + ":" + m.queueId + " failed: "
+                    + e.getMessage()), e);
+        }
+        for (int i = 0; i < results.length; i++) {
+            PutResult r = results[i];
+            if (!r.ok()) {
+                throw new StoreError("rmq sink: put of a message to " + r.topic + ":" + r.queueId + " failed with "
+                        + r.status + ": " + (r.reason.isEmpty() ? String.valueOf(r.appendStatus) : r.reason));
+            }
+        }
+        if (out.firstOffset < 0) out.firstOffset = results[0].commitLogOffset;
+        PutResult last = results[results.length - 1];
+        out.endOffset = last.commitLogOffset + last.size;
+        out.count += results.length;
+        chunk.clear();
+    }
+}
