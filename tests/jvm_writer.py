@@ -31,7 +31,8 @@ def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 
             abandon: bool = False, check: bool = True) -> tuple[list[dict], dict, int]:
     """Put ``inputs`` (inputs.jsonl lines) into ``root`` with the JVM writer; (results, trailer, returncode).
 
-    The trailer is ``{"maxPhyOffset": N}`` or ``{"error": {...}}``."""
+    The trailer is ``{"maxPhyOffset": N}`` or ``{"error": {...}}``, with the tail of the JVM's stderr under
+    ``"stderr"`` (what an uncaught Java exception printed)."""
     cmd = [*jvm_writer_or_skip(), "put", str(root), str(config), str(inputs), "--batch", str(batch)]
     if clock_ms is not None:
         cmd += ["--clock", str(clock_ms)]
@@ -49,7 +50,9 @@ def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 
         raise AssertionError(f"JVM writer failed ({proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
     results = [r for r in out if "status" in r]
     trailers = [r for r in out if "status" not in r]
-    return results, (trailers[-1] if trailers else {}), proc.returncode
+    trailer = dict(trailers[-1]) if trailers else {}
+    trailer["stderr"] = proc.stderr[-3000:]
+    return results, trailer, proc.returncode
 
 
 class JvmLockHolder:

@@ -519,6 +519,7 @@ def test_full_filesystem_under_the_index_is_a_typed_error(small_tmpfs, tmp_path)
     overrides = [f"storePathCommitLog={commitlog}"]
     results, trailer, rc = jvm_put(store, "-", path, batch=500, overrides=overrides, check=False)
     assert rc == 1, (rc, trailer)
+    assert "error" in trailer, trailer
     assert trailer["error"]["type"] in ("WriteFailedError", "StoreError"), trailer
     assert "/index/" in trailer["error"]["message"] or "/consumequeue/" in trailer["error"]["message"], trailer
     acked = [(i, r) for i, r in enumerate(results) if r["status"] == "PUT_OK"]

@@ -229,6 +229,11 @@ final class IndexWriter {
                 .putLong(24, f.endPhyOffset).putInt(32, f.hashSlotCount).putInt(36, f.indexCount);
     }
 
+    /** A mapped write's fault that surfaced outside this class (the JVM raises it where it next checks). */
+    StoreError mappedFault(InternalError e) {
+        return fault(last(), e);
+    }
+
     private StoreError fault(Idx f, Throwable e) {
         return new StoreError("IndexFile " + (f != null ? f.path : dir) + ": the mapped write failed (" + e.getMessage()
                 + "); a full disk?");

@@ -460,11 +460,15 @@ public final class MessageStoreWriter implements AutoCloseable {
                         p.sysFlag, p.keys, p.uniqKey, p.uniqHash, p.keysHash);
             }
             dispatcher.writePending();
-        } catch (IOException | RuntimeException e) {   // the CommitLog holds the data; a reopen re-dispatches it
-            error = e;
+        } catch (IOException | RuntimeException | InternalError e) {   // the CommitLog holds the data; a reopen re-dispatches it
+            // A fault of a mapped write (SIGBUS: the disk under the IndexFile is full) may surface as an
+            // InternalError at a later instruction of this thread, after putKeys returned; the IndexFile is the
+            // only map this writer writes, so it names that file.
+            Throwable cause = e instanceof InternalError && index != null ? index.mappedFault((InternalError) e) : e;
+            error = cause;
             writable = false;
             noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + c.start)
-                    + ": " + describe(e), e);
+                    + ": " + describe(cause), cause);
         }
         if (status != PutMessageStatus.PUT_OK) {
             noteFailure("CommitLog fsync failed: " + seg.path + ": " + describe(error), error);
