@@ -108,22 +108,9 @@ final class PutChecks {
         return prepare(m, -1);
     }
 
-    /** Prepared objects reused by batch position (slot), up to POOL_MAX positions. */
-    private static final int POOL_MAX = 1 << 16;
-    private Prepared[] pool = new Prepared[0];
-
-    private Prepared prepared(int slot) {
-        if (slot < 0 || slot >= POOL_MAX) return new Prepared();
-        if (slot >= pool.length) pool = java.util.Arrays.copyOf(pool, Math.min(POOL_MAX, Math.max(slot + 1, pool.length * 2)));
-        Prepared p = pool[slot];
-        if (p == null) p = pool[slot] = new Prepared();
-        return p;
-    }
-
     /**
-     * Validate and pre-encode one message: a Prepared (reused for the batch position {@code slot} when
-     * it is not negative: valid until the next batch; its properties bytes only until the next call),
-     * or the PutResult of a refused one.
+     * Validate and pre-encode one message: a Prepared (its properties bytes valid only until the next
+     * call), or the PutResult of a refused one.  {@code slot}: the message's position in its batch.
      */
     Object prepare(Message m, int slot) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
@@ -249,8 +236,9 @@ final class PutChecks {
             return PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
                     "record of " + size + " bytes cannot fit a " + segmentSize + "-byte segment");
         }
-        Prepared p = prepared(slot);
-        p.queue = null;
+        // A new (young) object per message: a pooled one would be old, and storing this message's
+        // strings into it makes G1 refine its card for every message (more CPU than the allocation).
+        Prepared p = new Prepared();
         p.topic = topic;
         p.topicBytes = tbytes;
         p.queueId = qid;
