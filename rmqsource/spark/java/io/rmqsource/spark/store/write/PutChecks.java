@@ -267,8 +267,11 @@ final class PutChecks {
         if (pmap == null && pstr == null) {         // the fast path: the message's own strings
             p.tags = nonEmpty(m.tags);
             p.keys = nonEmpty(m.keys);
-            p.uniqKey = m.properties == null ? null : nonEmpty(m.properties.get(Properties.UNIQ_KEY_NAME));
+            p.uniqKey = nonEmpty(fastUniq);
             p.delay = null;
+            p.strHashes = true;
+            p.keysStrHash = fastKeysHash;
+            p.uniqStrHash = fastUniqHash;
             return p;
         }
         Map<String, String> parsed = pmap != null ? pmap : Properties.parseString(pstr);
@@ -281,6 +284,10 @@ final class PutChecks {
 
     private byte[] scratch = new byte[1024];
     private int at;
+    /** The fast path's UNIQ_KEY value (null: none) and the String hashes of it and of KEYS. */
+    private String fastUniq;
+    private int fastUniqHash;
+    private int fastKeysHash;
     /** Length of the fast path's properties string before the CRC entry. */
     private int fastChars;
 
@@ -293,13 +300,15 @@ final class PutChecks {
     private boolean fastProperties(Message m, String topic) {
         if (m.propertiesString != null || topic.equals(TagsCode.SCHEDULE_TOPIC)) return false;
         at = 0;
+        fastUniq = null;
         boolean any = false;
         if (m.tags != null) {
-            if (!entry(Properties.TAGS_NAME, m.tags, false)) return false;
+            if (!entry(Properties.TAGS_NAME, m.tags, false, false)) return false;
             any = true;
         }
         if (m.keys != null) {
-            if (!entry(Properties.KEYS_NAME, m.keys, any)) return false;
+            if (!entry(Properties.KEYS_NAME, m.keys, any, true)) return false;
+            fastKeysHash = lastHash;
             any = true;
         }
         if (m.properties != null) {
@@ -309,8 +318,14 @@ final class PutChecks {
                         || k.equals(Properties.DELAY_NAME) || k.equals(Properties.CRC32_NAME)) {
                     return false;
                 }
-                if (e.getValue() == null) continue;
-                if (!entry(k, e.getValue(), any)) return false;
+                String v = e.getValue();
+                if (v == null) continue;
+                boolean uniq = k.equals(Properties.UNIQ_KEY_NAME);
+                if (!entry(k, v, any, uniq)) return false;
+                if (uniq) {
+                    fastUniq = v;
+                    fastUniqHash = lastHash;
+                }
                 any = true;
             }
         }
@@ -323,16 +338,19 @@ final class PutChecks {
         return true;
     }
 
-    private boolean entry(String k, String v, boolean sep) {
+    private boolean entry(String k, String v, boolean sep, boolean hash) {
         if (sep) put((byte) Properties.PROPERTY_SEPARATOR);
-        if (!ascii(k)) return false;
+        if (!ascii(k, false)) return false;
         put((byte) Properties.NAME_VALUE_SEPARATOR);
-        return ascii(v);
+        return ascii(v, hash);
     }
 
     private char[] chars = new char[256];
 
-    private boolean ascii(String s) {
+    /** String.hashCode of the last string ascii(s, true) copied. */
+    private int lastHash;
+
+    private boolean ascii(String s, boolean hash) {
         int n = s.length();
         if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
         if (n > chars.length) chars = new char[Math.max(n, chars.length * 2)];
@@ -350,7 +368,20 @@ final class PutChecks {
         }
         if (bad < 0) return false;
         at = a + n;
+        if (hash) lastHash = javaHash(cs, n);
         return true;
+    }
+
+    /**
+     * String.hashCode of cs[0, n) four chars a step (31^4 = 923521): the serial h = 31 * h + c chain
+     * is most of the cost of hashing an IndexFile key.
+     */
+    static int javaHash(char[] cs, int n) {
+        int h = 0;
+        int i = 0;
+        for (; i + 3 < n; i += 4) h = h * 923521 + cs[i] * 29791 + cs[i + 1] * 961 + cs[i + 2] * 31 + cs[i + 3];
+        for (; i < n; i++) h = 31 * h + cs[i];
+        return h;
     }
 
     private void put(byte x) {
