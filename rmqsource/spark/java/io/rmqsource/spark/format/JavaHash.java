@@ -24,12 +24,6 @@ public final class JavaHash {
         return h == Integer.MIN_VALUE ? 0 : Math.abs(h);
     }
 
-    /** indexKeyHash(topic + "#" + key) from keyHash = key.hashCode() and len = key.length(). */
-    public static int indexKeyHashOf(int topicHashPrefix, int keyHash, int len) {
-        int h = topicHashPrefix * pow31(len) + keyHash;
-        return h == Integer.MIN_VALUE ? 0 : Math.abs(h);
-    }
-
     /** indexKeyHash(topic + "#" + key.substring(from, to)). */
     public static int indexKeyHash(int topicHashPrefix, String key, int from, int to) {
         int h;

@@ -275,11 +275,8 @@ final class IndexWriter {
                 String u = p.uniqKey;
                 String k = p.keys;
                 int prefix = JavaHash.topicPrefixHash(p.topic);
-                int uh = u == null ? -1 : p.strHashes ? JavaHash.indexKeyHashOf(prefix, p.uniqStrHash, u.length())
-                        : JavaHash.indexKeyHash(prefix, u, 0, u.length());
-                int kh = k == null || k.indexOf(' ') >= 0 ? -1
-                        : p.strHashes ? JavaHash.indexKeyHashOf(prefix, p.keysStrHash, k.length())
-                        : JavaHash.indexKeyHash(prefix, k, 0, k.length());
+                int uh = u == null ? -1 : JavaHash.indexKeyHash(prefix, u, 0, u.length());
+                int kh = k == null || k.indexOf(' ') >= 0 ? -1 : JavaHash.indexKeyHash(prefix, k, 0, k.length());
                 p.uniqHash = uh;
                 p.keysHash = kh;
                 if (mm != null) {

@@ -33,9 +33,6 @@ final class Prepared {
     String keys;
     String uniqKey;
     String delay;               // only for SCHEDULE_TOPIC_XXXX records
-    boolean strHashes;          // uniqStrHash / keysStrHash hold uniqKey.hashCode() / keys.hashCode()
-    int uniqStrHash;
-    int keysStrHash;
     int uniqHash;               // IndexFile key hashes of UNIQ_KEY and of KEYS when it is one key (-1: none /
     int keysHash;               // to be split), set just before dispatch
     // Filled by the append.

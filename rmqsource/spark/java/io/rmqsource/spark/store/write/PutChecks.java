@@ -269,9 +269,6 @@ final class PutChecks {
             p.keys = nonEmpty(m.keys);
             p.uniqKey = nonEmpty(fastUniq);
             p.delay = null;
-            p.strHashes = true;
-            p.keysStrHash = fastKeysHash;
-            p.uniqStrHash = fastUniqHash;
             return p;
         }
         Map<String, String> parsed = pmap != null ? pmap : Properties.parseString(pstr);
@@ -284,10 +281,8 @@ final class PutChecks {
 
     private byte[] scratch = new byte[1024];
     private int at;
-    /** The fast path's UNIQ_KEY value (null: none) and the String hashes of it and of KEYS. */
+    /** The fast path's UNIQ_KEY value (null: none), found in its one pass over the map. */
     private String fastUniq;
-    private int fastUniqHash;
-    private int fastKeysHash;
     /** Length of the fast path's properties string before the CRC entry. */
     private int fastChars;
 
@@ -303,12 +298,11 @@ final class PutChecks {
         fastUniq = null;
         boolean any = false;
         if (m.tags != null) {
-            if (!entry(Properties.TAGS_NAME, m.tags, false, false)) return false;
+            if (!entry(Properties.TAGS_NAME, m.tags, false)) return false;
             any = true;
         }
         if (m.keys != null) {
-            if (!entry(Properties.KEYS_NAME, m.keys, any, true)) return false;
-            fastKeysHash = lastHash;
+            if (!entry(Properties.KEYS_NAME, m.keys, any)) return false;
             any = true;
         }
         if (m.properties != null) {
@@ -320,12 +314,8 @@ final class PutChecks {
                 }
                 String v = e.getValue();
                 if (v == null) continue;
-                boolean uniq = k.equals(Properties.UNIQ_KEY_NAME);
-                if (!entry(k, v, any, uniq)) return false;
-                if (uniq) {
-                    fastUniq = v;
-                    fastUniqHash = lastHash;
-                }
+                if (!entry(k, v, any)) return false;
+                if (k.equals(Properties.UNIQ_KEY_NAME)) fastUniq = v;
                 any = true;
             }
         }
@@ -338,19 +328,16 @@ final class PutChecks {
         return true;
     }
 
-    private boolean entry(String k, String v, boolean sep, boolean hash) {
+    private boolean entry(String k, String v, boolean sep) {
         if (sep) put((byte) Properties.PROPERTY_SEPARATOR);
-        if (!ascii(k, false)) return false;
+        if (!ascii(k)) return false;
         put((byte) Properties.NAME_VALUE_SEPARATOR);
-        return ascii(v, hash);
+        return ascii(v);
     }
 
     private char[] chars = new char[256];
 
-    /** String.hashCode of the last string ascii(s, true) copied. */
-    private int lastHash;
-
-    private boolean ascii(String s, boolean hash) {
+    private boolean ascii(String s) {
         int n = s.length();
         if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
         if (n > chars.length) chars = new char[Math.max(n, chars.length * 2)];
@@ -368,20 +355,7 @@ final class PutChecks {
         }
         if (bad < 0) return false;
         at = a + n;
-        if (hash) lastHash = javaHash(cs, n);
         return true;
-    }
-
-    /**
-     * String.hashCode of cs[0, n) four chars a step (31^4 = 923521): the serial h = 31 * h + c chain
-     * is most of the cost of hashing an IndexFile key.
-     */
-    static int javaHash(char[] cs, int n) {
-        int h = 0;
-        int i = 0;
-        for (; i + 3 < n; i += 4) h = h * 923521 + cs[i] * 29791 + cs[i + 1] * 961 + cs[i + 2] * 31 + cs[i + 3];
-        for (; i < n; i++) h = 31 * h + cs[i];
-        return h;
     }
 
     private void put(byte x) {
