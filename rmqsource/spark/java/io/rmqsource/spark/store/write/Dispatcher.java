@@ -118,12 +118,6 @@ final class Dispatcher {
     /** CommitLogDispatcherBuildConsumeQueue then ...BuildIndex for one record. */
     void dispatch(QueueState q, String topic, int queueId, long phy, int size, long tagsCode, long storeTs,
                   long queueOffset, int sysFlag, String keys, String uniqKey) {
-        dispatch(q, topic, queueId, phy, size, tagsCode, storeTs, queueOffset, sysFlag, keys, uniqKey, -1, -1);
-    }
-
-    /** The same with the IndexFile key hashes when known ({@link IndexWriter#keyHashes}; -1: computed there). */
-    void dispatch(QueueState q, String topic, int queueId, long phy, int size, long tagsCode, long storeTs,
-                  long queueOffset, int sysFlag, String keys, String uniqKey, int uniqHash, int keysHash) {
         int tran = sysFlag & Record.TRANSACTION_MASK;
         if (tran == PutChecks.TRANSACTION_NOT_TYPE || tran == PutChecks.TRANSACTION_COMMIT_TYPE) {
             if (q == null) q = queue(topic, queueId);
@@ -135,7 +129,7 @@ final class Dispatcher {
                 logicsMsgTimestampMs = storeTs;
             }
         }
-        if (index != null) index.putKeys(topic, phy, storeTs, sysFlag, uniqKey, keys, uniqHash, keysHash);
+        if (index != null) index.putKeys(topic, phy, storeTs, sysFlag, uniqKey, keys);
     }
 
     void writePending() throws IOException {

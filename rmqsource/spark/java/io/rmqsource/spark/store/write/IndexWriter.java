@@ -245,73 +245,24 @@ final class IndexWriter {
      * it, so dispatching twice changes nothing.
      */
     void putKeys(String topic, long phyOffset, long storeTimestamp, int sysFlag, String uniqKey, String keys) {
-        putKeys(topic, phyOffset, storeTimestamp, sysFlag, uniqKey, keys, -1, -1);
-    }
-
-    /**
-     * The same with the key hashes of {@link #keyHashes} when known (-1: computed here): uniqHash of
-     * uniqKey, keysHash of keys when it is one key.
-     */
-    void putKeys(String topic, long phyOffset, long storeTimestamp, int sysFlag, String uniqKey, String keys,
-                 int uniqHash, int keysHash) {
         try {
-            putKeys0(topic, phyOffset, storeTimestamp, sysFlag, uniqKey, keys, uniqHash, keysHash);
+            putKeys0(topic, phyOffset, storeTimestamp, sysFlag, uniqKey, keys);
         } catch (InternalError e) {
             throw fault(last(), e);
         }
     }
 
-    /** Sum of the slots read ahead (kept so the reads are not optimised away). */
-    private int touched;
-
-    /**
-     * Sets p.uniqHash / p.keysHash of the records about to be dispatched and reads their hash slots in
-     * the newest file: the slot table is far bigger than the CPU caches, and these independent reads
-     * overlap, where the dependent read-modify-write of putKey would wait for each miss in turn.  Writes
-     * nothing; a fault is a StoreError as in putKeys.
-     */
-    void keyHashes(List<Prepared> items) {
-        Idx f = last();
-        MappedByteBuffer mm = f != null && !full(f) ? f.map : null;
-        int sum = 0;
-        try {
-            for (int i = 0, n = items.size(); i < n; i++) {
-                Prepared p = items.get(i);
-                String u = p.uniqKey;
-                String k = p.keys;
-                int prefix = JavaHash.topicPrefixHash(p.topic);
-                int uh = u == null ? -1 : JavaHash.indexKeyHash(prefix, u, 0, u.length());
-                int kh = k == null || k.indexOf(' ') >= 0 ? -1 : JavaHash.indexKeyHash(prefix, k, 0, k.length());
-                p.uniqHash = uh;
-                p.keysHash = kh;
-                if (mm != null) {
-                    if (uh >= 0) sum += mm.getInt(IndexFile.HEADER_SIZE + (uh % hashSlotNum) * IndexFile.HASH_SLOT_SIZE);
-                    if (kh >= 0) sum += mm.getInt(IndexFile.HEADER_SIZE + (kh % hashSlotNum) * IndexFile.HASH_SLOT_SIZE);
-                }
-            }
-        } catch (InternalError e) {
-            throw fault(f, e);
-        }
-        touched += sum;
-    }
-
-    private void putKeys0(String topic, long phyOffset, long storeTimestamp, int sysFlag, String uniqKey, String keys,
-                          int uniqHash, int keysHash) {
+    private void putKeys0(String topic, long phyOffset, long storeTimestamp, int sysFlag, String uniqKey, String keys) {
         Idx f = lastFile();
         long end = f.endPhyOffset;
         if (phyOffset < end || (phyOffset == end && (f.indexCount > 1 || end > 0))) return;
         if ((sysFlag & Record.TRANSACTION_MASK) == Record.TRANSACTION_ROLLBACK_TYPE) return;
         if (uniqKey == null && (keys == null || keys.isEmpty())) return;
         int prefix = JavaHash.topicPrefixHash(topic);
-        if (uniqKey != null) {
-            f = putKey(f, uniqHash >= 0 ? uniqHash : JavaHash.indexKeyHash(prefix, uniqKey, 0, uniqKey.length()),
-                    phyOffset, storeTimestamp);
-        }
-        if (keys != null && (keysHash >= 0 || keys.indexOf(' ') < 0)) {
-            if (!keys.isEmpty()) {
-                f = putKey(f, keysHash >= 0 ? keysHash : JavaHash.indexKeyHash(prefix, keys, 0, keys.length()),
-                        phyOffset, storeTimestamp);
-            }
+        if (uniqKey != null) f = putKey(f, JavaHash.indexKeyHash(prefix, uniqKey, 0, uniqKey.length()), phyOffset,
+                storeTimestamp);
+        if (keys != null && keys.indexOf(' ') < 0) {
+            if (!keys.isEmpty()) f = putKey(f, JavaHash.indexKeyHash(prefix, keys, 0, keys.length()), phyOffset, storeTimestamp);
         } else if (keys != null) {
             int n = keys.length();
             int start = 0;

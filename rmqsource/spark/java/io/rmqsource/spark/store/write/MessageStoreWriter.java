@@ -451,13 +451,12 @@ public final class MessageStoreWriter implements AutoCloseable {
                     p.storeTs, p.topic, p.queueId, p.sysFlag, "", p.storeAddr, p.storePort);
         }
         try {
-            if (index != null) index.keyHashes(items);
             for (Prepared p : items) {
                 long tagsCode = p.delay != null
                         ? TagsCode.consumeQueueTagsCode(p.topic, p.tags, p.delay, p.storeTs, delayLevels)
                         : (p.tags == null ? 0 : p.tags.hashCode());
                 dispatcher.dispatch(p.queue, p.topic, p.queueId, p.phyOffset, p.size, tagsCode, p.storeTs, p.queueOffset,
-                        p.sysFlag, p.keys, p.uniqKey, p.uniqHash, p.keysHash);
+                        p.sysFlag, p.keys, p.uniqKey);
             }
             dispatcher.writePending();
         } catch (IOException | RuntimeException | InternalError e) {   // the CommitLog holds the data; a reopen re-dispatches it

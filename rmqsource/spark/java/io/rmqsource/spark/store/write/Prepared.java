@@ -33,8 +33,6 @@ final class Prepared {
     String keys;
     String uniqKey;
     String delay;               // only for SCHEDULE_TOPIC_XXXX records
-    int uniqHash;               // IndexFile key hashes of UNIQ_KEY and of KEYS when it is one key (-1: none /
-    int keysHash;               // to be split), set just before dispatch
     // Filled by the append.
     long phyOffset;
     long queueOffset;

@@ -108,22 +108,9 @@ final class PutChecks {
         return prepare(m, -1);
     }
 
-    /** Prepared objects reused by batch position (slot), up to POOL_MAX positions. */
-    private static final int POOL_MAX = 1 << 16;
-    private Prepared[] pool = new Prepared[0];
-
-    private Prepared prepared(int slot) {
-        if (slot < 0 || slot >= POOL_MAX) return new Prepared();
-        if (slot >= pool.length) pool = java.util.Arrays.copyOf(pool, Math.min(POOL_MAX, Math.max(slot + 1, pool.length * 2)));
-        Prepared p = pool[slot];
-        if (p == null) p = pool[slot] = new Prepared();
-        return p;
-    }
-
     /**
-     * Validate and pre-encode one message: a Prepared (reused for the batch position {@code slot} when
-     * it is not negative: valid until the next batch; its properties bytes only until the next call),
-     * or the PutResult of a refused one.
+     * Validate and pre-encode one message: a Prepared (its properties bytes valid only until the next
+     * call), or the PutResult of a refused one.  {@code slot}: the message's position in its batch.
      */
     Object prepare(Message m, int slot) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
@@ -249,8 +236,9 @@ final class PutChecks {
             return PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
                     "record of " + size + " bytes cannot fit a " + segmentSize + "-byte segment");
         }
-        Prepared p = prepared(slot);
-        p.queue = null;
+        // A new (young) object per message: a pooled one would be old, and storing this message's
+        // strings into it makes G1 refine its card for every message (more CPU than the allocation).
+        Prepared p = new Prepared();
         p.topic = topic;
         p.topicBytes = tbytes;
         p.queueId = qid;
@@ -279,7 +267,7 @@ final class PutChecks {
         if (pmap == null && pstr == null) {         // the fast path: the message's own strings
             p.tags = nonEmpty(m.tags);
             p.keys = nonEmpty(m.keys);
-            p.uniqKey = m.properties == null ? null : nonEmpty(m.properties.get(Properties.UNIQ_KEY_NAME));
+            p.uniqKey = nonEmpty(fastUniq);
             p.delay = null;
             return p;
         }
@@ -293,6 +281,8 @@ final class PutChecks {
 
     private byte[] scratch = new byte[1024];
     private int at;
+    /** The fast path's UNIQ_KEY value (null: none), found in its one pass over the map. */
+    private String fastUniq;
     /** Length of the fast path's properties string before the CRC entry. */
     private int fastChars;
 
@@ -305,6 +295,7 @@ final class PutChecks {
     private boolean fastProperties(Message m, String topic) {
         if (m.propertiesString != null || topic.equals(TagsCode.SCHEDULE_TOPIC)) return false;
         at = 0;
+        fastUniq = null;
         boolean any = false;
         if (m.tags != null) {
             if (!entry(Properties.TAGS_NAME, m.tags, false)) return false;
@@ -321,8 +312,10 @@ final class PutChecks {
                         || k.equals(Properties.DELAY_NAME) || k.equals(Properties.CRC32_NAME)) {
                     return false;
                 }
-                if (e.getValue() == null) continue;
-                if (!entry(k, e.getValue(), any)) return false;
+                String v = e.getValue();
+                if (v == null) continue;
+                if (!entry(k, v, any)) return false;
+                if (k.equals(Properties.UNIQ_KEY_NAME)) fastUniq = v;
                 any = true;
             }
         }

@@ -16,8 +16,7 @@ import java.util.Map;
  * The JVM writer benchmark (driven by scripts/bench_jvm_writer.py): MESSAGES messages of BODY_BYTES
  * bytes over 4 topics x 8 queues, each with KEYS, TAGS and a UNIQ_KEY property, put with
  * putAll in chunks of CHUNK (dispatch and IndexFile included; default store config), timed from
- * open to close, messages filled per chunk into a reused pool inside the timing (as a sink converts
- * its rows); then a raw sequential write of the same number of CommitLog bytes in 8 MiB writes and
+ * open to close, messages made per chunk inside the timing (as the Spark sink converts its rows); then a raw sequential write of the same number of CommitLog bytes in 8 MiB writes and
  * one fsync.  Prints one JSON object.
  */
 final class WriteBench {
@@ -47,16 +46,10 @@ final class WriteBench {
             for (int j = 0; j < bodyBytes; j++) bodies[i][j] = (byte) (i * 31 + j * 7);
         }
         long born = 1_700_000_000_000L;
-        // Messages are filled chunk by chunk into a reused pool (as a sink converts its rows): the keys
-        // and UNIQ_KEY strings are made per message, inside the timing.
+        // Messages are made chunk by chunk inside the timing as the Spark sink converts its rows (a new
+        // Message and properties map per row into a reused list; keys and UNIQ_KEY strings per message).
+        // Reused Message objects would be old: G1 would refine a card for each one filled.
         List<Message> pool = new ArrayList<>(chunk);
-        for (int k = 0; k < chunk; k++) {
-            Message m = new Message();
-            m.bornHost = "192.168.0.7:50000";
-            m.storeHost = "10.0.0.5:10911";
-            m.properties = new java.util.LinkedHashMap<>();
-            pool.add(m);
-        }
         Map<String, String> overrides = new java.util.LinkedHashMap<>();
         for (int i = 5; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
@@ -75,9 +68,14 @@ final class WriteBench {
         boolean buildOnly = Boolean.getBoolean("rmqsource.benchBuildOnly");
         for (int i = 0; i < n; i += chunk) {
             int k = Math.min(chunk, n - i);
+            pool.clear();
             for (int j = 0; j < k; j++) {
                 int x = i + j;
-                Message m = pool.get(j);
+                Message m = new Message();
+                m.bornHost = "192.168.0.7:50000";
+                m.storeHost = "10.0.0.5:10911";
+                m.properties = new java.util.LinkedHashMap<>(4);
+                pool.add(m);
                 m.topic = topics[x & 3];
                 m.queueId = (x >>> 2) & 7;
                 m.body = bodies[x & 63];
@@ -91,7 +89,7 @@ final class WriteBench {
                 ok += k;
                 continue;
             }
-            PutResult[] rs = w.putAll(k == chunk ? pool : pool.subList(0, k));
+            PutResult[] rs = w.putAll(pool);
             for (PutResult r : rs) if (r.ok()) ok++;
         }
         long bytes = w.maxPhyOffset();
