@@ -8,7 +8,8 @@ ConsumeQueues and IndexFile before a put returns, so a message is readable
 
 Columns: ``topic`` (string, required), ``body`` (binary or string, required),
 and optionally ``queueId`` (int), ``tags`` (string), ``keys`` (string, or
-array of strings joined by spaces), ``properties`` (map<string,string>),
+array of strings joined by spaces), ``properties`` (map<string,string>; a
+wire-form string with ``preserveStoreFields``, see below),
 ``flag`` (int), ``bornTimestamp`` (timestamp or epoch ms), ``bornHost``
 (string).  The other columns of the rmq read schema (queueOffset, msgId ...)
 are ignored, so a DataFrame read from one store can be appended to another;
@@ -57,6 +58,10 @@ ignored) are written as given, the properties map in its order, and no stamps ar
 corpus written through the sink gives the engine's bytes).  A retried task then finds what an
 earlier attempt appended by comparing the records from that attempt's logged start offset, in
 order, with its own rows: the attempt held the lock for its whole append, so they are contiguous.
+With preserveStoreFields, ``properties`` may be a string in RocketMQ's wire form
+(``name\\x01value\\x02...``), written verbatim (duplicate or empty keys, junk entries stay as given);
+TAGS and KEYS are inside it, so the ``tags`` / ``keys`` columns are refused with it, and without
+preserveStoreFields a string ``properties`` column is refused (texts: :data:`SINK_ERRORS`).
 """
 
 from __future__ import annotations
