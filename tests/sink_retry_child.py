@@ -4,7 +4,8 @@ Run by test_spark_sink's retry tests: ``python sink_retry_child.py SPEC_JSON``, 
 store and a list of writes, run one after the other; each gives its rows (``spark.range(rows,
 numPartitions=partitions)``, body = the row's id), an optional ``writeId``, and ``failAt``: the id of a row
 whose upstream function raises, in the task's first attempt only (``"always": true``: every attempt, so
-the job fails).  The rmq mode follows RMQ_SPARK_MODE; the sink's fault seam
+the job fails); ``"verbatim": true`` writes with preserveStoreFields and a string ``properties`` column
+(VERBATIM_PREFIX + the row's id, RocketMQ's wire form that no map expresses).  The rmq mode follows RMQ_SPARK_MODE; the sink's fault seam
 (RMQSOURCE_TEST_SINK_FAULT_FILE) comes from the environment (one fault: before the first write).
 Prints ``RESULT {"writes": [{"error": null | "<text>", "messages": n, "distinct": n}, ...]}``: the
 error of each write and the store's messages of topic R after it.
@@ -18,6 +19,10 @@ import sys
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+# Duplicate keys, an empty key, an entry without separator, then the row's id.
+VERBATIM_PREFIX = "dup\x01a\x02dup\x01b\x02\x01empty\x02junk\x02id\x01"
 
 
 def main() -> None:
@@ -48,6 +53,10 @@ def write(spark, store: str, w: dict) -> dict:
     df = spark.range(w["rows"], numPartitions=w["partitions"]).select(
         F.lit("R").alias("topic"), F.udf(body, "binary")("id").alias("body"))
     writer = df.write.format("rmq").mode("append").option("messageIndexEnable", "false")
+    if w.get("verbatim"):
+        df = df.withColumn("properties", F.concat(F.lit(VERBATIM_PREFIX), F.col("body").cast("string")))
+        writer = df.write.format("rmq").mode("append").option("messageIndexEnable", "false") \
+            .option("preserveStoreFields", "true")
     if w.get("writeId"):
         writer = writer.option("writeId", w["writeId"])
     try:

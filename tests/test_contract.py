@@ -42,3 +42,8 @@ def test_sink_options_and_columns_equal_the_python_sinks():
     assert contract()["sinkOptions"] == SINK_OPTIONS
     assert contract()["sinkColumns"] == list(WRITABLE_COLUMNS)
     assert contract()["sinkStoreFieldColumns"] == list(STORE_FIELD_COLUMNS)
+
+
+def test_sink_refusal_texts_equal_the_python_sinks():
+    from rmqsource.spark.sink import SINK_ERRORS
+    assert contract()["sinkErrors"] == SINK_ERRORS

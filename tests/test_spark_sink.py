@@ -221,6 +221,19 @@ def test_batch_sink_refusals_read_the_same_in_both_modes(spark, tmp_path):
         with pytest.raises(Exception) as info:
             df.write.format("rmq").mode("append").option(option, values[option]).save(str(tmp_path / "s"))
         assert text in str(info.value), str(info.value)[-2000:]
+    # A string properties column (the wire form): only with preserveStoreFields, and without tags/keys.
+    from rmqsource.spark.sink import SINK_ERRORS
+    verbatim = spark.createDataFrame([("S", b"x", "a\x01b", "t")], "topic string, body binary, properties string, "
+                                                                     "tags string")
+    for frame, preserve, text in [
+            (verbatim.drop("tags"), "false", SINK_ERRORS["stringPropertiesWithoutPreserveStoreFields"]),
+            (verbatim, "true", SINK_ERRORS["stringPropertiesWithTagsOrKeys"]),
+            (verbatim.withColumnRenamed("tags", "keys"), "true",
+             SINK_ERRORS["stringPropertiesWithTagsOrKeys"])]:
+        with pytest.raises(Exception) as info:
+            frame.write.format("rmq").mode("append").option("preserveStoreFields", preserve).save(str(tmp_path / "s"))
+        assert text in str(info.value), str(info.value)[-2000:]
+        assert "OptionError" in str(info.value) or isinstance(info.value, OptionError), str(info.value)[-2000:]
     with pytest.raises(Exception) as info:
         df.write.format("rmq").mode("append").save("s3a://bucket/store")
     assert "store path 's3a://bucket/store': stores on s3a: are read-only" in str(info.value)
@@ -367,6 +380,21 @@ def test_batch_sink_task_retry_appends_every_row_once(tmp_path, fault):
     assert _bodies(store) == list(range(ROWS))
     _verify_clean(store)
     assert SinkLog(str(store)).load().get("writes", {}) == {}   # a write without writeId forgets its entries
+
+
+@pytest.mark.spark
+def test_batch_sink_task_retry_preserve_store_fields_with_string_properties(tmp_path):
+    """preserveStoreFields with a string properties column: the retried task finds the rows its first
+    attempt appended by content, the verbatim string included, and appends only the others; every
+    record's properties are the string as given."""
+    from sink_retry_child import VERBATIM_PREFIX
+    store = tmp_path / "store"
+    (result,) = _retry_writes(store, tmp_path, [{"rows": ROWS, "partitions": 4, "verbatim": True}], fault="kill:1")
+    assert result["error"] is None
+    assert _bodies(store) == list(range(ROWS))
+    for r in _all_messages(store, "R"):
+        assert r.properties_raw == (VERBATIM_PREFIX + r.body.decode()).encode()
+    _verify_clean(store)
 
 
 @pytest.mark.spark

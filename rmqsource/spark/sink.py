@@ -8,7 +8,8 @@ ConsumeQueues and IndexFile before a put returns, so a message is readable
 
 Columns: ``topic`` (string, required), ``body`` (binary or string, required),
 and optionally ``queueId`` (int), ``tags`` (string), ``keys`` (string, or
-array of strings joined by spaces), ``properties`` (map<string,string>),
+array of strings joined by spaces), ``properties`` (map<string,string>; a
+wire-form string with ``preserveStoreFields``, see below),
 ``flag`` (int), ``bornTimestamp`` (timestamp or epoch ms), ``bornHost``
 (string).  The other columns of the rmq read schema (queueOffset, msgId ...)
 are ignored, so a DataFrame read from one store can be appended to another;
@@ -57,6 +58,10 @@ ignored) are written as given, the properties map in its order, and no stamps ar
 corpus written through the sink gives the engine's bytes).  A retried task then finds what an
 earlier attempt appended by comparing the records from that attempt's logged start offset, in
 order, with its own rows: the attempt held the lock for its whole append, so they are contiguous.
+With preserveStoreFields, ``properties`` may be a string in RocketMQ's wire form
+(``name\\x01value\\x02...``), written verbatim (duplicate or empty keys, junk entries stay as given);
+TAGS and KEYS are inside it, so the ``tags`` / ``keys`` columns are refused with it, and without
+preserveStoreFields a string ``properties`` column is refused (texts: :data:`SINK_ERRORS`).
 """
 
 from __future__ import annotations
@@ -114,6 +119,16 @@ READ_ONLY_COLUMNS = frozenset({
 WRITABLE_COLUMNS = ("topic", "body", "queueId", "tags", "keys", "properties", "flag", "bornTimestamp", "bornHost")
 # Written only with preserveStoreFields.
 STORE_FIELD_COLUMNS = ("storeTimestamp", "storeHost", "sysFlag", "reconsumeTimes", "preparedTransactionOffset")
+# Refusals of a string properties column (RocketMQ's wire form); the JVM sink reads the same texts from
+# contract.json (tests/test_contract.py checks they agree).
+SINK_ERRORS = {
+    "stringPropertiesWithoutPreserveStoreFields":
+        "column 'properties' is a string (RocketMQ's wire form name\\x01value\\x02...), which the rmq sink "
+        "writes only with option preserveStoreFields=true; otherwise give it as a map<string,string>",
+    "stringPropertiesWithTagsOrKeys":
+        "column 'properties' is a string, which holds TAGS and KEYS itself (RocketMQ's wire form): "
+        "drop the columns 'tags' and 'keys'",
+}
 
 SINK_OPTIONS = {
     "path": "path",
@@ -225,6 +240,13 @@ def check_schema(schema, store_fields: bool = False) -> tuple[str, ...]:
     for name, dt in fields.items():
         if name in READ_ONLY_COLUMNS and name not in allowed:
             continue
+        if name == "properties" and isinstance(dt, StringType):
+            # Verbatim wire form (duplicate or empty keys, junk entries): a replay of stored records only.
+            if not store_fields:
+                raise OptionError(SINK_ERRORS["stringPropertiesWithoutPreserveStoreFields"])
+            if "tags" in fields or "keys" in fields:
+                raise OptionError(SINK_ERRORS["stringPropertiesWithTagsOrKeys"])
+            continue
         if name not in allowed:
             raise OptionError(f"the rmq sink does not know column {name!r}; writable columns are: "
                               f"{', '.join(WRITABLE_COLUMNS)}")
@@ -262,6 +284,9 @@ STORE_FIELDS_SCHEMA = pa.schema(list(MESSAGE_SCHEMA) + [
     ("storeTimestamp", pa.int64()), ("storeHost", pa.string()), ("sysFlag", pa.int32()),
     ("reconsumeTimes", pa.int32()), ("preparedTransactionOffset", pa.int64()),
 ])
+# STORE_FIELDS_SCHEMA with the properties as a verbatim string (a string properties column).
+STORE_FIELDS_STRING_SCHEMA = STORE_FIELDS_SCHEMA.set(STORE_FIELDS_SCHEMA.get_field_index("properties"),
+                                                     pa.field("properties", pa.string()))
 
 
 def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_props=None,
@@ -272,7 +297,8 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
     ``stamp=(tag, partition)`` adds ``__RMQSOURCE_BATCH`` = tag and ``__RMQSOURCE_SEQ`` =
     ``partition:index`` (index = ``seq_start + i``) to row i; ``extra_props(index)`` adds any
     properties; rows whose index is in ``skip`` are left out.  ``store_fields`` adds the store-field
-    columns (:data:`STORE_FIELDS_SCHEMA`).  Rows without a properties map or key lists take a
+    columns (:data:`STORE_FIELDS_SCHEMA`; :data:`STORE_FIELDS_STRING_SCHEMA` when the properties
+    column is a verbatim string, passed through as given).  Rows without a properties map or key lists take a
     columnar path; the others run per row in Python (queue choice, merges).
     """
     names = batch.schema.names
@@ -299,7 +325,8 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
     topics, bodies, qids = col("topic"), col("body"), col("queueId")
     tags, keys, props = col("tags"), col("keys"), col("properties")
     flags, borns, hosts = col("flag"), col("bornTimestamp"), col("bornHost")
-    schema = STORE_FIELDS_SCHEMA if store_fields else MESSAGE_SCHEMA
+    verbatim = "properties" in names and pa.types.is_string(batch.schema.field("properties").type)
+    schema = (STORE_FIELDS_STRING_SCHEMA if verbatim else STORE_FIELDS_SCHEMA) if store_fields else MESSAGE_SCHEMA
     out = {c: [] for c in schema.names}
     stored = {c: col(c) for c in STORE_FIELD_COLUMNS} if store_fields else {}
     for i in range(n):
@@ -315,7 +342,7 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         elif isinstance(body, str):
             body = body.encode("utf-8")
         k = keys_string(keys[i])
-        pmap = dict(props[i]) if props[i] else None
+        pmap = dict(props[i]) if props[i] and not verbatim else None
         if pmap:
             # TAGS / KEYS come from their own columns when present.
             if "tags" in names:
@@ -335,7 +362,7 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         else:
             out["tags"].append(tags[i] or None)
             out["keys"].append(k or None)
-        out["properties"].append(list(pmap.items()) if pmap else None)
+        out["properties"].append(props[i] if verbatim else list(pmap.items()) if pmap else None)
         out["bornTimestamp"].append(_ms(borns[i]))
         out["bornHost"].append(hosts[i] or None)
         for c, values in stored.items():
@@ -820,12 +847,30 @@ def _same_message(rec, row: dict) -> bool:
         return False
     if row.get("storeTimestamp") is not None and rec.store_timestamp_ms != row["storeTimestamp"]:
         return False
+    if isinstance(row["properties"], str):
+        return same_verbatim(rec.properties_raw, row["properties"])
     props = rec.properties
     wanted = dict(row["properties"] or [])
     for name in ("tags", "keys"):
         if row[name] is not None:
             wanted[name.upper()] = row[name]
     return all(props.get(k) == v for k, v in wanted.items())
+
+
+# The entry a store with enabledAppendPropCRC appends: __CRC32#\x01 and ten digits, then \x02.
+_CRC_ENTRY_BYTES = 20
+
+
+def same_verbatim(stored: bytes, given: str) -> bool:
+    """Whether a verbatim properties string ``given``, put, was stored as ``stored``: as given, or with the
+    CRC entry appended (after the 0x02 the writer adds when ``given`` does not end with one)."""
+    g = given.encode("utf-8", "surrogatepass")
+    if stored == g:
+        return True
+    head, tail = stored[:-_CRC_ENTRY_BYTES], stored[-_CRC_ENTRY_BYTES:]
+    if len(stored) < _CRC_ENTRY_BYTES or not tail.startswith(b"__CRC32#\x01") or not tail.endswith(b"\x02"):
+        return False
+    return head == g or (g != b"" and not g.endswith(b"\x02") and head == g + b"\x02")
 
 
 class RmqStreamWriter(DataSourceStreamArrowWriter):

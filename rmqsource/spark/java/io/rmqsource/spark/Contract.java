@@ -31,6 +31,8 @@ public final class Contract {
     public static final List<String> SINK_COLUMNS;
     /** Columns the sink writes only with preserveStoreFields (read-only otherwise). */
     public static final List<String> SINK_STORE_FIELD_COLUMNS;
+    /** The sink's refusal texts by name (the Python sink's SINK_ERRORS). */
+    public static final Map<String, String> SINK_ERRORS;
     public static final StructType SCHEMA;
 
     static {
@@ -60,6 +62,10 @@ public final class Contract {
             for (JsonNode c : doc.get("sinkColumns")) sinkColumns.add(c.asText());
             List<String> storeFields = new ArrayList<>();
             for (JsonNode c : doc.get("sinkStoreFieldColumns")) storeFields.add(c.asText());
+            Map<String, String> sinkErrors = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("sinkErrors").properties()) {
+                sinkErrors.put(e.getKey(), e.getValue().asText());
+            }
             Map<String, String> keys = new LinkedHashMap<>();
             List<String> names = new ArrayList<>();
             for (JsonNode k : doc.get("storeConfigKeys")) {
@@ -77,6 +83,7 @@ public final class Contract {
             SINK_OPTIONS = Collections.unmodifiableMap(sink);
             SINK_COLUMNS = Collections.unmodifiableList(sinkColumns);
             SINK_STORE_FIELD_COLUMNS = Collections.unmodifiableList(storeFields);
+            SINK_ERRORS = Collections.unmodifiableMap(sinkErrors);
             SCHEMA = StructType.fromDDL(ddl.toString());
         } catch (IOException e) {
             throw new IllegalStateException("cannot read contract.json: " + e, e);

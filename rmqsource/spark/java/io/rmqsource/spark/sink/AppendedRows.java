@@ -92,6 +92,7 @@ final class AppendedRows {
                 return false;
             }
             if (m.storeTimestampMs != null && m.storeTimestampMs != storeTimestamp) return false;
+            if (m.propertiesString != null) return sameVerbatim(properties, m.propertiesString);
             Map<String, String> props = parseProperties(properties);
             if (m.tags != null && !m.tags.equals(props.get("TAGS"))) return false;
             if (m.keys != null && !m.keys.equals(props.get("KEYS"))) return false;
@@ -102,6 +103,22 @@ final class AppendedRows {
             }
             return true;
         }
+    }
+
+    // The entry a store with enabledAppendPropCRC appends: __CRC32#\u0001 and ten digits, then \u0002.
+    private static final int CRC_ENTRY_CHARS = 20;
+
+    /**
+     * sink.py same_verbatim: whether a verbatim properties string {@code given}, put, was stored as
+     * {@code stored}: as given, or with the CRC entry appended (after the 0x02 the writer adds when
+     * {@code given} does not end with one).
+     */
+    static boolean sameVerbatim(String stored, String given) {
+        if (stored.equals(given)) return true;
+        int n = stored.length() - CRC_ENTRY_CHARS;
+        if (n < 0 || !stored.startsWith("__CRC32#\u0001", n) || !stored.endsWith("\u0002")) return false;
+        String head = stored.substring(0, n);
+        return head.equals(given) || (!given.isEmpty() && !given.endsWith("\u0002") && head.equals(given + "\u0002"));
     }
 
     /** The records of [start, end) in order (preserveStoreFields retries). */

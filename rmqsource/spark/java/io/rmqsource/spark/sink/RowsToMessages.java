@@ -139,8 +139,13 @@ final class RowsToMessages {
         m.flag = s.flag >= 0 && !row.isNullAt(s.flag) ? (int) integral(row, s.flag, flagKind) : 0;
         m.tags = text(row, s.tags);
         m.keys = keys(row);
-        m.properties = properties(row, seq);
-        m.propertiesString = null;
+        if (s.propertiesIsString) {             // verbatim (no tags / keys columns then)
+            m.properties = null;
+            m.propertiesString = row.isNullAt(s.properties) ? null : row.getUTF8String(s.properties).toString();
+        } else {
+            m.properties = properties(row, seq);
+            m.propertiesString = null;
+        }
         m.bornTimestampMs = s.bornTimestamp >= 0 && !row.isNullAt(s.bornTimestamp)
                 ? integral(row, s.bornTimestamp, bornKind) : 0;
         String born = text(row, s.bornHost);

@@ -47,6 +47,8 @@ final class SinkSchema implements Serializable {
     final int sysFlag;
     final int reconsumeTimes;
     final int preparedTransactionOffset;
+    /** The properties column is a string: RocketMQ's wire form, written verbatim (preserveStoreFields only). */
+    final boolean propertiesIsString;
     final StructType schema;
 
     private SinkSchema(StructType schema, boolean storeFields) {
@@ -65,6 +67,7 @@ final class SinkSchema implements Serializable {
         sysFlag = storeFields ? index(schema, "sysFlag") : -1;
         reconsumeTimes = storeFields ? index(schema, "reconsumeTimes") : -1;
         preparedTransactionOffset = storeFields ? index(schema, "preparedTransactionOffset") : -1;
+        propertiesIsString = isType(properties, StringType.class);
     }
 
     private static int index(StructType schema, String name) {
@@ -91,6 +94,16 @@ final class SinkSchema implements Serializable {
             DataType dt = f.dataType();
             boolean storeField = Contract.SINK_STORE_FIELD_COLUMNS.contains(name);
             if (READ_ONLY.contains(name) && !(preserveStoreFields && storeField)) continue;
+            if (name.equals("properties") && dt instanceof StringType) {
+                // Verbatim wire form (duplicate or empty keys, junk entries): a replay of stored records only.
+                if (!preserveStoreFields) {
+                    throw new OptionError(Contract.SINK_ERRORS.get("stringPropertiesWithoutPreserveStoreFields"));
+                }
+                if (names.contains("tags") || names.contains("keys")) {
+                    throw new OptionError(Contract.SINK_ERRORS.get("stringPropertiesWithTagsOrKeys"));
+                }
+                continue;
+            }
             if (!Contract.SINK_COLUMNS.contains(name) && !storeField) {
                 throw new OptionError("the rmq sink does not know column " + Repr.of(name) + "; writable columns are: "
                         + String.join(", ", Contract.SINK_COLUMNS));
