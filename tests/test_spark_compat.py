@@ -164,7 +164,7 @@ def test_batch_sink_append_reads_back(spark, rmq_sink, tmp_path):
 
 
 def test_stream_sink_appends_each_message_once(spark, rmq_sink, tmp_path):
-    from test_spark_sink import _all_messages
+    from store_records import all_messages as _all_messages
     src, dst = tmp_path / "src", tmp_path / "dst"
     fill(src, 300, topic="IN", queues=2)
     df = stream(spark, src, topics="IN", startingOffsets="earliest").selectExpr("'OUT' AS topic", "body", "tags")
@@ -221,7 +221,7 @@ SINK_DRIVER = textwrap.dedent("""
 def test_stream_sink_is_exactly_once_across_a_killed_driver(spark, rmq_sink, tmp_path):
     """A stream into the rmq sink whose driver is SIGKILLed mid-stream, then restarted from its checkpoint:
     every source message is in the sink exactly once."""
-    from test_spark_sink import _all_messages
+    from store_records import all_messages as _all_messages
     src, dst, ckpt = tmp_path / "src", tmp_path / "dst", tmp_path / "ckpt"
     n = 2000
     fill(src, n, topic="IN", queues=2)

@@ -20,6 +20,8 @@ from rmqsource.spark.sink import (BATCH_PROPERTY, FAULT_ENV, SEQ_PROPERTY, Queue
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
+from store_records import all_messages
+
 
 def java_queue(keys, n):
     """SelectMessageQueueByHash: Math.abs(keys.hashCode() % n) with Java's remainder sign."""
@@ -28,15 +30,7 @@ def java_queue(keys, n):
     return r
 
 
-def _all_messages(root, topic):
-    with MessageStoreReader(root) as rd:
-        out = []
-        for t, q in rd.queue_keys():
-            if t != topic:
-                continue
-            for res in rd.get_loop("check", t, q, 0, 32):
-                out.extend(m.record for m in res.messages)
-        return out
+_all_messages = all_messages
 
 
 # --------------------------------------------------------------------------- no Spark
