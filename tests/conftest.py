@@ -83,28 +83,6 @@ def spark(tmp_path_factory):
     session.stop()
 
 
-# What the jar says when a write is planned on a Spark whose rmq table has no sink (RmqTable.writeBuilder).
-NATIVE_SINK_MISSING = "needs the native sink, which this rmq jar does not have"
-
-
-@pytest.fixture(scope="session")
-def rmq_sink(spark, tmp_path_factory):
-    """For tests that write to rmq: skips them where the running Spark has no rmq sink, i.e. pyspark 3.5
-    (no Python data sources) with a jar that has no native sink yet, as the jar itself says when a write
-    (here of no rows) is planned. Anything else the probe raises fails the test."""
-    from rmqsource.spark import compat
-    if compat.PYTHON_DATA_SOURCE:
-        return
-    probe = tmp_path_factory.mktemp("sink-probe") / "store"
-    try:
-        spark.createDataFrame([], "topic string, body binary").write.format("rmq").mode("append").save(str(probe))
-    except Exception as e:          # noqa: BLE001 - only the jar's own one-line refusal skips
-        if NATIVE_SINK_MISSING in str(e):
-            pytest.skip(f"pyspark {compat.pyspark_version()} writes to rmq through the jar's native sink "
-                        f"(batch and streaming), which this jar does not have yet")
-        raise
-
-
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 40 MB tmpfs mounted for the test (a file system that really fills up); skipped unless root may mount."""

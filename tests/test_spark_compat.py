@@ -4,8 +4,7 @@ scripts/test_compat.sh runs these on pyspark 4.0.x, 4.1.x and 4.2.x in both mode
 jar (the only mode there), each version in its own environment; the default run covers them on 4.3. What
 each Python Data Source API allows (rmqsource.spark.compat) decides the expectations only where Spark
 itself differs: the group commit of Trigger.AvailableNow's last batch on the Python path of a Spark
-without stream admission control. Tests that write to rmq take the ``rmq_sink`` fixture: on 3.5 they
-run once the jar has its native sink and skip, saying so, until then.
+without stream admission control. On 3.5 the sinks are the jar's native ones, as on 4.x with the jar.
 """
 
 from __future__ import annotations
@@ -153,7 +152,7 @@ def test_max_bytes_per_trigger_bounds_every_available_now_batch(spark, tmp_path)
     assert sorted(i for b in batches for i, _ in b) == list(range(400))
 
 
-def test_batch_sink_append_reads_back(spark, rmq_sink, tmp_path):
+def test_batch_sink_append_reads_back(spark, tmp_path):
     from pyspark.sql import functions as F
     root = tmp_path / "store"
     df = spark.range(10).select(F.lit("S").alias("topic"), F.col("id").cast("string").cast("binary").alias("body"),
@@ -163,7 +162,7 @@ def test_batch_sink_append_reads_back(spark, rmq_sink, tmp_path):
     assert sorted(int(r.body) for r in back) == list(range(10)) and {r.tags for r in back} == {"TagA"}
 
 
-def test_stream_sink_appends_each_message_once(spark, rmq_sink, tmp_path):
+def test_stream_sink_appends_each_message_once(spark, tmp_path):
     from store_records import all_messages as _all_messages
     src, dst = tmp_path / "src", tmp_path / "dst"
     fill(src, 300, topic="IN", queues=2)
@@ -172,26 +171,6 @@ def test_stream_sink_appends_each_message_once(spark, rmq_sink, tmp_path):
          .trigger(availableNow=True).start(str(dst)))
     assert q.awaitTermination(240) and q.exception() is None
     assert sorted(int(r.body) for r in _all_messages(Path(dst), "OUT")) == list(range(300))
-
-
-def test_a_write_without_a_sink_fails_in_one_line(spark, tmp_path):
-    """Where the rmq table has no sink (pyspark 3.5 with a jar without the native sink) a write is refused
-    while it is planned, with the jar's typed one-line error; elsewhere there is a sink and nothing to check."""
-    from conftest import NATIVE_SINK_MISSING
-    if compat.PYTHON_DATA_SOURCE:
-        pytest.skip("this Spark writes to rmq through the Python data source")
-    df = spark.createDataFrame([("T", bytearray(b"x"))], "topic string, body binary")
-    try:
-        df.write.format("rmq").mode("append").save(str(tmp_path / "store"))
-    except Exception as e:          # noqa: BLE001 - the message is the check
-        first = next(line for line in str(e).splitlines() if "UnsupportedSparkError" in line)
-        assert first.endswith("io.rmqsource.spark.errors.UnsupportedSparkError: writing to rmq on this Spark "
-                              "needs the native sink, which this rmq jar does not have (its sinks run in the "
-                              "Python data source, which needs Spark 4.0+): reads and streams work here")
-        assert NATIVE_SINK_MISSING in first
-        assert not (tmp_path / "store").exists()
-    else:
-        pytest.skip("this jar has the native sink")
 
 
 # A driver streaming IN -> the rmq sink at OUT that SIGKILLs itself once batch 1 is done (a later batch
@@ -218,7 +197,7 @@ SINK_DRIVER = textwrap.dedent("""
 """)
 
 
-def test_stream_sink_is_exactly_once_across_a_killed_driver(spark, rmq_sink, tmp_path):
+def test_stream_sink_is_exactly_once_across_a_killed_driver(spark, tmp_path):
     """A stream into the rmq sink whose driver is SIGKILLed mid-stream, then restarted from its checkpoint:
     every source message is in the sink exactly once."""
     from store_records import all_messages as _all_messages

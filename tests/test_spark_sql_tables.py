@@ -7,7 +7,7 @@ a Python data source is created with the query's options alone. So with the jar 
 and without it a table's reads and writes fail with one line that names the jar (jvm / python mode
 as the run's RMQ_SPARK_MODE says). Spark 3.5 reads catalog tables through the V1 API: there the
 sessions made here use the jar's session catalog (io.rmqsource.spark.RmqSessionCatalog), and INSERT
-needs the jar's native sink (``rmq_sink``).
+goes to the jar's native sink.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_a_query_option_overrides_the_tables(spark, tables):
     assert spark.read.option("TOPICS", "TopicTest").table("rmq_over").count() == count("TopicTest")
 
 
-def test_insert_into_appends_rows_that_read_back(spark, rmq_sink, tables, tmp_path):
+def test_insert_into_appends_rows_that_read_back(spark, tables, tmp_path):
     from pyspark.sql import functions as F
     root = tmp_path / "store"
     spark.createDataFrame([("SqlT", bytearray(b"seed"))], "topic string, body binary") \
