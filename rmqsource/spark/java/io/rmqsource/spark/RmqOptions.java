@@ -375,7 +375,7 @@ public final class RmqOptions implements Serializable {
      * or the URI of a store on another Hadoop file system (s3a://, hdfs://, abfss://, gs://, dbfs:/ ...),
      * read there by positioned reads (StoreAccess); the Python path refuses those.
      */
-    static String storePath(String text) {
+    public static String storePath(String text) {
         String p = text.strip();
         java.util.regex.Matcher m = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(p);
         if (!m.find()) {

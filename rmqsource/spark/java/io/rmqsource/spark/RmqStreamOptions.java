@@ -49,7 +49,7 @@ public final class RmqStreamOptions implements Serializable {
     }
 
     /** parse_duration_ms: 500ms, 10s, 2m, 1h, 1d or plain milliseconds. */
-    static long parseDurationMs(String name, String value) {
+    public static long parseDurationMs(String name, String value) {
         String text = value.strip().toLowerCase(Locale.ROOT);
         Matcher m = DURATION.matcher(text);
         if (!m.matches()) {

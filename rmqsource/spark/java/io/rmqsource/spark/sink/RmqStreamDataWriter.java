@@ -67,15 +67,10 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
         msg.batchId = batchId;
         msg.queryId = queryId;
         if (rows.rows() == 0) return msg;
-        long t0 = System.nanoTime();
-        long[] t1 = {t0};
-        StoreAppend.appending(opts, writer -> {
-            t1[0] = System.nanoTime();
+        StoreAppend.timedAppend(opts, msg, writer -> {
             append(writer, msg);
             return null;
         });
-        msg.lockWaitMs = (t1[0] - t0) / 1_000_000;
-        msg.appendMs = (System.nanoTime() - t1[0]) / 1_000_000;
         return msg;
     }
 

@@ -1,6 +1,8 @@
 package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.Contract;
+import io.rmqsource.spark.RmqOptions;
+import io.rmqsource.spark.RmqStreamOptions;
 import io.rmqsource.spark.errors.FormatError;
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.errors.Repr;
@@ -30,7 +32,6 @@ public final class SinkOptions implements Serializable {
     static final int MAX_WRITE_ID_CHARS = 200;
     static final String SQL_TABLE_HINT = "; a SQL table (CREATE TABLE ... USING rmq) passes its path and options "
             + "only with the rmq jar on spark.jars (`rmq jar`)";
-    private static final Pattern DURATION = Pattern.compile("([0-9]{1,15})\\s*(ms|s|m|min|h|d)?");
     private static final Pattern SCHEME = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):");
 
     public final String root;
@@ -114,7 +115,7 @@ public final class SinkOptions implements Serializable {
         }
         long lockTimeoutMs = DEFAULT_LOCK_TIMEOUT_MS;
         String lt = opts.getOrDefault("locktimeout", "");
-        if (!lt.isEmpty()) lockTimeoutMs = durationMs("lockTimeout", lt);
+        if (!lt.isEmpty()) lockTimeoutMs = RmqStreamOptions.parseDurationMs("lockTimeout", lt);
         File rootFile = new File(root);
         if (rootFile.exists() && !rootFile.isDirectory()) {
             throw new OptionError("store path " + root + " exists and is not a directory");
@@ -137,19 +138,6 @@ public final class SinkOptions implements Serializable {
         return new SinkOptions(root, config, queueNums, topicQueueNums(root), lockTimeoutMs, writeId, preserve);
     }
 
-    /** parse_duration_ms: 500ms, 10s, 2m, 1h, 1d or plain milliseconds. */
-    static long durationMs(String name, String value) {
-        Matcher m = DURATION.matcher(value.strip().toLowerCase(Locale.ROOT));
-        if (!m.matches()) {
-            throw new OptionError("option " + name + " must be a duration like 500ms, 10s, 2m, 1h (or milliseconds), got "
-                    + Repr.of(value));
-        }
-        String unit = m.group(2);
-        long mult = unit == null || unit.equals("ms") ? 1 : unit.equals("s") ? 1000
-                : unit.equals("m") || unit.equals("min") ? 60_000 : unit.equals("h") ? 3_600_000 : 86_400_000;
-        return Long.parseLong(m.group(1)) * mult;
-    }
-
     /** Python's str.isprintable(), close enough for option values: no control or separator characters. */
     private static boolean printable(String s) {
         for (int i = 0; i < s.length(); i++) {
@@ -167,28 +155,13 @@ public final class SinkOptions implements Serializable {
     static String localStorePath(String text) {
         String p = text.strip();
         Matcher m = SCHEME.matcher(p);
-        if (!m.find()) {
-            if (p.equals("~") || p.startsWith("~/")) p = System.getProperty("user.home") + p.substring(1);
-            return new File(p).toPath().toAbsolutePath().normalize().toString();
+        if (m.find() && !m.group(1).equalsIgnoreCase("file")) {
+            throw new OptionError("store path " + Repr.of(p) + ": stores on " + m.group(1).toLowerCase(Locale.ROOT)
+                    + ": are read-only: the rmq sink writes records in place into preallocated files under a lock, which "
+                    + "object stores and HDFS do not offer (they replace or append whole files); write a local store and "
+                    + "copy it there");
         }
-        String scheme = m.group(1).toLowerCase(Locale.ROOT);
-        if (!scheme.equals("file")) {
-            throw new OptionError("store path " + Repr.of(p) + ": stores on " + scheme + ": are read-only: the rmq sink "
-                    + "writes records in place into preallocated files under a lock, which object stores and HDFS do "
-                    + "not offer (they replace or append whole files); write a local store and copy it there");
-        }
-        java.net.URI u;
-        try {
-            u = new java.net.URI(p);
-        } catch (java.net.URISyntaxException e) {
-            throw new OptionError("store path " + Repr.of(p) + " is not a file URI: " + e.getReason());
-        }
-        String host = u.getRawAuthority() == null ? "" : u.getRawAuthority();
-        if (!host.isEmpty() && !host.equals("localhost")) {
-            throw new OptionError("store path " + Repr.of(p) + " names host " + Repr.of(host)
-                    + "; file URIs must be file:///path (or file:/path) on this machine");
-        }
-        return new File(u.getPath() == null ? "" : u.getPath()).toPath().toAbsolutePath().normalize().toString();
+        return RmqOptions.storePath(p);     // a plain path or a file: URI, as the read side takes it
     }
 
     /** read_topic_queue_nums: writeQueueNums of each topic in {root}/config/topics.json (empty when absent). */

@@ -72,6 +72,18 @@ final class StoreAppend {
         return result;
     }
 
+    /** A task's append: {@code body} with the store's writer, its lock wait and append time noted in {@code msg}. */
+    static void timedAppend(SinkOptions o, SinkCommitMessage msg, Body<Void> body) throws IOException {
+        long t0 = System.nanoTime();
+        long[] locked = {t0};
+        appending(o, writer -> {
+            locked[0] = System.nanoTime();
+            return body.run(writer);
+        });
+        msg.lockWaitMs = (locked[0] - t0) / 1_000_000;
+        msg.appendMs = (System.nanoTime() - locked[0]) / 1_000_000;
+    }
+
     /** What a put pass did: rows appended, the CommitLog range they took. */
     static final class Appended {
         long count;
