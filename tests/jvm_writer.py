@@ -28,11 +28,12 @@ def jvm_writer_or_skip() -> list[str]:
 
 def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 8192, clock_ms: Optional[int] = None,
             lines: Optional[tuple[int, int]] = None, overrides: Sequence[str] = (), fail_after_bytes: Optional[int] = None,
-            abandon: bool = False, check: bool = True) -> tuple[list[dict], dict, int]:
+            abandon: bool = False, check: bool = True, staged: Optional[int] = None) -> tuple[list[dict], dict, int]:
     """Put ``inputs`` (inputs.jsonl lines) into ``root`` with the JVM writer; (results, trailer, returncode).
 
     The trailer is ``{"maxPhyOffset": N}`` or ``{"error": {...}}``, with the tail of the JVM's stderr under
-    ``"stderr"`` (what an uncaught Java exception printed)."""
+    ``"stderr"`` (what an uncaught Java exception printed). ``staged``: each batch goes through StagedPuts
+    (holding that many bytes in memory, the rest in a spill file) and ``putStaged`` instead of ``putAll``."""
     cmd = [*jvm_writer_or_skip(), "put", str(root), str(config), str(inputs), "--batch", str(batch)]
     if clock_ms is not None:
         cmd += ["--clock", str(clock_ms)]
@@ -44,6 +45,8 @@ def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 
         cmd += ["--fail-after-bytes", str(fail_after_bytes)]
     if abandon:
         cmd.append("--abandon")
+    if staged is not None:
+        cmd += ["--staged", str(staged)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     out = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     if check and proc.returncode != 0:

@@ -106,6 +106,18 @@ def test_single_puts_and_odd_batches_give_same_bytes(tmp_path, corpus, batch):
     assert_same_store(GOLDEN_ROOT / corpus / "store", root)
 
 
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("batch,memory", [(8192, 64 << 20), (37, 0)], ids=["in-memory", "spilled-batches-of-37"])
+def test_staged_puts_give_same_bytes(tmp_path, corpus, batch, memory):
+    """Messages checked and encoded ahead (StagedPuts), then put by putStaged (copy, position fields,
+    dispatch): the engine's results and bytes, from memory and from the spill file."""
+    root = tmp_path / "store"
+    results, _, _ = jvm_put(root, GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl",
+                            batch=batch, staged=memory)
+    _assert_results(results, corpus)
+    assert_same_store(GOLDEN_ROOT / corpus / "store", root)
+
+
 def test_sync_flush_gives_same_bytes(tmp_path):
     corpus = DEFAULT[0]
     root = tmp_path / "store"
@@ -273,11 +285,13 @@ def test_python_and_jvm_writers_alternate(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- full disk
 
-def test_full_disk_acknowledges_only_written_and_recovers(tmp_path):
+@pytest.mark.parametrize("staged", [None, 0], ids=["putAll", "staged"])
+def test_full_disk_acknowledges_only_written_and_recovers(tmp_path, staged):
     corpus = DEFAULT[0]
     config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
     root = tmp_path / "store"
-    results, trailer, rc = jvm_put(root, config, inputs, batch=100, fail_after_bytes=300_000, check=False)
+    results, trailer, rc = jvm_put(root, config, inputs, batch=100, fail_after_bytes=300_000, check=False,
+                                   staged=staged)
     assert rc == 1
     assert trailer["error"]["type"] == "WriteFailedError"
     assert "commitlog/0000" in trailer["error"]["message"] and "No space left" in trailer["error"]["message"]
@@ -392,8 +406,9 @@ def _hostile_dicts(seed: int, n: int) -> list[dict]:
     return out
 
 
+@pytest.mark.parametrize("staged", [None, 0], ids=["putAll", "staged"])
 @pytest.mark.parametrize("corpus", DEFAULT)
-def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus):
+def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus, staged):
     """Both writers, one config, the same hostile batch: the same statuses, offsets and store bytes."""
     config_path = GOLDEN_ROOT / corpus / "store.properties"
     config = StoreConfig.from_properties_file(config_path)
@@ -410,7 +425,7 @@ def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus):
     with MessageStoreWriter(py_root, config, clock_ms=lambda: CLOCK_MS) as w:
         it = iter(w.put_messages([m for m in py_msgs if m is not None]))
         py_results = [next(it).to_json_dict() if m is not None else None for m in py_msgs]
-    jvm_results, _, _ = jvm_put(jvm_root, config_path, path, batch=64, clock_ms=CLOCK_MS)
+    jvm_results, _, _ = jvm_put(jvm_root, config_path, path, batch=64, clock_ms=CLOCK_MS, staged=staged)
     assert len(jvm_results) == len(msgs)
     statuses = set()
     for i, (j, p) in enumerate(zip(jvm_results, py_results)):

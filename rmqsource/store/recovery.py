@@ -155,9 +155,11 @@ def recover_store(root: str | os.PathLike, config: Optional[StoreConfig] = None,
         try:
             resume = dispatcher.max_physic_offset()
             index = dispatcher.index_service
-            if index is not None:
+            if index is not None and abort:
                 # IndexFiles may lag the ConsumeQueues (deleted after a crash): catch them up too;
-                # already-present units and entries are skipped by dispatch's duplicate rules.
+                # already-present units and entries are skipped by dispatch's duplicate rules. After a
+                # clean shutdown they do not lag, and a store whose messages carry no keys has no
+                # IndexFile at all: no walk of its whole CommitLog at every open.
                 last = index.last_file
                 resume = min(resume, last.header.end_phy_offset if last is not None else 0)
             resume = max(resume, commitlog.min_offset)

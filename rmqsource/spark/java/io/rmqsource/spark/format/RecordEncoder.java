@@ -26,6 +26,17 @@ public final class RecordEncoder {
     }
 
     /**
+     * Fills the position fields of the record at {@code pos} (QUEUEOFFSET, PHYSICALOFFSET, STORETIMESTAMP),
+     * the rest of it encoded already; its SYSFLAG says where the store timestamp is.
+     */
+    public static void putPosition(ByteBuffer b, int pos, long queueOffset, long phyOffset, long storeTimestamp) {
+        b.putLong(pos + 20, queueOffset);
+        b.putLong(pos + 28, phyOffset);
+        boolean bornV6 = (b.getInt(pos + 36) & Record.BORNHOST_V6_FLAG) != 0;
+        b.putLong(pos + 48 + (bornV6 ? 20 : 8), storeTimestamp);
+    }
+
+    /**
      * Writes the head of a record at {@code pos} (TOTALSIZE .. BODYLENGTH); returns the position of the body.
      * {@code sysFlag} must carry the host v6 bits matching the address lengths.
      */

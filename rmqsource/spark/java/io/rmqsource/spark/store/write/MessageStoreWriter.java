@@ -85,6 +85,8 @@ public final class MessageStoreWriter implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+    /** The summary putStaged fills (null during putAll). */
+    private PutSummary staging;
     /** Why the current batch stopped on an I/O failure (null: it did not). */
     private String failure;
     private Throwable failureCause;
@@ -241,7 +243,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             failed = failure;
             cause = failureCause;
         }
-        if (failed != null) throw new WriteFailedError(failed, results, cause);
+        if (failed != null) throw new WriteFailedError(failed, results, null, cause);
         return results;
     }
 
@@ -320,6 +322,161 @@ public final class MessageStoreWriter implements AutoCloseable {
         if ((c.buf.position() > 0 && !submit(c)) || !drain()) failRest(batch, results, n, stopStatus(), describe(error));
     }
 
+    /**
+     * Puts staged messages in staging order, leaving out those whose index is in {@code skip} (may be
+     * null), at most {@code limit} of them (< 0: all): each record image is copied, its position
+     * fields filled, and it is dispatched, as {@link #putAll} would have put the messages. The put checks
+     * ran when they were staged. {@code results}, when not null, gets the result of staged message i at
+     * [i]. An I/O failure throws {@link WriteFailedError} carrying the summary of what was acknowledged.
+     */
+    public PutSummary putStaged(StagedPuts staged, java.util.BitSet skip, long limit, PutResult[] results) {
+        PutSummary out = new PutSummary();
+        String failed;
+        Throwable cause;
+        synchronized (putLock) {
+            if (!writable) {
+                throw new WriteFailedError(closed ? "store is closed" : "store is not writable: " + describe(error),
+                        null, out, error);
+            }
+            failure = null;
+            failureCause = null;
+            chunkResults = results;
+            staging = out;
+            try {
+                putStagedLocked(staged, staged.cursor(), skip, limit);
+            } catch (IOException e) {                   // reading the staged messages back
+                noteFailure("cannot read the staged messages: " + e.getMessage(), e);
+            } finally {
+                if (inflight != null) drain();
+                chunkA.reset(null, 0);
+                chunkB.reset(null, 0);
+                cur = chunkA;
+                chunkResults = null;
+                staging = null;
+                for (QueueState q : chunkQueues) q.inChunk = false;
+                chunkQueues.clear();
+            }
+            failed = failure;
+            cause = failureCause;
+        }
+        if (failed != null) throw new WriteFailedError(failed, null, out, cause);
+        return out;
+    }
+
+    private void putStagedLocked(StagedPuts staged, StagedPuts.Cursor e, java.util.BitSet skip, long limit)
+            throws IOException {
+        long z = segmentSize;
+        CommitLogFile seg = segments.current;
+        Chunk c = cur.reset(seg, seg != null ? seg.wrote : 0);
+        QueueState[] queues = new QueueState[staged.queueCount()];
+        long taken = 0;
+        for (int i = 0; e.next(); i++) {
+            if (skip != null && skip.get(i)) continue;
+            if (limit >= 0 && taken >= limit) break;
+            taken++;
+            Prepared p = stagedRequest(staged, e, chunkResults != null);
+            p.index = i;
+            int size = p.size;
+            if (seg == null) {
+                seg = roll(p);
+                if (seg == null) return;
+                c.reset(seg, 0);
+            }
+            long pos = c.start + c.buf.position();
+            if (size + 8 > z - pos) {
+                // END_OF_FILE, as in putLocked.
+                if (pos < z) {
+                    RecordEncoder.putBlank(c.buf, c.buf.position(), (int) (z - pos));
+                    c.buf.position(c.buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
+                }
+                c.endsSegment = true;
+                if ((c.buf.position() > 0 && !submit(c)) || !drain()) {
+                    stopStaged(p);
+                    return;
+                }
+                seg = roll(p);
+                if (seg == null) return;
+                c = cur.reset(seg, 0);
+                pos = 0;
+            } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
+                long next = pos;
+                if (!submit(c)) {
+                    stopStaged(p);
+                    return;
+                }
+                c = cur.reset(seg, next);
+            }
+            if (c.buf.capacity() < size + 8) c.buf = ByteBuffer.allocateDirect(size + 8);
+            long qo = 0;
+            if ((e.flags() & StagedPuts.ENTERS_CQ) != 0) {
+                QueueState q = queues[e.queueRef()];
+                if (q == null) q = queues[e.queueRef()] = dispatcher.queue(p.topic, p.queueId);
+                p.queue = q;
+                if (!q.inChunk) {
+                    q.inChunk = true;
+                    q.pendingOffset = q.nextOffset;
+                    chunkQueues.add(q);
+                }
+                qo = q.pendingOffset++;
+            }
+            long phy = seg.start + pos;
+            long ts = (e.flags() & StagedPuts.PINNED_TIMESTAMP) != 0 ? e.pinnedTimestamp() : clockMs.getAsLong();
+            int at = c.buf.position();
+            c.buf.put(at, e.buf, e.recordAt(), size);
+            RecordEncoder.putPosition(c.buf, at, qo, phy, ts);
+            if ((e.flags() & StagedPuts.CRC_PROPERTY) != 0) RecordEncoder.sealCrcProperty(c.buf, at, size, crc);
+            c.buf.position(at + size);
+            p.phyOffset = phy;
+            p.queueOffset = qo;
+            p.storeTs = ts;
+            c.items.add(p);
+        }
+        if ((c.buf.position() > 0 && !submit(c)) || !drain()) stopStaged(null);
+    }
+
+    /** What acknowledge and dispatch need of a staged message. */
+    private static Prepared stagedRequest(StagedPuts staged, StagedPuts.Cursor e, boolean forResult) {
+        Prepared p = new Prepared();
+        int ref = e.queueRef();
+        p.topic = staged.topic(ref);
+        p.queueId = staged.queueId(ref);
+        p.size = e.recordSize();
+        int at = e.recordAt();
+        p.sysFlag = e.buf.getInt(at + 36);
+        if (forResult) {             // the store host, for the result's msgId
+            int host = at + 48 + ((p.sysFlag & io.rmqsource.spark.format.Record.BORNHOST_V6_FLAG) != 0 ? 20 : 8) + 8;
+            p.storeAddr = new byte[(p.sysFlag & io.rmqsource.spark.format.Record.STOREHOST_V6_FLAG) != 0 ? 16 : 4];
+            e.buf.get(host, p.storeAddr);
+            p.storePort = e.buf.getInt(host + p.storeAddr.length);
+        }
+        p.keys = e.text(0);
+        p.uniqKey = e.text(1);
+        if ((e.flags() & StagedPuts.DELAYED) != 0) {
+            p.tags = e.text(2);
+            p.delay = e.text(3);
+        } else {
+            p.staged = true;
+            p.tagsCode = e.tagsCode();
+        }
+        return p;
+    }
+
+    private void stopStaged(Prepared next) {
+        if (staging != null) staging.stoppedAt(next);
+        noteFailure(describe(error), error);
+    }
+
+    /** The next CommitLog segment, or null with the failure noted ({@code next}: the message waiting for it). */
+    private CommitLogFile roll(Prepared next) {
+        try {
+            return segments.roll();
+        } catch (IOException | StoreError x) {
+            if (staging != null) staging.stoppedAt(next);
+            noteFailure("cannot create CommitLog segment " + segments.nextPath() + ": " + x.getMessage(), x);
+            return null;
+        }
+    }
+
     /** A chunk of encoded records: its buffer, its records, where it goes, its write in flight. */
     private static final class Chunk {
         ByteBuffer buf = ByteBuffer.allocateDirect(chunkBytes);
@@ -375,9 +532,11 @@ public final class MessageStoreWriter implements AutoCloseable {
             String why = "CommitLog write failed: " + c.seg.path + " at offset " + (c.seg.start + c.start) + ": "
                     + e.getMessage();
             for (Prepared p : c.items) {
+                if (chunkResults == null) break;
                 chunkResults[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR,
                         -1, -1, 0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
             }
+            if (staging != null && !c.items.isEmpty()) staging.stoppedAt(c.items.get(0));
             noteFailure(why, e);
             return false;
         }
@@ -386,29 +545,31 @@ public final class MessageStoreWriter implements AutoCloseable {
 
     private void encode(ByteBuffer b, Prepared p, long qo, long phy, long ts) {
         int pos = b.position();
+        b.position(encodeRecord(b, pos, p, qo, phy, ts, crc));
+        p.phyOffset = phy;
+        p.queueOffset = qo;
+        p.storeTs = ts;
+    }
+
+    /**
+     * The record of {@code p} at {@code pos} of {@code b} with its position fields; returns its end.
+     * {@code crc} null: the CRC property (when there is one) keeps its placeholder, sealed later.
+     */
+    static int encodeRecord(ByteBuffer b, int pos, Prepared p, long qo, long phy, long ts, CRC32 crc) {
         int bodyPos = RecordEncoder.putHead(b, pos, p.size,
                 p.magicV2 ? io.rmqsource.spark.format.Record.MAGIC_V2 : io.rmqsource.spark.format.Record.MAGIC_V1,
                 p.bodyCrc, p.queueId, p.flag, qo, phy, p.sysFlag, p.bornTimestamp, p.bornAddr, p.bornPort, ts,
                 p.storeAddr, p.storePort, p.reconsumeTimes, p.preparedTransactionOffset, p.body.length);
         b.put(bodyPos, p.body);
         int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props, p.propsLen);
-        if (p.crcProp) RecordEncoder.sealCrcProperty(b, pos, p.size, crc);
-        b.position(end);
-        p.phyOffset = phy;
-        p.queueOffset = qo;
-        p.storeTs = ts;
+        if (p.crcProp && crc != null) RecordEncoder.sealCrcProperty(b, pos, p.size, crc);
+        return end;
     }
 
     private CommitLogFile rollOrFail(List<Message> batch, PutResult[] results, int from) {
-        try {
-            return segments.roll();
-        } catch (IOException | StoreError e) {
-            String why = "cannot create CommitLog segment " + segments.nextPath()
-                    + ": " + e.getMessage();
-            failRest(batch, results, from, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, why);
-            noteFailure(why, e);
-            return null;
-        }
+        CommitLogFile seg = roll(null);
+        if (seg == null) failRest(batch, results, from, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, failure);
+        return seg;
     }
 
     private void noteFailure(String why, Throwable cause) {
@@ -447,14 +608,17 @@ public final class MessageStoreWriter implements AutoCloseable {
         // Results first: the bytes are in the CommitLog whatever dispatch does next.
         PutResult[] results = chunkResults;
         for (Prepared p : items) {
-            results[p.index] = new PutResult(status, AppendMessageStatus.PUT_OK, p.phyOffset, p.queueOffset, p.size,
-                    p.storeTs, p.topic, p.queueId, p.sysFlag, "", p.storeAddr, p.storePort);
+            if (results != null) {
+                results[p.index] = new PutResult(status, AppendMessageStatus.PUT_OK, p.phyOffset, p.queueOffset, p.size,
+                        p.storeTs, p.topic, p.queueId, p.sysFlag, "", p.storeAddr, p.storePort);
+            }
+            if (staging != null) staging.acknowledged(p.phyOffset, p.size);
         }
         try {
             for (Prepared p : items) {
                 long tagsCode = p.delay != null
                         ? TagsCode.consumeQueueTagsCode(p.topic, p.tags, p.delay, p.storeTs, delayLevels)
-                        : (p.tags == null ? 0 : p.tags.hashCode());
+                        : p.staged ? p.tagsCode : (p.tags == null ? 0 : p.tags.hashCode());
                 dispatcher.dispatch(p.queue, p.topic, p.queueId, p.phyOffset, p.size, tagsCode, p.storeTs, p.queueOffset,
                         p.sysFlag, p.keys, p.uniqKey);
             }
@@ -466,6 +630,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             Throwable cause = e instanceof InternalError && index != null ? index.mappedFault((InternalError) e) : e;
             error = cause;
             writable = false;
+            if (staging != null && !items.isEmpty()) staging.stoppedAt(items.get(0));
             noteFailure("dispatch (ConsumeQueue / IndexFile) failed after CommitLog offset " + (seg.start + c.start)
                     + ": " + describe(cause), cause);
         }

@@ -33,6 +33,8 @@ final class Prepared {
     String keys;
     String uniqKey;
     String delay;               // only for SCHEDULE_TOPIC_XXXX records
+    boolean staged;             // a staged message (not delayed): tagsCode is its ConsumeQueue tags code
+    long tagsCode;
     // Filled by the append.
     long phyOffset;
     long queueOffset;

@@ -70,9 +70,11 @@ final class Recovery {
         commitLog = new CommitLog(layout);
         try {
             long resume = dispatcher.maxPhysicOffset();
-            if (dispatcher.index != null) {
+            if (dispatcher.index != null && abort) {
                 // IndexFiles may lag the ConsumeQueues (deleted after a crash): catch them up too;
-                // units and entries already present are skipped by dispatch's duplicate rules.
+                // units and entries already present are skipped by dispatch's duplicate rules. After a
+                // clean shutdown they do not lag, and a store whose messages carry no keys has no
+                // IndexFile at all: no walk of its whole CommitLog at every open.
                 IndexWriter.Idx last = dispatcher.index.last();
                 resume = Math.min(resume, last != null ? last.endPhyOffset : 0);
             }

@@ -11,14 +11,22 @@ import io.rmqsource.spark.errors.StoreError;
 public final class WriteFailedError extends StoreError {
     private static final long serialVersionUID = 1L;
     private final transient PutResult[] results;
+    private final transient PutSummary summary;
 
-    WriteFailedError(String message, PutResult[] results, Throwable cause) {
+    WriteFailedError(String message, PutResult[] results, PutSummary summary, Throwable cause) {
         super(message);
         this.results = results;
+        this.summary = summary;
         if (cause != null) initCause(cause);
     }
 
+    /** The batch's results (null when the put did not ask for them: {@link MessageStoreWriter#putStaged}). */
     public PutResult[] results() {
         return results;
+    }
+
+    /** What a {@link MessageStoreWriter#putStaged} acknowledged before it stopped (null for putAll). */
+    public PutSummary summary() {
+        return summary;
     }
 }

@@ -28,6 +28,7 @@ import java.util.function.LongSupplier;
  *            --from I --to J (lines [I, J) of INPUTS)   --clock MS (a fixed store clock)
  *            --override key=value (store config)        --fail-after-bytes N (injected full disk)
  *            --abandon (let go without a clean shutdown, as a crash)
+ *            --staged MEMORY_BYTES (each batch staged first, StagedPuts with that much memory, then putStaged)
  * java ... WriteMain hold ROOT CONFIG [--timeout-ms N]   (open, print "locked", close when stdin ends)
  * java ... WriteMain scan ROOT CONFIG FROM NAME...       (MessageStoreWriter.scan: one JSON line per record)
  * java ... WriteMain bench ROOT MESSAGES BODY_BYTES CHUNK    (synthetic puts; JSON figures)</pre>
@@ -83,6 +84,7 @@ public final class WriteMain {
         long to = Long.MAX_VALUE;
         Long clock = null;
         boolean abandon = false;
+        long stagedMemory = -1;
         Map<String, String> overrides = new LinkedHashMap<>();
         for (int i = 4; i < args.length; i++) {
             switch (args[i]) {
@@ -91,6 +93,7 @@ public final class WriteMain {
                 case "--to" -> to = Long.parseLong(args[++i]);
                 case "--clock" -> clock = Long.parseLong(args[++i]);
                 case "--abandon" -> abandon = true;
+                case "--staged" -> stagedMemory = Long.parseLong(args[++i]);
                 case "--fail-after-bytes" -> WriteFiles.setFaults(WriteFiles.diskFullAfter(Long.parseLong(args[++i])));
                 case "--override" -> {
                     String[] kv = args[++i].split("=", 2);
@@ -115,13 +118,21 @@ public final class WriteMain {
         List<PutResult> results = new ArrayList<>();
         RmqError failed = null;
         try {
-            if (batch <= 0) {
+            if (stagedMemory >= 0) {
+                int step = batch <= 0 ? 1 : batch;
+                for (int i = 0; i < msgs.size(); i += step) {
+                    results.addAll(List.of(putStaged(w, msgs.subList(i, Math.min(msgs.size(), i + step)), stagedMemory)));
+                }
+            } else if (batch <= 0) {
                 for (Message m : msgs) results.add(w.put(m));
             } else {
                 for (int i = 0; i < msgs.size(); i += batch) {
                     results.addAll(List.of(w.putAll(msgs.subList(i, Math.min(msgs.size(), i + batch)))));
                 }
             }
+        } catch (StagedFailure e) {
+            results.addAll(List.of(e.results));
+            failed = e.error;
         } catch (WriteFailedError e) {
             results.addAll(List.of(e.results()));
             failed = e;
@@ -140,6 +151,43 @@ public final class WriteMain {
             w.close();
         }
         if (failed != null) throw failed;
+    }
+
+    /** A putStaged that failed: the batch's results (the rest UNKNOWN_ERROR), the writer's error. */
+    private static final class StagedFailure extends RuntimeException {
+        final transient PutResult[] results;
+        final WriteFailedError error;
+
+        StagedFailure(PutResult[] results, WriteFailedError error) {
+            this.results = results;
+            this.error = error;
+        }
+    }
+
+    /** {@code batch} staged (refusals are final at once), then put with putStaged; results in batch order. */
+    private static PutResult[] putStaged(MessageStoreWriter w, List<Message> batch, long memory) throws IOException {
+        PutResult[] out = new PutResult[batch.size()];
+        int[] ordinal = new int[batch.size()];
+        try (StagedPuts staged = new StagedPuts(w.config(), memory, Path.of(System.getProperty("java.io.tmpdir")))) {
+            for (int i = 0; i < batch.size(); i++) {
+                out[i] = staged.stage(batch.get(i));
+                ordinal[i] = out[i] == null ? (int) staged.count() - 1 : -1;
+            }
+            PutResult[] put = new PutResult[(int) staged.count()];
+            WriteFailedError failed = null;
+            try {
+                w.putStaged(staged, null, -1, put);
+            } catch (WriteFailedError e) {
+                failed = e;
+            }
+            for (int i = 0; i < batch.size(); i++) {
+                if (out[i] != null) continue;
+                out[i] = put[ordinal[i]] != null ? put[ordinal[i]]
+                        : PutResult.failed(batch.get(i), PutMessageStatus.UNKNOWN_ERROR, null, failed.getMessage());
+            }
+            if (failed != null) throw new StagedFailure(out, failed);
+        }
+        return out;
     }
 
     private static void hold(String[] args, PrintStream out) throws IOException {
