@@ -28,7 +28,8 @@ def jvm_writer_or_skip() -> list[str]:
 
 def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 8192, clock_ms: Optional[int] = None,
             lines: Optional[tuple[int, int]] = None, overrides: Sequence[str] = (), fail_after_bytes: Optional[int] = None,
-            abandon: bool = False, check: bool = True, staged: Optional[int] = None) -> tuple[list[dict], dict, int]:
+            abandon: bool = False, check: bool = True, staged: Optional[int] = None,
+            chunk_bytes: Optional[int] = None) -> tuple[list[dict], dict, int]:
     """Put ``inputs`` (inputs.jsonl lines) into ``root`` with the JVM writer; (results, trailer, returncode).
 
     The trailer is ``{"maxPhyOffset": N}`` or ``{"error": {...}}``, with the tail of the JVM's stderr under
@@ -47,6 +48,8 @@ def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 
         cmd.append("--abandon")
     if staged is not None:
         cmd += ["--staged", str(staged)]
+    if chunk_bytes is not None:
+        cmd += ["--chunk-bytes", str(chunk_bytes)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     out = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     if check and proc.returncode != 0:

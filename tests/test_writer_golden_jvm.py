@@ -285,13 +285,17 @@ def test_python_and_jvm_writers_alternate(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- full disk
 
-@pytest.mark.parametrize("staged", [None, 0], ids=["putAll", "staged"])
-def test_full_disk_acknowledges_only_written_and_recovers(tmp_path, staged):
+@pytest.mark.parametrize("staged,batch,chunk_bytes", [(None, 100, None), (0, 100, None), (None, 10**6, 4096),
+                                                     (0, 10**6, 4096)],
+                         ids=["putAll", "staged", "putAll-chunks-in-flight", "staged-chunks-in-flight"])
+def test_full_disk_acknowledges_only_written_and_recovers(tmp_path, staged, batch, chunk_bytes):
+    """Also with one batch of small CommitLog writes: several are in flight when the disk fills, and
+    none after the failed one is written or acknowledged."""
     corpus = DEFAULT[0]
     config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
     root = tmp_path / "store"
-    results, trailer, rc = jvm_put(root, config, inputs, batch=100, fail_after_bytes=300_000, check=False,
-                                   staged=staged)
+    results, trailer, rc = jvm_put(root, config, inputs, batch=batch, fail_after_bytes=300_000, check=False,
+                                   staged=staged, chunk_bytes=chunk_bytes)
     assert rc == 1
     assert trailer["error"]["type"] == "WriteFailedError"
     assert "commitlog/0000" in trailer["error"]["message"] and "No space left" in trailer["error"]["message"]

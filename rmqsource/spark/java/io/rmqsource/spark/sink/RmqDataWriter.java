@@ -18,16 +18,14 @@ final class RmqDataWriter implements DataWriter<InternalRow> {
     private final SinkSchema schema;
     private final String writeKey;
     private final int partition;
-    private final RowSpill rows;
-    private final RowsToMessages intake;
+    private final TaskRows rows;
 
     RmqDataWriter(SinkOptions opts, SinkSchema schema, String writeKey, int partition) {
         this.opts = opts;
         this.schema = schema;
         this.writeKey = writeKey;
         this.partition = partition;
-        this.rows = new RowSpill(schema.schema);
-        this.intake = converter();
+        this.rows = new TaskRows(opts, schema, converter());
     }
 
     private RowsToMessages converter() {
@@ -37,15 +35,14 @@ final class RmqDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public void write(InternalRow row) throws IOException {
-        intake.check(row, rows.rows());
         rows.add(row);
     }
 
     @Override
     public WriterCommitMessage commit() throws IOException {
         SinkCommitMessage msg = new SinkCommitMessage(partition);
-        msg.rows = rows.rows();
-        if (rows.rows() == 0) return msg;
+        msg.rows = rows.count();
+        if (rows.count() == 0) return msg;
         StoreAppend.timedAppend(opts, msg, writer -> {
             append(writer, msg);
             return null;
@@ -69,7 +66,7 @@ final class RmqDataWriter implements DataWriter<InternalRow> {
         }
         Map<String, Object> tasks = SinkLog.map((Map<String, Object>) writes.get(writeKey), "tasks");
         Map<String, Object> entry = (Map<String, Object>) tasks.get(Integer.toString(partition));
-        long n = rows.rows();
+        long n = rows.count();
         BitSet present = new BitSet();
         long end = writer.maxPhyOffset();
         if (entry == null) {
@@ -93,8 +90,9 @@ final class RmqDataWriter implements DataWriter<InternalRow> {
         msg.skipped = present.cardinality();
         long killAt = SinkFaults.take(opts.root, "kill:" + partition) ? n / 2
                 : SinkFaults.take(opts.root, "disk-full:" + partition) ? n / 2 : -1;
-        StoreAppend.Appended a = StoreAppend.putRows(writer, rows, converter(), present, true, killAt,
-                "rmq sink: injected fault: the task died half-way through its append (test hook " + SinkFaults.ENV + ")");
+        StoreAppend.Appended a = rows.put(writer, present, true, killAt,
+                "rmq sink: injected fault: the task died half-way through its append (test hook " + SinkFaults.ENV + ")",
+                this::converter);
         entry.put("done", true);
         entry.put("rows", Math.max(n, SinkLog.longOf(entry, "rows", 0)));
         log.save(doc);
@@ -119,7 +117,7 @@ final class RmqDataWriter implements DataWriter<InternalRow> {
         RowsToMessages conv = converter();
         io.rmqsource.spark.store.write.Message m = new io.rmqsource.spark.store.write.Message();
         int[] next = {0};
-        rows.forEach((row, seq) -> {
+        rows.rows().forEach((row, seq) -> {
             int queue = conv.queueOf(row);
             if (seq < below || next[0] < 0 || next[0] >= written.size()) return;
             if (written.get(next[0]).matches(conv.fill(m, row, seq, queue))) {

@@ -22,8 +22,7 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
     private final String queryId;
     private final int partition;
     private final long batchId;
-    private final RowSpill rows;
-    private final RowsToMessages intake;
+    private final TaskRows rows;
 
     RmqStreamDataWriter(SinkOptions opts, SinkSchema schema, String plannedQueryId, int partition, long batchId) {
         this.opts = opts;
@@ -33,8 +32,7 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
         this.queryId = local != null && !local.isEmpty() ? local : plannedQueryId;      // the query's id across restarts
         this.partition = partition;
         this.batchId = batchId;
-        this.rows = new RowSpill(schema.schema);
-        this.intake = converter();
+        this.rows = new TaskRows(opts, schema, converter());
     }
 
     private RowsToMessages converter() {
@@ -56,17 +54,16 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public void write(InternalRow row) throws IOException {
-        intake.check(row, rows.rows());
         rows.add(row);
     }
 
     @Override
     public WriterCommitMessage commit() throws IOException {
         SinkCommitMessage msg = new SinkCommitMessage(partition);
-        msg.rows = rows.rows();
+        msg.rows = rows.count();
         msg.batchId = batchId;
         msg.queryId = queryId;
-        if (rows.rows() == 0) return msg;
+        if (rows.count() == 0) return msg;
         StoreAppend.timedAppend(opts, msg, writer -> {
             append(writer, msg);
             return null;
@@ -79,7 +76,7 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
         SinkLog log = new SinkLog(opts.root);
         Map<String, Object> doc = log.load();
         Map<String, Object> q = query(SinkLog.map(doc, "queries"), queryId);
-        long n = rows.rows();
+        long n = rows.count();
         if (batchId <= SinkLog.longOf(q, "committedBatch", -1)) {
             msg.skipped = n;
             return;
@@ -107,8 +104,9 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
         }
         long toAppend = n - skip.cardinality();
         long failAfter = toAppend > 1 && SinkFaults.take(opts.root, "mid-append:" + batchId) ? toAppend / 2 : -1;
-        StoreAppend.Appended a = StoreAppend.putRows(writer, rows, converter(), skip, false, failAfter,
-                "rmq sink: injected fault: the task died half-way through its append (test hook " + SinkFaults.ENV + ")");
+        StoreAppend.Appended a = rows.put(writer, skip, false, failAfter,
+                "rmq sink: injected fault: the task died half-way through its append (test hook " + SinkFaults.ENV + ")",
+                this::converter);
         entry.put("done", true);
         entry.put("appended", a.count + skip.cardinality());
         log.save(doc);

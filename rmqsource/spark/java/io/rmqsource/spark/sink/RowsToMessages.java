@@ -44,9 +44,13 @@ final class RowsToMessages {
     private final boolean keysIsArray;
     /** preserveStoreFields: an empty string is written as given, not taken for an absent value. */
     private final boolean keepEmpty;
-    // the last topic seen, so rows of one topic share one String
-    private UTF8String lastTopicBytes;
-    private String lastTopic;
+    // Topics seen lately (rows of one topic share one String, without decoding it again)
+    private final UTF8String[] topicBytes = new UTF8String[16];
+    private final String[] topics = new String[16];
+    private int nextTopicSlot;
+    /** The properties map of the last row when each message is staged before the next row is filled, else null. */
+    private LinkedHashMap<String, String> rowProperties;
+    private boolean mapHoldsStampsOnly;
 
     RowsToMessages(SinkSchema schema, QueueChooser chooser, String tag, int partition) {
         this.s = schema;
@@ -86,6 +90,20 @@ final class RowsToMessages {
         }
     }
 
+    /** Each message is staged (copied) before the next row is filled: one properties map serves every row. */
+    RowsToMessages reusingProperties() {
+        rowProperties = new LinkedHashMap<>(16);
+        return this;
+    }
+
+    /** {@code stampsOnly}: the row has no properties of its own (the map's two stamp entries just change value). */
+    private LinkedHashMap<String, String> propertiesMap(int entries, boolean stampsOnly) {
+        if (rowProperties == null) return new LinkedHashMap<>(Math.max(4, 2 * (entries + 2)));
+        if (!stampsOnly || !mapHoldsStampsOnly) rowProperties.clear();
+        mapHoldsStampsOnly = stampsOnly;
+        return rowProperties;
+    }
+
     /** The checks made as rows arrive (before the lock): a row without topic, a negative queueId. */
     void check(InternalRow row, long seq) {
         if (row.isNullAt(s.topic)) throw new OptionError("row " + seq + ": topic is null");
@@ -97,11 +115,14 @@ final class RowsToMessages {
 
     private String topic(InternalRow row) {
         UTF8String t = row.getUTF8String(s.topic);
-        if (!t.equals(lastTopicBytes)) {
-            lastTopicBytes = t.clone();
-            lastTopic = t.toString();
+        for (int i = 0; i < topicBytes.length && topicBytes[i] != null; i++) {
+            if (topicBytes[i].equals(t)) return topics[i];
         }
-        return lastTopic;
+        int slot = nextTopicSlot;
+        nextTopicSlot = (slot + 1) % topicBytes.length;
+        topicBytes[slot] = t.clone();
+        topics[slot] = t.toString();
+        return topics[slot];
     }
 
     private String text(InternalRow row, int ordinal) {
@@ -171,7 +192,7 @@ final class RowsToMessages {
             if (n > 0) {
                 ArrayData k = map.keyArray();
                 ArrayData v = map.valueArray();
-                out = new LinkedHashMap<>(Math.max(4, 2 * (n + 2)));
+                out = propertiesMap(n, false);
                 for (int i = 0; i < n; i++) {
                     String key = k.getUTF8String(i).toString();
                     if ((s.tags >= 0 && key.equals("TAGS")) || (s.keys >= 0 && key.equals("KEYS"))) continue;
@@ -180,7 +201,7 @@ final class RowsToMessages {
             }
         }
         if (tag != null) {
-            if (out == null) out = new LinkedHashMap<>(4);
+            if (out == null) out = propertiesMap(0, true);
             out.put(BATCH_PROPERTY, tag);
             out.put(SEQ_PROPERTY, seqPrefix + seq);
         }

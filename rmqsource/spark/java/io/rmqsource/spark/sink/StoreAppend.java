@@ -5,6 +5,9 @@ import io.rmqsource.spark.errors.StoreLockedError;
 import io.rmqsource.spark.store.write.Message;
 import io.rmqsource.spark.store.write.MessageStoreWriter;
 import io.rmqsource.spark.store.write.PutResult;
+import io.rmqsource.spark.store.write.PutSummary;
+import io.rmqsource.spark.store.write.StagedPuts;
+import io.rmqsource.spark.store.write.WriteFailedError;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -129,6 +132,39 @@ final class StoreAppend {
         return out;
     }
 
+    /**
+     * Put the staged messages not in {@code present}, in order; after {@code failAfter} of them (>= 0)
+     * the test seam's fault, as in {@link #putRows}.
+     */
+    static Appended putStaged(MessageStoreWriter writer, StagedPuts staged, BitSet present, long failAfter,
+                              String fault) throws IOException {
+        long limit = failAfter >= 0 ? Math.max(failAfter, 1) : -1;
+        PutSummary s;
+        try {
+            s = writer.putStaged(staged, present, limit, null);
+        } catch (WriteFailedError e) {
+            PutSummary d = e.summary();
+            String to = d != null && d.stoppedTopic != null ? d.stoppedTopic + ":" + d.stoppedQueueId : "the store";
+            throw caused(new StoreError("rmq sink: put of a message to " + to + " failed: " + e.getMessage()), e);
+        }
+        if (limit >= 0 && s.count >= limit) {
+            writer.abandon();
+            throw new InjectedFault(fault);
+        }
+        writer.flush();           // durable before the sink log says done
+        Appended out = new Appended();
+        out.count = s.count;
+        out.firstOffset = s.firstOffset;
+        out.endOffset = s.endOffset;
+        return out;
+    }
+
+    /** The error of a put the checks refused. */
+    static StoreError refused(PutResult r) {
+        return new StoreError("rmq sink: put of a message to " + r.topic + ":" + r.queueId + " failed with "
+                + r.status + ": " + (r.reason.isEmpty() ? String.valueOf(r.appendStatus) : r.reason));
+    }
+
     /** Fills chunks of messages from the rows on its own thread; two chunk lists in flight. */
     private static final class ChunkConverter extends Thread {
         private static final List<Message> END = new ArrayList<>();
@@ -247,10 +283,7 @@ final class StoreAppend {
         }
         for (int i = 0; i < results.length; i++) {
             PutResult r = results[i];
-            if (!r.ok()) {
-                throw new StoreError("rmq sink: put of a message to " + r.topic + ":" + r.queueId + " failed with "
-                        + r.status + ": " + (r.reason.isEmpty() ? String.valueOf(r.appendStatus) : r.reason));
-            }
+            if (!r.ok()) throw refused(r);
         }
         if (out.firstOffset < 0) out.firstOffset = results[0].commitLogOffset;
         PutResult last = results[results.length - 1];

@@ -31,20 +31,23 @@ import java.util.zip.CRC32;
  * byte for byte like the engine generation named by the config's engineVersion (twin of
  * rmqsource/store/writer.py MessageStoreWriter with commitlog_append.py and flush.py).
  *
- * <p>Write path: a batch is checked and encoded ({@link PutChecks}) into one direct buffer per segment
- * chunk (about {@link #chunkBytes}), written with one positioned write (its first 4 bytes last, so a
- * failure leaves nothing recovery accepts) by a write thread while the put thread encodes the next
- * chunk; a chunk is written only after the one before it was acknowledged, and a segment's chunks
- * are all acknowledged before the next segment starts.  Then its messages are acknowledged and dispatched
- * (ConsumeQueue units and IndexFile keys from the encoded requests, no re-read).  END_OF_FILE: a blank
- * record when fewer than size + 8 bytes are left; segments are full-size files and the one after the
- * current one is pre-allocated.  SYNC_FLUSH acknowledges after fsync; ASYNC_FLUSH fsyncs every
- * flushIntervalCommitLog ms on a daemon thread.  {@code abort} exists while open; {@link #close}
- * flushes, writes the checkpoint and removes it.  Thread-safe (puts are serialized).
+ * <p>Write path: a batch is checked and encoded ({@link PutChecks}; or was, ahead of the lock:
+ * {@link StagedPuts}) into one direct buffer per segment chunk (about {@link #chunkBytes}), written with
+ * one positioned write (its first 4 bytes last, so a failure leaves nothing recovery accepts) by a write
+ * thread while the put thread encodes the next chunks (up to three in flight, written in order; none is
+ * written after one that failed), and a segment's chunks are all acknowledged before the next segment
+ * starts.  A written chunk's messages are acknowledged in order and dispatched (ConsumeQueue units and
+ * IndexFile keys from the encoded requests, no re-read); after a failure no later chunk is
+ * acknowledged.  END_OF_FILE: a blank record when fewer than size + 8 bytes are left; segments are
+ * full-size files and the one after the current one is pre-allocated.  SYNC_FLUSH acknowledges after
+ * fsync; ASYNC_FLUSH fsyncs every flushIntervalCommitLog ms on a daemon thread, and behind the writes
+ * every 32 MiB.  {@code abort} exists while open; {@link #close} flushes, writes the checkpoint and
+ * removes it.  Thread-safe (puts are serialized).
  */
 public final class MessageStoreWriter implements AutoCloseable {
     /** Bytes of records encoded before a chunk is written (a bigger record gets a chunk of its own). */
     static volatile int chunkBytes = 1 << 20;
+
 
     private final Path root;
     private final StoreConfig config;
@@ -73,10 +76,13 @@ public final class MessageStoreWriter implements AutoCloseable {
     private Thread flusher;
     private volatile boolean stopping;
     // Chunks: one encoded while the other is written by the write thread.
-    private final Chunk chunkA = new Chunk();
-    private final Chunk chunkB = new Chunk();
-    private Chunk cur = chunkA;
-    private Chunk inflight;
+    private final Chunk[] ring = {new Chunk(), new Chunk(), new Chunk(), new Chunk()};
+    private int curIndex;
+    private Chunk cur = ring[0];
+    /** Chunks handed to the write thread and not acknowledged yet, oldest first (fewer than the ring's). */
+    private final java.util.ArrayDeque<Chunk> inflight = new java.util.ArrayDeque<>();
+    /** A chunk write of this batch failed: the write thread writes no later chunk. */
+    private volatile boolean writeFailed;
     private PutResult[] chunkResults;
     /** Queues whose offsets the current batch handed out. */
     private final List<QueueState> chunkQueues = new ArrayList<>();
@@ -85,8 +91,25 @@ public final class MessageStoreWriter implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+    /** Staged requests acknowledged, for the next ones (their fields are all set again). */
+    private final List<Prepared> spare = new ArrayList<>();
     /** The summary putStaged fills (null during putAll). */
     private PutSummary staging;
+    /**
+     * ASYNC_FLUSH: once {@link #FLUSH_BEHIND_BYTES} more are written, a segment is fsynced on this thread
+     * while the puts go on, so that the flush that makes them durable (a clean close, a sink's commit)
+     * finds little left to write.  Its failure is kept: the next flush reports it (a failed fsync is
+     * reported once per open file).
+     */
+    private final ExecutorService flushBehind = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "rmq-commitlog-flush-behind");
+        t.setDaemon(true);
+        return t;
+    });
+    static final long FLUSH_BEHIND_BYTES = 32L << 20;
+    private final java.util.concurrent.atomic.AtomicLong writtenSinceFlush = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicBoolean flushBehindQueued = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile IOException flushBehindError;
     /** Why the current batch stopped on an I/O failure (null: it did not). */
     private String failure;
     private Throwable failureCause;
@@ -231,10 +254,8 @@ public final class MessageStoreWriter implements AutoCloseable {
             try {
                 putLocked(batch, results);
             } finally {
-                if (inflight != null) drain();           // (only after an unexpected error)
-                chunkA.reset(null, 0);
-                chunkB.reset(null, 0);
-                cur = chunkA;
+                if (!inflight.isEmpty()) drain();           // (only after an unexpected error)
+                resetChunks();
                 chunkResults = null;
                 // Offsets handed out to messages that were not acknowledged are given back.
                 for (QueueState q : chunkQueues) q.inChunk = false;
@@ -285,7 +306,7 @@ public final class MessageStoreWriter implements AutoCloseable {
                 c.endsSegment = true;
                 // The segment's chunks are all written and acknowledged before the next segment starts.
                 if ((c.buf.position() > 0 && !submit(c)) || !drain()) {
-                    failRest(batch, results, i, stopStatus(), describe(error));
+                    failRest(batch, results, stopStatus(), describe(error));
                     return;
                 }
                 seg = rollOrFail(batch, results, i);
@@ -295,7 +316,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
                 long next = pos;
                 if (!submit(c)) {
-                    failRest(batch, results, i, stopStatus(), describe(error));
+                    failRest(batch, results, stopStatus(), describe(error));
                     return;
                 }
                 c = cur.reset(seg, next);
@@ -319,7 +340,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             encode(c.buf, p, qo, phy, ts);
             c.items.add(p);
         }
-        if ((c.buf.position() > 0 && !submit(c)) || !drain()) failRest(batch, results, n, stopStatus(), describe(error));
+        if ((c.buf.position() > 0 && !submit(c)) || !drain()) failRest(batch, results, stopStatus(), describe(error));
     }
 
     /**
@@ -347,10 +368,8 @@ public final class MessageStoreWriter implements AutoCloseable {
             } catch (IOException e) {                   // reading the staged messages back
                 noteFailure("cannot read the staged messages: " + e.getMessage(), e);
             } finally {
-                if (inflight != null) drain();
-                chunkA.reset(null, 0);
-                chunkB.reset(null, 0);
-                cur = chunkA;
+                if (!inflight.isEmpty()) drain();
+                resetChunks();
                 chunkResults = null;
                 staging = null;
                 for (QueueState q : chunkQueues) q.inChunk = false;
@@ -435,8 +454,8 @@ public final class MessageStoreWriter implements AutoCloseable {
     }
 
     /** What acknowledge and dispatch need of a staged message. */
-    private static Prepared stagedRequest(StagedPuts staged, StagedPuts.Cursor e, boolean forResult) {
-        Prepared p = new Prepared();
+    private Prepared stagedRequest(StagedPuts staged, StagedPuts.Cursor e, boolean forResult) {
+        Prepared p = spare.isEmpty() ? new Prepared() : spare.remove(spare.size() - 1);
         int ref = e.queueRef();
         p.topic = staged.topic(ref);
         p.queueId = staged.queueId(ref);
@@ -451,12 +470,16 @@ public final class MessageStoreWriter implements AutoCloseable {
         }
         p.keys = e.text(0);
         p.uniqKey = e.text(1);
+        p.queue = null;
         if ((e.flags() & StagedPuts.DELAYED) != 0) {
+            p.staged = false;
             p.tags = e.text(2);
             p.delay = e.text(3);
         } else {
             p.staged = true;
             p.tagsCode = e.tagsCode();
+            p.tags = null;
+            p.delay = null;
         }
         return p;
     }
@@ -497,50 +520,105 @@ public final class MessageStoreWriter implements AutoCloseable {
         }
     }
 
+    private void resetChunks() {
+        for (Chunk c : ring) c.reset(null, 0);
+        curIndex = 0;
+        cur = ring[0];
+        writeFailed = false;
+    }
+
     /**
-     * Hands {@code c} to the write thread once the chunk before it is written and acknowledged (so the
-     * next chunk is encoded while this one is written, and nothing is written after a failure); the
-     * other chunk becomes {@link #cur}.  False when the batch must stop.
+     * Hands {@code c} to the write thread (the oldest chunk in flight acknowledged first when the ring
+     * is full), so that the next chunks are encoded while it is written; the next chunk of the ring
+     * becomes {@link #cur}.  The write thread writes the chunks in order and none after one that failed,
+     * so nothing is written after a failure.  False when the batch must stop.
      */
     private boolean submit(Chunk c) {
-        if (!drain()) return false;
+        if (inflight.size() >= ring.length - 1 && !drainOldest()) {
+            drain();
+            return false;
+        }
         c.buf.flip();
         CommitLogFile seg = c.seg;
         ByteBuffer b = c.buf;
         long at = c.start;
         c.write = writeThread.submit(() -> {
-            CommitLogSegments.writeChunk(seg, b, at);
+            if (writeFailed) throw new IOException("not written: an earlier CommitLog write of this batch failed");
+            try {
+                CommitLogSegments.writeChunk(seg, b, at);
+            } catch (IOException | RuntimeException | Error e) {
+                writeFailed = true;
+                throw e;
+            }
+            if (!syncFlush) flushBehind(seg, b.limit());
             return null;
         });
-        inflight = c;
-        cur = c == chunkA ? chunkB : chunkA;
+        inflight.addLast(c);
+        curIndex = (curIndex + 1) % ring.length;
+        cur = ring[curIndex];
         return true;
     }
 
-    /** Waits for the chunk in flight and acknowledges it; false when the batch must stop. */
+    private void flushBehind(CommitLogFile seg, long wrote) {
+        if (writtenSinceFlush.addAndGet(wrote) < FLUSH_BEHIND_BYTES || !flushBehindQueued.compareAndSet(false, true)) return;
+        writtenSinceFlush.set(0);
+        try {
+            flushBehind.execute(() -> {
+                flushBehindQueued.set(false);
+                java.nio.channels.FileChannel ch = seg.channel;
+                if (ch == null || closed) return;
+                try {
+                    ch.force(false);
+                } catch (java.nio.channels.ClosedChannelException e) {
+                    // closed or let go meanwhile: its own flush decides
+                } catch (IOException e) {
+                    if (flushBehindError == null) flushBehindError = e;
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            flushBehindQueued.set(false);             // shut down: the writer is closing
+        }
+    }
+
+    /** Waits for every chunk in flight and acknowledges them in order; false when the batch must stop. */
     private boolean drain() {
-        Chunk c = inflight;
+        boolean ok = true;
+        while (!inflight.isEmpty()) ok &= drainOldest();
+        return ok;
+    }
+
+    /**
+     * Waits for the oldest chunk in flight and acknowledges it; false when the batch must stop (its
+     * messages and those of every later chunk are then not acknowledged).
+     */
+    private boolean drainOldest() {
+        Chunk c = inflight.pollFirst();
         if (c == null) return true;
-        inflight = null;
+        Throwable failed = null;
         try {
             c.write.get();
         } catch (ExecutionException | InterruptedException x) {
             if (x instanceof InterruptedException) Thread.currentThread().interrupt();
-            Throwable e = x instanceof ExecutionException ? x.getCause() : x;
-            error = e;
-            if (e instanceof CommitLogSegments.ChunkNotZeroed || !(e instanceof IOException)) writable = false;
-            String why = "CommitLog write failed: " + c.seg.path + " at offset " + (c.seg.start + c.start) + ": "
-                    + e.getMessage();
-            for (Prepared p : c.items) {
-                if (chunkResults == null) break;
-                chunkResults[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR,
-                        -1, -1, 0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
-            }
-            if (staging != null && !c.items.isEmpty()) staging.stoppedAt(c.items.get(0));
-            noteFailure(why, e);
-            return false;
+            failed = x instanceof ExecutionException ? x.getCause() : x;
         }
-        return acknowledge(c);
+        if (failed == null && failure == null) return acknowledge(c);
+        String why;
+        if (failed != null) {
+            if (error == null || failure == null) error = failed;
+            if (failed instanceof CommitLogSegments.ChunkNotZeroed || !(failed instanceof IOException)) writable = false;
+            why = "CommitLog write failed: " + c.seg.path + " at offset " + (c.seg.start + c.start) + ": "
+                    + failed.getMessage();
+        } else {
+            why = "not acknowledged: " + failure;     // written after a chunk that failed to be acknowledged
+        }
+        for (Prepared p : c.items) {
+            if (chunkResults == null) break;
+            chunkResults[p.index] = new PutResult(PutMessageStatus.UNKNOWN_ERROR, AppendMessageStatus.UNKNOWN_ERROR,
+                    -1, -1, 0, 0, p.topic, p.queueId, p.sysFlag, why, null, 0);
+        }
+        if (staging != null && !c.items.isEmpty()) staging.stoppedAt(c.items.get(0));
+        noteFailure(why, failed);
+        return false;
     }
 
     private void encode(ByteBuffer b, Prepared p, long qo, long phy, long ts) {
@@ -568,7 +646,7 @@ public final class MessageStoreWriter implements AutoCloseable {
 
     private CommitLogFile rollOrFail(List<Message> batch, PutResult[] results, int from) {
         CommitLogFile seg = roll(null);
-        if (seg == null) failRest(batch, results, from, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, failure);
+        if (seg == null) failRest(batch, results, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, failure);
         return seg;
     }
 
@@ -584,8 +662,9 @@ public final class MessageStoreWriter implements AutoCloseable {
         return writable ? PutMessageStatus.UNKNOWN_ERROR : PutMessageStatus.SERVICE_NOT_AVAILABLE;
     }
 
-    private void failRest(List<Message> batch, PutResult[] results, int start, PutMessageStatus status, String reason) {
-        for (int j = start; j < batch.size(); j++) {
+    /** Every message of the batch without a result yet (not reached, or encoded into a chunk not written) gets one. */
+    private void failRest(List<Message> batch, PutResult[] results, PutMessageStatus status, String reason) {
+        for (int j = 0; j < batch.size(); j++) {
             if (results[j] == null) results[j] = PutResult.failed(batch.get(j), status, null, reason);
         }
         noteFailure(reason, error);
@@ -637,6 +716,7 @@ public final class MessageStoreWriter implements AutoCloseable {
         if (status != PutMessageStatus.PUT_OK) {
             noteFailure("CommitLog fsync failed: " + seg.path + ": " + describe(error), error);
         }
+        if (staging != null) spare.addAll(items);
         items.clear();
         // After a failed fsync nothing more may be acknowledged: a crash could lose this chunk.
         return writable;
@@ -701,6 +781,10 @@ public final class MessageStoreWriter implements AutoCloseable {
     }
 
     private void flush0() throws IOException {
+        IOException behind = flushBehindError;
+        if (behind != null) {
+            throw new IOException("an earlier CommitLog fsync failed: " + behind.getMessage(), behind);
+        }
         synchronized (flushLock) {
             List<CommitLogFile> todo = new ArrayList<>();
             long ts;
@@ -833,6 +917,8 @@ public final class MessageStoreWriter implements AutoCloseable {
                 boolean failedBefore = error != null;
                 writable = false;
                 try {
+                    IOException behind = flushBehindError;
+                    if (behind != null) throw new IOException("an earlier CommitLog fsync failed: " + behind.getMessage(), behind);
                     segments.forceDirty();
                     if (lastStoreTs != 0) physicTs = lastStoreTs;
                     segments.dropPrealloc();
@@ -857,6 +943,7 @@ public final class MessageStoreWriter implements AutoCloseable {
                 } finally {
                     closed = true;
                     writeThread.shutdown();
+                    flushBehind.shutdown();
                     lock.release();
                 }
             }
@@ -880,6 +967,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             writable = false;
             closed = true;
             writeThread.shutdown();
+            flushBehind.shutdown();
             if (segments != null) segments.closeChannels();
             if (dispatcher != null) dispatcher.release();
             else if (index != null) index.release();

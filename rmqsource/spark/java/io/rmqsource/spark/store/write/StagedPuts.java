@@ -19,8 +19,8 @@ import java.util.Objects;
  * next to what dispatch needs; {@link MessageStoreWriter#putStaged} copies the images, fills the
  * position fields and dispatches. Many producers (Spark tasks) stage in parallel; one at a time puts.
  *
- * <p>Entries are kept in memory up to {@code memoryBytes}, then all of them in one spill file under
- * {@code spillDir}, read back in order. One entry:
+ * <p>Entries are kept in memory while the {@link MemoryBudget} grants it, then all of them in one spill
+ * file under {@code spillDir}, read back in order. One entry:
  * <pre>
  *  0 int entryBytes   4 int flags   8 int queueRef   12 int recordSize   16 long tagsCode
  * 24 long pinned store timestamp   32 keys, uniqKey, tags, delay (int chars, -1 = null; UTF-16 chars)
@@ -37,15 +37,17 @@ public final class StagedPuts implements AutoCloseable {
     private static final int CHUNK_BYTES = 4 << 20;
 
     private final PutChecks checks;
-    private final long memoryBytes;
+    private final MemoryBudget budget;
     private final Path spillDir;
     private final HashMap<QueueKey, Integer> refs = new HashMap<>();
     private final QueueKey probe = new QueueKey(null, 0);
+    /** Refs + 1 of the queues below {@link #QUEUE_ARRAY} by topic (0: not seen yet), before the map. */
+    private final HashMap<String, int[]> refsByTopic = new HashMap<>();
+    private static final int QUEUE_ARRAY = 1024;
     private final List<String> queueTopics = new ArrayList<>();
     private final List<Integer> queueIds = new ArrayList<>();
     private final List<ByteBuffer> chunks = new ArrayList<>();
     private ByteBuffer current;
-    private long memoryUsed;
     private Path spillFile;
     private FileChannel spill;
     private long count;
@@ -70,11 +72,44 @@ public final class StagedPuts implements AutoCloseable {
         }
     }
 
-    /** Staging for a store of {@code config}; past {@code memoryBytes} the entries go to a file in {@code spillDir}. */
-    public StagedPuts(io.rmqsource.spark.store.StoreConfig config, long memoryBytes, Path spillDir) {
+    /** The memory staging may hold (a Spark sink asks its task's memory manager); a refusal means spilling. */
+    public interface MemoryBudget {
+        /** Reserves {@code bytes} more: false when they are not available (nothing is reserved then). */
+        boolean reserve(long bytes);
+
+        /** Gives back all that was reserved. */
+        void releaseAll();
+    }
+
+    /** A budget of {@code bytes} in all. */
+    public static MemoryBudget fixed(long bytes) {
+        return new MemoryBudget() {
+            private long held;
+
+            @Override
+            public boolean reserve(long n) {
+                if (held + n > bytes) return false;
+                held += n;
+                return true;
+            }
+
+            @Override
+            public void releaseAll() {
+                held = 0;
+            }
+        };
+    }
+
+    /** Staging for a store of {@code config}: in memory within {@code budget}, then in a file in {@code spillDir}. */
+    public StagedPuts(io.rmqsource.spark.store.StoreConfig config, MemoryBudget budget, Path spillDir) {
         this.checks = new PutChecks(config != null ? config : io.rmqsource.spark.store.StoreConfig.defaults());
-        this.memoryBytes = memoryBytes;
+        this.budget = Objects.requireNonNull(budget);
         this.spillDir = Objects.requireNonNull(spillDir);
+    }
+
+    /** Staging for a store of {@code config} holding up to {@code memoryBytes} in memory. */
+    public StagedPuts(io.rmqsource.spark.store.StoreConfig config, long memoryBytes, Path spillDir) {
+        this(config, fixed(memoryBytes), spillDir);
     }
 
     /** Messages staged so far. */
@@ -134,6 +169,21 @@ public final class StagedPuts implements AutoCloseable {
     }
 
     private int queueRef(String topic, int queueId) {
+        if (queueId < QUEUE_ARRAY) {
+            int[] byQueue = refsByTopic.get(topic);
+            if (byQueue != null && queueId < byQueue.length && byQueue[queueId] > 0) return byQueue[queueId] - 1;
+            int ref = mappedQueueRef(topic, queueId);
+            if (byQueue == null || queueId >= byQueue.length) {
+                byQueue = java.util.Arrays.copyOf(byQueue != null ? byQueue : new int[0], Math.max(16, 2 * queueId + 1));
+                refsByTopic.put(topic, byQueue);
+            }
+            byQueue[queueId] = ref + 1;
+            return ref;
+        }
+        return mappedQueueRef(topic, queueId);
+    }
+
+    private int mappedQueueRef(String topic, int queueId) {
         probe.topic = topic;
         probe.queueId = queueId;
         Integer ref = refs.get(probe);
@@ -171,10 +221,26 @@ public final class StagedPuts implements AutoCloseable {
             current = null;
         }
         int size = Math.max(CHUNK_BYTES, need);
-        if (spill == null && memoryUsed + size > memoryBytes) startSpill();
+        if (spill == null && !budget.reserve(size)) startSpill();
         current = ByteBuffer.allocate(size);
-        if (spill == null) memoryUsed += size;
         return current;
+    }
+
+    /**
+     * Moves what is held in memory to the spill file now (when the memory is wanted elsewhere); later
+     * entries go there too. Returns the bytes given back.
+     */
+    public long spillNow() throws IOException {
+        if (spill != null) return 0;
+        long held = 0;
+        for (ByteBuffer c : chunks) held += c.capacity();
+        if (current != null) {
+            held += current.capacity();
+            chunks.add(current);
+            current = null;
+        }
+        startSpill();
+        return held;
     }
 
     private void startSpill() throws IOException {
@@ -183,7 +249,7 @@ public final class StagedPuts implements AutoCloseable {
         spill = FileChannel.open(spillFile, StandardOpenOption.WRITE, StandardOpenOption.READ);
         for (ByteBuffer c : chunks) writeSpill(c);
         chunks.clear();
-        memoryUsed = 0;
+        budget.releaseAll();
     }
 
     /** Appends the bytes of {@code b} written so far (up to its position) to the spill file. */
@@ -311,6 +377,7 @@ public final class StagedPuts implements AutoCloseable {
     public void close() {
         chunks.clear();
         current = null;
+        budget.releaseAll();
         if (spill != null) {
             try {
                 spill.close();

@@ -28,6 +28,7 @@ import java.util.function.LongSupplier;
  *            --from I --to J (lines [I, J) of INPUTS)   --clock MS (a fixed store clock)
  *            --override key=value (store config)        --fail-after-bytes N (injected full disk)
  *            --abandon (let go without a clean shutdown, as a crash)
+ *            --chunk-bytes N (bytes of records per CommitLog write)
  *            --staged MEMORY_BYTES (each batch staged first, StagedPuts with that much memory, then putStaged)
  * java ... WriteMain hold ROOT CONFIG [--timeout-ms N]   (open, print "locked", close when stdin ends)
  * java ... WriteMain scan ROOT CONFIG FROM NAME...       (MessageStoreWriter.scan: one JSON line per record)
@@ -94,6 +95,7 @@ public final class WriteMain {
                 case "--clock" -> clock = Long.parseLong(args[++i]);
                 case "--abandon" -> abandon = true;
                 case "--staged" -> stagedMemory = Long.parseLong(args[++i]);
+                case "--chunk-bytes" -> MessageStoreWriter.chunkBytes = Integer.parseInt(args[++i]);
                 case "--fail-after-bytes" -> WriteFiles.setFaults(WriteFiles.diskFullAfter(Long.parseLong(args[++i])));
                 case "--override" -> {
                     String[] kv = args[++i].split("=", 2);
