@@ -12,10 +12,17 @@ partitions), cached in memory before anything is timed, then each write into a f
 * ``rmq put --from``: the CLI's columnar put of the same rows (the Parquet files just written), a
   subprocess, wall time;
 * ``raw``: a sequential ``os.write`` of the CommitLog bytes the rmq write produced (up to its end,
-  64 MiB writes, a new file), the floor of any writer on this disk.
+  64 MiB writes, a new file) and one ``fsync`` (the sink's commit makes its bytes durable too), the
+  floor of any durable writer on this disk.
+
+Every write starts from the same page-cache state: dirty pages are written back (``sync``, then a wait
+until less than 64 MiB is dirty) before its clock starts, so no write pays for the one before it. The
+JVM sink's tasks stage their rows in their execution memory (``spark.driver.memory`` 4g here, so a
+1M-row task is not spilled).
 
 Printed: msgs/s of each and the ratios of the rmq sink to each (> 1: the sink is faster). Medians over
-``--repeat`` runs. The machine may be shared: run it when ``uptime`` is low.
+``--repeat`` runs. The machine may be shared: run it when ``uptime`` is low; ``--dir /dev/shm`` takes
+the disk out (a memory-bound figure).
 """
 
 from __future__ import annotations
@@ -30,6 +37,17 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def settle() -> None:
+    """Write back dirty pages (so the next write starts from a clean page cache)."""
+    os.sync()
+    for _ in range(600):
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        if int(info["Dirty"].split()[0]) + int(info["Writeback"].split()[0]) < 64 << 10:
+            return
+        time.sleep(0.1)
 
 
 def raw_write_seconds(store: str, scratch: str) -> tuple[float, int]:
@@ -51,6 +69,7 @@ def raw_write_seconds(store: str, scratch: str) -> tuple[float, int]:
                         break
                     os.write(fd, block)
                     left -= len(block)
+        os.fsync(fd)
     finally:
         os.close(fd)
     seconds = time.perf_counter() - t0
@@ -89,10 +108,12 @@ def main(argv=None) -> int:
     raw_bytes = 0
     for r in range(args.repeat):
         store = os.path.join(work, f"rmq-{r}")
+        settle()
         t0 = time.perf_counter()
         df.write.format("rmq").mode("append").save(store)
         runs["rmq"].append(time.perf_counter() - t0)
         pq = os.path.join(work, f"parquet-{r}")
+        settle()
         t0 = time.perf_counter()
         df.write.parquet(pq)
         runs["parquet"].append(time.perf_counter() - t0)
@@ -100,9 +121,11 @@ def main(argv=None) -> int:
         cmd = [sys.executable, "-m", "rmqsource", "put", os.path.join(work, f"put-{r}")]
         for p in parts:
             cmd += ["--from", p]
+        settle()
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         runs["put"].append(time.perf_counter() - t0)
+        settle()
         seconds, raw_bytes = raw_write_seconds(store, work)
         runs["raw"].append(seconds)
         for d in (pq, os.path.join(work, f"put-{r}")):

@@ -296,7 +296,8 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
 
     ``stamp=(tag, partition)`` adds ``__RMQSOURCE_BATCH`` = tag and ``__RMQSOURCE_SEQ`` =
     ``partition:index`` (index = ``seq_start + i``) to row i; ``extra_props(index)`` adds any
-    properties; rows whose index is in ``skip`` are left out.  ``store_fields`` adds the store-field
+    properties; rows whose index is in ``skip`` are left out (after their queue is chosen: each row
+    takes its round-robin turn, so a resumed task puts every row where its first attempt would have).  ``store_fields`` adds the store-field
     columns (:data:`STORE_FIELDS_SCHEMA`; :data:`STORE_FIELDS_STRING_SCHEMA` when the properties
     column is a verbatim string, passed through as given).  Rows without a properties map or key lists take a
     columnar path; the others run per row in Python (queue choice, merges).
@@ -331,8 +332,6 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
     stored = {c: col(c) for c in STORE_FIELD_COLUMNS} if store_fields else {}
     for i in range(n):
         seq = seq_start + i
-        if skip is not None and seq in skip:
-            continue
         topic = topics[i]
         if topic is None:
             raise OptionError(f"row {seq}: topic is null")
@@ -352,8 +351,11 @@ def table_from_batch(batch: pa.RecordBatch, chooser: QueueChooser, *, extra_prop
         if extra_props is not None:
             pmap = dict(pmap or {})
             pmap.update(extra_props(seq))
+        queue_id = chooser.choose(topic, qids[i], k)      # skipped rows take their turn too
+        if skip is not None and seq in skip:
+            continue
         out["topic"].append(topic)
-        out["queueId"].append(chooser.choose(topic, qids[i], k))
+        out["queueId"].append(queue_id)
         out["body"].append(body)
         out["flag"].append(int(flags[i] or 0))
         if store_fields:                  # as given: "" is a value, not an absent one
@@ -376,9 +378,6 @@ def _columnar_table(batch: pa.RecordBatch, chooser: QueueChooser, seq_start: int
     import pyarrow.compute as pc
     names = batch.schema.names
     seqs = np.arange(seq_start, seq_start + batch.num_rows, dtype=np.int64)
-    if skip:
-        keep = ~np.isin(seqs, np.fromiter(skip, np.int64, len(skip)))
-        batch, seqs = batch.filter(pa.array(keep)), seqs[keep]
     n = batch.num_rows
 
     def column(name, typ=None):
@@ -411,6 +410,8 @@ def _columnar_table(batch: pa.RecordBatch, chooser: QueueChooser, seq_start: int
         "bornTimestamp": born.cast(pa.int64()).fill_null(0),
         "bornHost": empty_as_null(column("bornHost", pa.string())),
     })
+    if skip:       # left out after the queue choice: every row takes its round-robin turn, as on the first attempt
+        table = table.filter(pa.array(~np.isin(seqs, np.fromiter(skip, np.int64, len(skip)))))
     return table if table.schema == MESSAGE_SCHEMA else table.cast(MESSAGE_SCHEMA)
 
 

@@ -154,7 +154,12 @@ final class ConsumeQueueWriter {
             syncFilesBefore(fileStart);
             FileChannel ch = channelFor(fileStart);
             data.limit(pos + inFile).position(pos);
-            WriteFiles.writeFully(ch, fileOf(fileStart), data, (unit - fileStart) * ConsumeQueue.UNIT_SIZE);
+            long at = (unit - fileStart) * ConsumeQueue.UNIT_SIZE;
+            try {
+                WriteFiles.writeFully(ch, fileOf(fileStart), data, at);
+            } catch (IOException e) {
+                throw new IOException("ConsumeQueue " + fileOf(fileStart) + " at offset " + at + ": " + e.getMessage(), e);
+            }
             dirty.add(fileStart);
             pos += inFile;
             unit += inFile / ConsumeQueue.UNIT_SIZE;

@@ -269,7 +269,6 @@ public final class MessageStoreWriter implements AutoCloseable {
     }
 
     private void putLocked(List<Message> batch, PutResult[] results) {
-        long z = segmentSize;
         int n = batch.size();
         CommitLogFile seg = segments.current;
         Chunk c = cur.reset(seg, seg != null ? seg.wrote : 0);
@@ -289,58 +288,75 @@ public final class MessageStoreWriter implements AutoCloseable {
             }
             Prepared p = (Prepared) o;
             p.index = i;
-            if (seg == null) {
-                seg = rollOrFail(batch, results, i);
-                if (seg == null) return;
-                c.reset(seg, 0);
+            c = room(c, p.size, p);
+            if (c == null) {
+                failRest(batch, results, stoppedWith, stoppedReason);
+                return;
             }
-            long pos = c.start + c.buf.position();
-            int size = p.size;
-            if (size + 8 > z - pos) {
-                // END_OF_FILE: blank record, write this segment's chunk, continue in the next one.
-                // (pos == z: the blank is there already -- an earlier roll failed after writing it.)
-                if (pos < z) {
-                    RecordEncoder.putBlank(c.buf, c.buf.position(), (int) (z - pos));
-                    c.buf.position(c.buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
-                }
-                c.endsSegment = true;
-                // The segment's chunks are all written and acknowledged before the next segment starts.
-                if ((c.buf.position() > 0 && !submit(c)) || !drain()) {
-                    failRest(batch, results, stopStatus(), describe(error));
-                    return;
-                }
-                seg = rollOrFail(batch, results, i);
-                if (seg == null) return;
-                c = cur.reset(seg, 0);
-                pos = 0;
-            } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
-                long next = pos;
-                if (!submit(c)) {
-                    failRest(batch, results, stopStatus(), describe(error));
-                    return;
-                }
-                c = cur.reset(seg, next);
-            }
-            if (c.buf.capacity() < size + 8) c.buf = ByteBuffer.allocateDirect(size + 8);
-            long qo;
-            if (p.entersCq) {
-                QueueState q = dispatcher.queue(p.topic, p.queueId);
-                p.queue = q;
-                if (!q.inChunk) {
-                    q.inChunk = true;
-                    q.pendingOffset = q.nextOffset;
-                    chunkQueues.add(q);
-                }
-                qo = q.pendingOffset++;
-            } else {
-                qo = 0;
-            }
-            long phy = seg.start + pos;
+            long qo = p.entersCq ? nextQueueOffset(p, dispatcher.queue(p.topic, p.queueId)) : 0;
             long ts = p.storeTimestamp != null ? p.storeTimestamp : clockMs.getAsLong();
-            encode(c.buf, p, qo, phy, ts);
+            encode(c.buf, p, qo, c.seg.start + c.start + c.buf.position(), ts);
             c.items.add(p);
         }
         if ((c.buf.position() > 0 && !submit(c)) || !drain()) failRest(batch, results, stopStatus(), describe(error));
+    }
+
+    /** Why room() stopped the batch: the status and reason of the messages it did not put. */
+    private PutMessageStatus stoppedWith;
+    private String stoppedReason;
+
+    /**
+     * The chunk to encode a record of {@code size} bytes into, at its buffer's position: {@code c}, or
+     * the next chunk of the segment once {@code c} is full, or the first of the next segment after the
+     * END_OF_FILE blank (the segment's chunks all written and acknowledged first).  Null when the batch
+     * must stop (the failure noted, {@code next} named as the first message not put).
+     */
+    private Chunk room(Chunk c, int size, Prepared next) {
+        long z = segmentSize;
+        if (c.seg == null) {
+            CommitLogFile seg = roll(next);
+            if (seg == null) return stopped(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, failure, next);
+            c.reset(seg, 0);
+        }
+        long pos = c.start + c.buf.position();
+        if (size + 8 > z - pos) {
+            // END_OF_FILE: blank record, write this segment's chunk, continue in the next one.
+            // (pos == z: the blank is there already -- an earlier roll failed after writing it.)
+            if (pos < z) {
+                RecordEncoder.putBlank(c.buf, c.buf.position(), (int) (z - pos));
+                c.buf.position(c.buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
+            }
+            c.endsSegment = true;
+            if ((c.buf.position() > 0 && !submit(c)) || !drain()) return stopped(stopStatus(), describe(error), next);
+            CommitLogFile seg = roll(next);
+            if (seg == null) return stopped(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, failure, next);
+            c = cur.reset(seg, 0);
+        } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
+            CommitLogFile seg = c.seg;
+            if (!submit(c)) return stopped(stopStatus(), describe(error), next);
+            c = cur.reset(seg, pos);
+        }
+        if (c.buf.capacity() < size + 8) c.buf = ByteBuffer.allocateDirect(size + 8);
+        return c;
+    }
+
+    private Chunk stopped(PutMessageStatus status, String reason, Prepared next) {
+        stoppedWith = status;
+        stoppedReason = reason;
+        if (staging != null) staging.stoppedAt(next);
+        noteFailure(reason, error);
+        return null;
+    }
+
+    /** The queue offset of {@code p} in {@code q}, handed out in this batch (given back unless acknowledged). */
+    private long nextQueueOffset(Prepared p, QueueState q) {
+        p.queue = q;
+        if (!q.inChunk) {
+            q.inChunk = true;
+            q.pendingOffset = q.nextOffset;
+            chunkQueues.add(q);
+        }
+        return q.pendingOffset++;
     }
 
     /**
@@ -384,7 +400,6 @@ public final class MessageStoreWriter implements AutoCloseable {
 
     private void putStagedLocked(StagedPuts staged, StagedPuts.Cursor e, java.util.BitSet skip, long limit)
             throws IOException {
-        long z = segmentSize;
         CommitLogFile seg = segments.current;
         Chunk c = cur.reset(seg, seg != null ? seg.wrote : 0);
         QueueState[] queues = new QueueState[staged.queueCount()];
@@ -396,51 +411,17 @@ public final class MessageStoreWriter implements AutoCloseable {
             Prepared p = stagedRequest(staged, e, chunkResults != null);
             p.index = i;
             int size = p.size;
-            if (seg == null) {
-                seg = roll(p);
-                if (seg == null) return;
-                c.reset(seg, 0);
-            }
-            long pos = c.start + c.buf.position();
-            if (size + 8 > z - pos) {
-                // END_OF_FILE, as in putLocked.
-                if (pos < z) {
-                    RecordEncoder.putBlank(c.buf, c.buf.position(), (int) (z - pos));
-                    c.buf.position(c.buf.position() + RecordEncoder.BLANK_HEADER_BYTES);
-                }
-                c.endsSegment = true;
-                if ((c.buf.position() > 0 && !submit(c)) || !drain()) {
-                    stopStaged(p);
-                    return;
-                }
-                seg = roll(p);
-                if (seg == null) return;
-                c = cur.reset(seg, 0);
-                pos = 0;
-            } else if (c.buf.position() > 0 && c.buf.remaining() < size + 8) {
-                long next = pos;
-                if (!submit(c)) {
-                    stopStaged(p);
-                    return;
-                }
-                c = cur.reset(seg, next);
-            }
-            if (c.buf.capacity() < size + 8) c.buf = ByteBuffer.allocateDirect(size + 8);
+            c = room(c, size, p);
+            if (c == null) return;
             long qo = 0;
             if ((e.flags() & StagedPuts.ENTERS_CQ) != 0) {
-                QueueState q = queues[e.queueRef()];
-                if (q == null) q = queues[e.queueRef()] = dispatcher.queue(p.topic, p.queueId);
-                p.queue = q;
-                if (!q.inChunk) {
-                    q.inChunk = true;
-                    q.pendingOffset = q.nextOffset;
-                    chunkQueues.add(q);
-                }
-                qo = q.pendingOffset++;
+                int ref = e.queueRef();
+                if (queues[ref] == null) queues[ref] = dispatcher.queue(p.topic, p.queueId);
+                qo = nextQueueOffset(p, queues[ref]);
             }
-            long phy = seg.start + pos;
-            long ts = (e.flags() & StagedPuts.PINNED_TIMESTAMP) != 0 ? e.pinnedTimestamp() : clockMs.getAsLong();
             int at = c.buf.position();
+            long phy = c.seg.start + c.start + at;
+            long ts = (e.flags() & StagedPuts.PINNED_TIMESTAMP) != 0 ? e.pinnedTimestamp() : clockMs.getAsLong();
             c.buf.put(at, e.buf, e.recordAt(), size);
             RecordEncoder.putPosition(c.buf, at, qo, phy, ts);
             if ((e.flags() & StagedPuts.CRC_PROPERTY) != 0) RecordEncoder.sealCrcProperty(c.buf, at, size, crc);
@@ -450,7 +431,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             p.storeTs = ts;
             c.items.add(p);
         }
-        if ((c.buf.position() > 0 && !submit(c)) || !drain()) stopStaged(null);
+        if ((c.buf.position() > 0 && !submit(c)) || !drain()) noteFailure(describe(error), error);
     }
 
     /** What acknowledge and dispatch need of a staged message. */
@@ -482,11 +463,6 @@ public final class MessageStoreWriter implements AutoCloseable {
             p.delay = null;
         }
         return p;
-    }
-
-    private void stopStaged(Prepared next) {
-        if (staging != null) staging.stoppedAt(next);
-        noteFailure(describe(error), error);
     }
 
     /** The next CommitLog segment, or null with the failure noted ({@code next}: the message waiting for it). */
@@ -642,12 +618,6 @@ public final class MessageStoreWriter implements AutoCloseable {
         int end = RecordEncoder.putTail(b, bodyPos + p.body.length, p.magicV2, p.topicBytes, p.props, p.propsLen);
         if (p.crcProp && crc != null) RecordEncoder.sealCrcProperty(b, pos, p.size, crc);
         return end;
-    }
-
-    private CommitLogFile rollOrFail(List<Message> batch, PutResult[] results, int from) {
-        CommitLogFile seg = roll(null);
-        if (seg == null) failRest(batch, results, PutMessageStatus.CREATE_MAPPED_FILE_FAILED, failure);
-        return seg;
     }
 
     private void noteFailure(String why, Throwable cause) {
