@@ -102,7 +102,7 @@ final class StoreAppend {
     }
 
     /**
-     * Put the rows not in {@code present}, in order. {@code chooseSkipped}: the round-robin turns also
+     * Put the kept rows (preserveStoreFields) not in {@code present}, in order. {@code chooseSkipped}: the round-robin turns also
      * pass over skipped rows (a batch task chose every row's queue as it took it in). After
      * {@code failAfter} rows (>= 0) the test seam's fault {@code fault} is thrown, the writer let go as by
      * a process that died there (abort stays, the next open recovers).

@@ -19,33 +19,12 @@ import java.util.stream.Stream;
  * (topic, queueId) with a reusable probe key, so a put looks its queue up without allocating.
  */
 final class Dispatcher {
-    /** (topic, queueId) map key; {@link #probe} is reused for lookups. */
-    private static final class Key {
-        String topic;
-        int queueId;
-
-        Key(String topic, int queueId) {
-            this.topic = topic;
-            this.queueId = queueId;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Key && ((Key) o).queueId == queueId && ((Key) o).topic.equals(topic);
-        }
-
-        @Override
-        public int hashCode() {
-            return topic.hashCode() * 31 + queueId;
-        }
-    }
-
     final Path root;
     final Path cqDir;
     private final long cqFileSize;
     final IndexWriter index;
-    private final Map<Key, QueueState> queues = new HashMap<>();
-    private final Key probe = new Key("", 0);
+    private final Map<QueueKey, QueueState> queues = new HashMap<>();
+    private final QueueKey probe = new QueueKey("", 0);
     private final List<ConsumeQueueWriter> touched = new ArrayList<>();
     long logicsMsgTimestampMs;
     /** Records dispatched by recovery since its last writePending. */
@@ -72,7 +51,7 @@ final class Dispatcher {
             q.cq = new ConsumeQueueWriter(cqDir.resolve(topic).resolve(Integer.toString(queueId)), topic, queueId,
                     cqFileSize);
             q.nextOffset = q.cq.maxOffset();
-            queues.put(new Key(topic, queueId), q);
+            queues.put(new QueueKey(topic, queueId), q);
         }
         return q;
     }

@@ -52,26 +52,6 @@ public final class StagedPuts implements AutoCloseable {
     private FileChannel spill;
     private long count;
 
-    private static final class QueueKey {
-        String topic;
-        int queueId;
-
-        QueueKey(String topic, int queueId) {
-            this.topic = topic;
-            this.queueId = queueId;
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof QueueKey && ((QueueKey) o).queueId == queueId && ((QueueKey) o).topic.equals(topic);
-        }
-
-        @Override
-        public int hashCode() {
-            return topic.hashCode() * 31 + queueId;
-        }
-    }
-
     /** The memory staging may hold (a Spark sink asks its task's memory manager); a refusal means spilling. */
     public interface MemoryBudget {
         /** Reserves {@code bytes} more: false when they are not available (nothing is reserved then). */
