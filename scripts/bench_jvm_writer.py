@@ -2,7 +2,7 @@
 """JVM store writer benchmark (not a test): the JVM writer's putAll beside the Python writer's columnar put
 of the same rows and a raw sequential write of the same number of CommitLog bytes.
 
-    scripts/bench_jvm_writer.py [--messages 2000000] [--body-bytes 256] [--chunk 8192] [--repeat 3]
+    scripts/bench_jvm_writer.py [--messages 2000000] [--body-bytes 256] [--chunk 8192] [--repeat 3] [--staged]
                                 [--scratch DIR] [--skip-python]
 
 Rows: 4 topics x 8 queues, TAGS, KEYS ("order-<i>") and a UNIQ_KEY property, bodies of --body-bytes,
@@ -31,10 +31,10 @@ TAGS = ["TagA", "TagB", "TagC"]
 BORN_MS = 1_700_000_000_000
 
 
-def jvm_run(root: str, n: int, body_bytes: int, chunk: int) -> dict:
+def jvm_run(root: str, n: int, body_bytes: int, chunk: int, staged: bool = False) -> dict:
     from rmqsource.spark.jar import find_java, jar_path
     jar, java = jar_path(required=True), find_java()
-    cmd = [java, "-Xmx4g", "-cp", jar, "io.rmqsource.spark.store.write.WriteMain", "bench", root, str(n),
+    cmd = [java, "-Xmx4g", *(["-Drmqsource.benchStaged=" + str(4 << 30)] if staged else []), "-cp", jar, "io.rmqsource.spark.store.write.WriteMain", "bench", root, str(n),
            str(body_bytes), str(chunk)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -92,15 +92,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--scratch", default=None)
     ap.add_argument("--skip-python", action="store_true")
+    ap.add_argument("--staged", action="store_true",
+                    help="also the JVM writer's staged path: StagedPuts.stage of every message (in memory), then "
+                         "one putStaged (the Spark sink's split: staging in the tasks, the copy under the lock)")
     a = ap.parse_args()
     scratch = tempfile.mkdtemp(dir=a.scratch)
     n = a.messages
     try:
-        jvm, py = [], []
+        jvm, py, staged = [], [], []
         cols = None if a.skip_python else python_columns(n, a.body_bytes)
         for r in range(a.repeat):
             jroot, proot = os.path.join(scratch, "jvm"), os.path.join(scratch, "py")
             jvm.append(jvm_run(jroot, n, a.body_bytes, a.chunk))
+            if a.staged:
+                shutil.rmtree(jroot, ignore_errors=True)
+                staged.append(jvm_run(jroot, n, a.body_bytes, a.chunk, staged=True))
             if cols is not None:
                 py.append(python_run(proot, cols))
                 if r == 0:
@@ -119,6 +125,10 @@ def main() -> None:
         if py:
             pw, pc = med(py, "seconds"), med(py, "cpuSeconds")
             print(f"  Python writer  {pw:7.3f} s wall {pc:7.3f} s cpu  {n / pw:>12,.0f} msgs/s  {size / pw / 1e6:8.1f} MB/s")
+        if staged:
+            sw, ss = med(staged, "seconds"), med(staged, "stageSeconds")
+            print(f"  JVM staged     {sw:7.3f} s wall = {ss:.3f} s staging + {sw - ss:.3f} s putStaged and close "
+                  f"(putAll's whole put: {jw:.3f} s)")
         print(f"  raw write      {raw:7.3f} s wall                {n / raw:>12,.0f} msgs/s  {size / raw / 1e6:8.1f} MB/s")
         print(f"  ratios: JVM/raw {jw / raw:.2f}x wall" + (f", Python/JVM {pw / jw:.2f}x wall, {pc / jc:.2f}x cpu"
                                                           if py else ""))
