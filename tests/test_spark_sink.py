@@ -150,8 +150,10 @@ def test_batch_sink_appends_every_row_once(spark, tmp_path):
 
 @pytest.mark.spark
 def test_batch_sink_spills_a_partition_past_its_memory_budget(spark, tmp_path):
-    """One partition of 80 MB (over the 64 MiB kept in memory): the rows spilled to local disk come back
-    whole and in order (queue 0 gets the rows in their order)."""
+    """One partition of 80 MB (over the Python sink's 64 MiB kept in memory): the rows spilled to local disk
+    come back whole and in order (queue 0 gets the rows in their order). The JVM sink stages the records in
+    the task's execution memory instead, spilling only when Spark does not grant it (its spill file is
+    tested through the writer: test_writer_golden_jvm.py's staged puts from the spill file)."""
     from pyspark.sql import functions as F
     root = tmp_path / "store"
     n = 80_000
