@@ -404,12 +404,12 @@ public final class MessageStoreWriter implements AutoCloseable {
         Chunk c = cur.reset(seg, seg != null ? seg.wrote : 0);
         QueueState[] queues = new QueueState[staged.queueCount()];
         long taken = 0;
-        for (int i = 0; e.next(); i++) {
-            if (skip != null && skip.get(i)) continue;
+        for (long i = 0; e.next(); i++) {
+            if (skip != null && i <= Integer.MAX_VALUE && skip.get((int) i)) continue;
             if (limit >= 0 && taken >= limit) break;
             taken++;
             Prepared p = stagedRequest(staged, e, chunkResults != null);
-            p.index = i;
+            p.index = (int) i;          // (results are asked for batches an array can hold)
             int size = p.size;
             c = room(c, size, p);
             if (c == null) return;
