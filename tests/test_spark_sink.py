@@ -165,6 +165,56 @@ def test_batch_sink_spills_a_partition_past_its_memory_budget(spark, tmp_path):
     assert [int(b) for b in bodies] == list(range(n)) and all(len(b) == 1024 for b in bodies)
 
 
+SMALL_MEMORY_WRITE = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    from rmqsource.spark.jar import session_conf
+    spark = (SparkSession.builder.master("local[1]").config(map=session_conf()).config("spark.ui.enabled", "false")
+             .config("spark.testing.memory", str(64 << 20)).config("spark.testing.reservedMemory", "0")
+             .getOrCreate())
+    n = int(sys.argv[2])
+    df = spark.range(n, numPartitions=1).select(
+        F.lit("Big").alias("topic"), F.lit(0).alias("queueId"),
+        F.format_string("%01024d", "id").cast("binary").alias("body"))
+    df.write.format("rmq").mode("append").option("messageIndexEnable", "false").save(sys.argv[1])
+    spark.stop()
+""")
+
+
+@pytest.mark.spark
+def test_jvm_sink_spills_staged_records_when_spark_grants_no_memory(tmp_path):
+    """The JVM sink stages a task's records in the task's execution memory: with 64 MiB for Spark (about
+    38 MiB of execution memory) a 80 MB partition spills to the executor's local directory (the spill file
+    is seen while the write runs), and the records come back whole and in order."""
+    import threading
+    from rmqsource.spark.jar import session_jar
+    if session_jar() is None:
+        pytest.skip("the JVM sink needs the rmq jar (RMQ_SPARK_MODE=python)")
+    root, local = tmp_path / "store", tmp_path / "local"
+    local.mkdir()
+    seen, done = [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.extend(f.stat().st_size for f in local.glob("rmq-staged-*.records") if f.exists())
+            time.sleep(0.01)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    n = 80_000
+    env = dict(os.environ, SPARK_LOCAL_DIRS=str(local), PYSPARK_PYTHON=sys.executable)
+    try:
+        p = subprocess.run([sys.executable, "-c", SMALL_MEMORY_WRITE, str(root), str(n)], env=env,
+                           capture_output=True, text=True, timeout=600)
+    finally:
+        done.set()
+        watcher.join()
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert seen and max(seen) > 16 << 20, seen[-5:]          # spilled: tens of MB in the spill file
+    assert not list(local.glob("rmq-staged-*.records"))       # removed when the task ended
+    bodies = [r.body for r in _all_messages(root, "Big")]
+    assert [int(b) for b in bodies] == list(range(n)) and all(len(b) == 1024 for b in bodies)
+
+
 LOCK_HOLDER = textwrap.dedent("""
     import sys, time
     from rmqsource.io.lock import StoreLock
