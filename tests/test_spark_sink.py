@@ -196,7 +196,11 @@ def test_jvm_sink_spills_staged_records_when_spark_grants_no_memory(tmp_path):
 
     def watch():
         while not done.is_set():
-            seen.extend(f.stat().st_size for f in local.glob("rmq-staged-*.records") if f.exists())
+            for f in local.glob("rmq-staged-*.records"):
+                try:
+                    seen.append(f.stat().st_size)
+                except OSError:             # removed meanwhile
+                    pass
             time.sleep(0.01)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
