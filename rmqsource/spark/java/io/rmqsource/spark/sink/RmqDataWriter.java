@@ -1,6 +1,7 @@
 package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.store.write.MessageStoreWriter;
+import io.rmqsource.spark.store.write.PutSummary;
 import java.io.IOException;
 import java.util.BitSet;
 import java.util.LinkedHashMap;
@@ -90,7 +91,7 @@ final class RmqDataWriter implements DataWriter<InternalRow> {
         msg.skipped = present.cardinality();
         long killAt = SinkFaults.take(opts.root, "kill:" + partition) ? n / 2
                 : SinkFaults.take(opts.root, "disk-full:" + partition) ? n / 2 : -1;
-        StoreAppend.Appended a = rows.put(writer, present, true, killAt,
+        PutSummary a = rows.put(writer, present, true, killAt,
                 "rmq sink: injected fault: the task died half-way through its append (test hook " + SinkFaults.ENV + ")",
                 this::converter);
         entry.put("done", true);

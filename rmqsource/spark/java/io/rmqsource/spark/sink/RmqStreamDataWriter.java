@@ -1,6 +1,7 @@
 package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.store.write.MessageStoreWriter;
+import io.rmqsource.spark.store.write.PutSummary;
 import java.io.IOException;
 import java.util.BitSet;
 import java.util.LinkedHashMap;
@@ -104,7 +105,7 @@ final class RmqStreamDataWriter implements DataWriter<InternalRow> {
         }
         long toAppend = n - skip.cardinality();
         long failAfter = toAppend > 1 && SinkFaults.take(opts.root, "mid-append:" + batchId) ? toAppend / 2 : -1;
-        StoreAppend.Appended a = rows.put(writer, skip, false, failAfter,
+        PutSummary a = rows.put(writer, skip, false, failAfter,
                 "rmq sink: injected fault: the task died half-way through its append (test hook " + SinkFaults.ENV + ")",
                 this::converter);
         entry.put("done", true);

@@ -87,13 +87,6 @@ final class StoreAppend {
         msg.appendMs = (System.nanoTime() - locked[0]) / 1_000_000;
     }
 
-    /** What a put pass did: rows appended, the CommitLog range they took. */
-    static final class Appended {
-        long count;
-        long firstOffset = -1;
-        long endOffset = -1;
-    }
-
     /** Thrown by a fault of the test seam after part of the rows were put. */
     static final class InjectedFault extends StoreError {
         InjectedFault(String message) {
@@ -110,9 +103,9 @@ final class StoreAppend {
      * <p>Rows become messages on a second thread, a chunk ahead of the puts, so the lock is held for
      * about the writer's own time.
      */
-    static Appended putRows(MessageStoreWriter writer, RowSpill rows, RowsToMessages conv, BitSet present,
+    static PutSummary putRows(MessageStoreWriter writer, RowSpill rows, RowsToMessages conv, BitSet present,
                             boolean chooseSkipped, long failAfter, String fault) throws IOException {
-        Appended out = new Appended();
+        PutSummary out = new PutSummary();
         ChunkConverter converter = new ChunkConverter(rows, conv, present, chooseSkipped);
         converter.start();
         try {
@@ -136,7 +129,7 @@ final class StoreAppend {
      * Put the staged messages not in {@code present}, in order; after {@code failAfter} of them (>= 0)
      * the test seam's fault, as in {@link #putRows}.
      */
-    static Appended putStaged(MessageStoreWriter writer, StagedPuts staged, BitSet present, long failAfter,
+    static PutSummary putStaged(MessageStoreWriter writer, StagedPuts staged, BitSet present, long failAfter,
                               String fault) throws IOException {
         long limit = failAfter >= 0 ? Math.max(failAfter, 1) : -1;
         PutSummary s;
@@ -152,11 +145,7 @@ final class StoreAppend {
             throw new InjectedFault(fault);
         }
         writer.flush();           // durable before the sink log says done
-        Appended out = new Appended();
-        out.count = s.count;
-        out.firstOffset = s.firstOffset;
-        out.endOffset = s.endOffset;
-        return out;
+        return s;
     }
 
     /** The error of a put the checks refused. */
@@ -272,7 +261,7 @@ final class StoreAppend {
         }
     }
 
-    private static void put(MessageStoreWriter writer, List<Message> chunk, Appended out) {
+    private static void put(MessageStoreWriter writer, List<Message> chunk, PutSummary out) {
         PutResult[] results;
         try {
             results = writer.putAll(chunk);

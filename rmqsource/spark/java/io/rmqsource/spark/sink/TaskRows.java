@@ -2,6 +2,7 @@ package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.store.write.Message;
 import io.rmqsource.spark.store.write.MessageStoreWriter;
+import io.rmqsource.spark.store.write.PutSummary;
 import io.rmqsource.spark.store.write.PutResult;
 import io.rmqsource.spark.store.write.StagedPuts;
 import java.io.IOException;
@@ -73,7 +74,7 @@ final class TaskRows implements AutoCloseable {
      * Puts the rows not in {@code present} (StoreAppend.putStaged / putRows); {@code converter} gives
      * the row converter of a put from kept rows.
      */
-    StoreAppend.Appended put(MessageStoreWriter writer, BitSet present, boolean chooseSkipped, long failAfter,
+    PutSummary put(MessageStoreWriter writer, BitSet present, boolean chooseSkipped, long failAfter,
                              String fault, Supplier<RowsToMessages> converter) throws IOException {
         if (staged != null) return StoreAppend.putStaged(writer, staged, present, failAfter, fault);
         return StoreAppend.putRows(writer, rows, converter.get(), present, chooseSkipped, failAfter, fault);

@@ -248,24 +248,35 @@ public final class MessageStoreWriter implements AutoCloseable {
                 }
                 return results;
             }
-            failure = null;
-            failureCause = null;
-            chunkResults = results;
+            beginBatch(results, null);
             try {
                 putLocked(batch, results);
             } finally {
-                if (!inflight.isEmpty()) drain();           // (only after an unexpected error)
-                resetChunks();
-                chunkResults = null;
-                // Offsets handed out to messages that were not acknowledged are given back.
-                for (QueueState q : chunkQueues) q.inChunk = false;
-                chunkQueues.clear();
+                endBatch();
             }
             failed = failure;
             cause = failureCause;
         }
         if (failed != null) throw new WriteFailedError(failed, results, null, cause);
         return results;
+    }
+
+    /** A batch starts (under putLock): no failure yet; where its results and summary go (either may be null). */
+    private void beginBatch(PutResult[] results, PutSummary summary) {
+        failure = null;
+        failureCause = null;
+        chunkResults = results;
+        staging = summary;
+    }
+
+    /** A batch ends, however it ended: chunks in flight waited for, queue offsets not acknowledged given back. */
+    private void endBatch() {
+        if (!inflight.isEmpty()) drain();           // (only after an unexpected error)
+        resetChunks();
+        chunkResults = null;
+        staging = null;
+        for (QueueState q : chunkQueues) q.inChunk = false;
+        chunkQueues.clear();
     }
 
     private void putLocked(List<Message> batch, PutResult[] results) {
@@ -375,21 +386,13 @@ public final class MessageStoreWriter implements AutoCloseable {
                 throw new WriteFailedError(closed ? "store is closed" : "store is not writable: " + describe(error),
                         null, out, error);
             }
-            failure = null;
-            failureCause = null;
-            chunkResults = results;
-            staging = out;
+            beginBatch(results, out);
             try {
                 putStagedLocked(staged, staged.cursor(), skip, limit);
             } catch (IOException e) {                   // reading the staged messages back
                 noteFailure("cannot read the staged messages: " + e.getMessage(), e);
             } finally {
-                if (!inflight.isEmpty()) drain();
-                resetChunks();
-                chunkResults = null;
-                staging = null;
-                for (QueueState q : chunkQueues) q.inChunk = false;
-                chunkQueues.clear();
+                endBatch();
             }
             failed = failure;
             cause = failureCause;
