@@ -25,7 +25,11 @@ Reported per mode (and written as JSON with ``--json``):
   ``maxMessagesPerTrigger`` = ``--sink-batch``, coalesced to ``--sink-partitions`` sink tasks (each task
   takes the store lock and opens the writer once), in the session's mode (the JVM sink with the jar): rows
   per second of the batches after the first (Spark's triggerExecution) and of their ``addBatch`` (the
-  sink's appends and commits); and the batch sink ``df.write.format("rmq")`` rows/s vs the writer's own
+  sink's appends and commits), with the median of each phase; once with Spark's default checkpoint file
+  manager and once with ``FileSystemBasedCheckpointFileManager`` (``--sink-checkpoint-managers``): on a
+  local path the default goes through Hadoop's FileContext, which forks ``readlink`` and ``chmod`` for each
+  checkpoint file where libhadoop is absent, time spent in walCommit and commitOffsets, not in the sink;
+  and the batch sink ``df.write.format("rmq")`` rows/s vs the writer's own
   batch put (scripts/bench_spark_write.py has the full batch comparison);
 * with ``--sink-rss``: the peak RSS of the sink's Python worker writing one partition of 3M rows with
   1 KiB bodies (2.9 GiB), against the partition's size and the 512 MiB bound the README states.
@@ -279,7 +283,22 @@ def run_one(args) -> dict:
 
 # --------------------------------------------------------------------------- stream sink (optional)
 
-def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int) -> dict:
+# Spark's checkpoint file managers by name (the classes moved package in Spark 4.1).
+CHECKPOINT_MANAGERS = ("spark-default", "filesystem")
+
+
+def checkpoint_manager_conf(name: str) -> dict:
+    """Spark conf for a checkpoint file manager: Spark's default (FileContext on a local path), or FileSystem."""
+    if name == "spark-default":
+        return {}
+    import pyspark
+    major_minor = tuple(int(x) for x in pyspark.__version__.split(".")[:2])
+    package = "org.apache.spark.sql.execution.streaming" + (".checkpointing" if major_minor >= (4, 1) else "")
+    return {"spark.sql.streaming.checkpointFileManagerClass": package + ".FileSystemBasedCheckpointFileManager"}
+
+
+def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int,
+                     checkpoint_manager: str = "spark-default") -> dict:
     """Sustained rows/s of the exactly-once streaming sink on a prepared source store."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import numpy as np
@@ -300,7 +319,8 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int)
                 "queueId": pa.array(((ids // 4) % 8).astype(np.int32)),
                 "body": pa.array([b"x" * body_size] * k, type=pa.binary())}))
     spark = (SparkSession.builder.master("local[2]").config(map=session_conf()).config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "4g").getOrCreate())
+             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "4g")
+             .config(map=checkpoint_manager_conf(checkpoint_manager)).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         df = (spark.readStream.format("rmq").option("topicPattern", "Src.*").option("startingOffsets", "earliest")
@@ -321,15 +341,18 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int)
     n = sum(p["numInputRows"] for p in steady)
     trigger_s = sum(p["durationMs"].get("triggerExecution", 0) for p in steady) / 1000
     add_s = sum(p["durationMs"].get("addBatch", 0) for p in steady) / 1000
+    phases = sorted({k for p in steady for k in p["durationMs"]})
+    breakdown = {k: pct([p["durationMs"].get(k, 0) for p in steady], 50) for k in phases}
     written = 0
     from rmqsource.store.reader import MessageStoreReader
     with MessageStoreReader(dst) as rd:
         written = sum(i.max_offset for i in rd.queue_infos())
     shutil.rmtree(work, ignore_errors=True)
-    return {"mode": spark_mode(), "rows": rows, "rowsWritten": written, "bodyBytes": body_size, "batches": len(progress),
+    return {"mode": spark_mode(), "checkpointFileManager": checkpoint_manager, "rows": rows, "rowsWritten": written, "bodyBytes": body_size, "batches": len(progress),
             "rowsPerBatch": per_batch, "sinkTasksPerBatch": partitions or "one per source queue", "wallSeconds": round(wall, 1),
             "sustainedRowsPerSecond": round(n / trigger_s) if trigger_s else None,
             "addBatchRowsPerSecond": round(n / add_s) if add_s else None,
+            "durationMsMedians": breakdown,
             "note": "batches after the first: rows / triggerExecution (whole query) and rows / addBatch (the sink)"}
 
 
@@ -441,6 +464,10 @@ def main(argv=None) -> int:
     ap.add_argument("--sink-batch", type=int, default=500_000, help="maxMessagesPerTrigger of the stream sink run")
     ap.add_argument("--sink-partitions", type=int, default=2,
                     help="coalesce the stream to this many sink tasks per batch (0: one per source queue)")
+    ap.add_argument("--sink-checkpoint-managers", default=",".join(CHECKPOINT_MANAGERS),
+                    help="the stream sink run once per checkpoint file manager: spark-default (on a local path, "
+                         "Hadoop's FileContext, which forks readlink and chmod per checkpoint file where libhadoop "
+                         "is absent), filesystem (FileSystemBasedCheckpointFileManager); default both")
     ap.add_argument("--batch-sink-rows", type=int, default=200_000)
     ap.add_argument("--sink-rss", action="store_true",
                     help="also print the sink worker's peak RSS writing one 3M x 1 KiB partition")
@@ -474,8 +501,11 @@ def main(argv=None) -> int:
         results["modes"][mode] = json.loads(lines[-1][len("RESULT "):])
     results["loadAverageEnd"] = load_average()
     if args.sink:
-        results["streamSink"] = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch, args.sink_partitions)
-        print(f"== stream sink: {results['streamSink']}", file=sys.stderr, flush=True)
+        results["streamSink"] = []
+        for manager in args.sink_checkpoint_managers.split(","):
+            run = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch, args.sink_partitions, manager)
+            results["streamSink"].append(run)
+            print(f"== stream sink: {run}", file=sys.stderr, flush=True)
         results["batchSink"] = sink_comparison(args.batch_sink_rows, args.body_size)
     if args.sink_rss:
         results["batchSinkPeakRss"] = sink_peak_rss(args.sink_rss_rows, 1024)

@@ -323,6 +323,10 @@ final class RecordColumns {
             }
             return;
         }
+        if (id == TOPIC || id == BROKER || id == STORE_PATH) {      // known without decoding the record again
+            for (int row = 0; row < rows; row++) put(c, v, row, null, null, k.topics[row], null, 0, false, null, 0);
+            return;
+        }
         boolean props = needsProps(id);
         for (int row = 0; row < rows; row++) {
             ByteBuffer b = k.buffers[row];

@@ -2,6 +2,7 @@ package io.rmqsource.spark.sink;
 
 import io.rmqsource.spark.errors.OptionError;
 import io.rmqsource.spark.store.write.Message;
+import io.rmqsource.spark.store.write.TrailingProperties;
 import java.util.LinkedHashMap;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
@@ -30,9 +31,8 @@ final class RowsToMessages {
 
     private final SinkSchema s;
     private final QueueChooser chooser;
-    /** The stamp tag, or null (preserveStoreFields). */
-    private final String tag;
-    private final String seqPrefix;
+    /** The stamps (the row's index ends the last), or null (preserveStoreFields). */
+    private final TrailingProperties stamps;
     private final boolean bodyIsString;
     private final int queueIdKind;
     private final int flagKind;
@@ -50,14 +50,12 @@ final class RowsToMessages {
     private int nextTopicSlot;
     /** The properties map of the last row when each message is staged before the next row is filled, else null. */
     private LinkedHashMap<String, String> rowProperties;
-    private boolean mapHoldsStampsOnly;
 
     RowsToMessages(SinkSchema schema, QueueChooser chooser, String tag, int partition) {
         this.s = schema;
         this.chooser = chooser;
-        this.tag = tag;
+        this.stamps = tag == null ? null : new TrailingProperties(BATCH_PROPERTY, tag, SEQ_PROPERTY, partition + ":");
         this.keepEmpty = tag == null;
-        this.seqPrefix = partition + ":";
         this.bodyIsString = schema.isType(schema.body, StringType.class);
         this.keysIsArray = schema.isType(schema.keys, ArrayType.class);
         this.queueIdKind = kind(schema, schema.queueId);
@@ -96,11 +94,9 @@ final class RowsToMessages {
         return this;
     }
 
-    /** {@code stampsOnly}: the row has no properties of its own (the map's two stamp entries just change value). */
-    private LinkedHashMap<String, String> propertiesMap(int entries, boolean stampsOnly) {
-        if (rowProperties == null) return new LinkedHashMap<>(Math.max(4, 2 * (entries + 2)));
-        if (!stampsOnly || !mapHoldsStampsOnly) rowProperties.clear();
-        mapHoldsStampsOnly = stampsOnly;
+    private LinkedHashMap<String, String> propertiesMap(int entries) {
+        if (rowProperties == null) return new LinkedHashMap<>(Math.max(4, 2 * entries));
+        rowProperties.clear();
         return rowProperties;
     }
 
@@ -163,9 +159,12 @@ final class RowsToMessages {
         if (s.propertiesIsString) {             // verbatim (no tags / keys columns then)
             m.properties = null;
             m.propertiesString = row.isNullAt(s.properties) ? null : row.getUTF8String(s.properties).toString();
+            m.trailing = null;
         } else {
-            m.properties = properties(row, seq);
+            m.properties = properties(row);
             m.propertiesString = null;
+            m.trailing = stamps;                // after the row's own properties
+            m.trailingNumber = seq;
         }
         m.bornTimestampMs = s.bornTimestamp >= 0 && !row.isNullAt(s.bornTimestamp)
                 ? integral(row, s.bornTimestamp, bornKind) : 0;
@@ -183,8 +182,8 @@ final class RowsToMessages {
         return m;
     }
 
-    /** The user properties in their order (TAGS / KEYS dropped when their columns exist), then the stamps. */
-    private LinkedHashMap<String, String> properties(InternalRow row, long seq) {
+    /** The user properties in their order (TAGS / KEYS dropped when their columns exist), or null. */
+    private LinkedHashMap<String, String> properties(InternalRow row) {
         LinkedHashMap<String, String> out = null;
         if (s.properties >= 0 && !row.isNullAt(s.properties)) {
             MapData map = row.getMap(s.properties);
@@ -192,18 +191,13 @@ final class RowsToMessages {
             if (n > 0) {
                 ArrayData k = map.keyArray();
                 ArrayData v = map.valueArray();
-                out = propertiesMap(n, false);
+                out = propertiesMap(n);
                 for (int i = 0; i < n; i++) {
                     String key = k.getUTF8String(i).toString();
                     if ((s.tags >= 0 && key.equals("TAGS")) || (s.keys >= 0 && key.equals("KEYS"))) continue;
                     out.put(key, v.isNullAt(i) ? "" : v.getUTF8String(i).toString());
                 }
             }
-        }
-        if (tag != null) {
-            if (out == null) out = propertiesMap(0, true);
-            out.put(BATCH_PROPERTY, tag);
-            out.put(SEQ_PROPERTY, seqPrefix + seq);
         }
         return out == null || out.isEmpty() ? null : out;
     }

@@ -9,7 +9,9 @@ import java.util.LinkedHashMap;
  * properties in their order, serialized after TAGS and KEYS) or {@code propertiesString} (a
  * verbatim {@code k\u0001v\u0002...} string stored as given; then tags and keys must be null).
  * Hosts are {@code "a.b.c.d:port"} or {@code "[v6]:port"}. {@code storeTimestampMs} pins the
- * store clock (null: the writer's clock). A Message may be reused after put returns.
+ * store clock (null: the writer's clock). {@code trailing} (with {@code trailingNumber}) adds
+ * properties after {@code properties}, see {@link TrailingProperties}. A Message may be reused after
+ * put returns.
  */
 public final class Message {
     public String topic;
@@ -18,6 +20,8 @@ public final class Message {
     public int flag;
     public LinkedHashMap<String, String> properties;
     public String propertiesString;
+    public TrailingProperties trailing;
+    public long trailingNumber;
     public String tags;
     public String keys;
     public long bornTimestampMs;

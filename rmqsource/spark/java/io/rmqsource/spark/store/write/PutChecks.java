@@ -43,6 +43,9 @@ final class PutChecks {
     private final Map<String, Object[]> hosts = new HashMap<>();
     /** Valid topics with their bytes (topics are few). */
     private final Map<String, byte[]> topics = new HashMap<>();
+    /** The last valid topic (the same String object row after row): no map lookup. */
+    private String knownTopic;
+    private byte[] knownTopicBytes;
 
     PutChecks(StoreConfig c) {
         this.segmentSize = c.mappedFileSizeCommitLog();
@@ -75,12 +78,15 @@ final class PutChecks {
     }
 
     private byte[] topicBytes(String topic) {
+        if (topic == knownTopic) return knownTopicBytes;
         byte[] b = topics.get(topic);
         if (b == null) {
             b = topic.getBytes(StandardCharsets.US_ASCII);
             if (topics.size() > 4096) topics.clear();
             topics.put(topic, b);
         }
+        knownTopic = topic;
+        knownTopicBytes = b;
         return b;
     }
 
@@ -114,7 +120,8 @@ final class PutChecks {
      */
     Object prepare(Message m, int slot) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
-        String problem = m.topic != null && topics.containsKey(m.topic) ? null : topicProblem(m.topic);  // known good
+        String problem = m.topic != null && (m.topic == knownTopic || topics.containsKey(m.topic))
+                ? null : topicProblem(m.topic);                                                // known good
         if (problem != null) return illegal(m, problem);
         int qid = m.queueId;
         if (qid < 0) return illegal(m, "queueId " + qid + " out of range");
@@ -153,7 +160,7 @@ final class PutChecks {
             if (m.tags != null || m.keys != null) {
                 return illegal(m, "a verbatim properties string cannot be combined with tags/keys");
             }
-            if (m.properties != null && !m.properties.isEmpty()) {
+            if ((m.properties != null && !m.properties.isEmpty()) || m.trailing != null) {
                 return illegal(m, "a properties map cannot be combined with a verbatim properties string");
             }
             pstr = m.propertiesString;
@@ -163,6 +170,7 @@ final class PutChecks {
             if (m.tags != null) pmap.put(Properties.TAGS_NAME, m.tags);
             if (m.keys != null) pmap.put(Properties.KEYS_NAME, m.keys);
             if (m.properties != null) pmap.putAll(m.properties);
+            if (m.trailing != null) m.trailing.putInto(pmap, m.trailingNumber);
             problem = stringsProblem(pmap);
             if (problem != null) return illegal(m, problem);
         }
@@ -319,6 +327,14 @@ final class PutChecks {
                 any = true;
             }
         }
+        TrailingProperties t = m.trailing;
+        if (t != null) {
+            if (t.plain == null || (m.properties != null && t.namedIn(m.properties))) return false;
+            if (any) put((byte) Properties.PROPERTY_SEPARATOR);
+            putPlain(t.plain);
+            putNumber(m.trailingNumber);
+            any = true;
+        }
         if (any && trailing) put((byte) Properties.PROPERTY_SEPARATOR);
         fastChars = at;
         if (appendCrc) {
@@ -356,6 +372,34 @@ final class PutChecks {
         if (bad < 0) return false;
         at = a + n;
         return true;
+    }
+
+    private void putPlain(byte[] bytes) {
+        if (at + bytes.length > scratch.length) {
+            scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + bytes.length + 64));
+        }
+        System.arraycopy(bytes, 0, scratch, at, bytes.length);
+        at += bytes.length;
+    }
+
+    /** The decimal digits of {@code v}, as Long.toString writes them. */
+    private void putNumber(long v) {
+        if (at + 20 > scratch.length) scratch = java.util.Arrays.copyOf(scratch, scratch.length * 2 + 20);
+        if (v < 0) {
+            if (v == Long.MIN_VALUE) {
+                putPlain(Long.toString(v).getBytes(StandardCharsets.US_ASCII));
+                return;
+            }
+            scratch[at++] = '-';
+            v = -v;
+        }
+        int digits = 1;
+        for (long p = 10; digits < 19 && v >= p; p *= 10) digits++;
+        for (int i = at + digits - 1; i >= at; i--) {
+            scratch[i] = (byte) ('0' + v % 10);
+            v /= 10;
+        }
+        at += digits;
     }
 
     private void put(byte x) {
