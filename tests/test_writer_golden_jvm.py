@@ -446,6 +446,64 @@ def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus, sta
     assert _store_files(jvm_root) == _store_files(py_root)
 
 
+def _trailing_cases() -> list[tuple[dict, list, int]]:
+    """(message dict, trailing name/value pairs, number): stamps as the sinks add them, and the edges of
+    the copied fast path (digit counts, negatives, user properties before or of the same name) and of
+    its fall-backs (non-ASCII, a separator, names the engine reads)."""
+    stamps = ["__RMQSOURCE_BATCH", "q-1:7", "__RMQSOURCE_SEQ", "3:"]
+    numbers = [0, 9, 10, 99, 100, 12345, 10**18 - 1, 10**18, 2**63 - 1, -1, -10, -(2**63)]
+    cases = [({}, stamps, n) for n in numbers]
+    body = base64.b64encode(b"trailing").decode()
+    cases += [
+        ({"properties": {"a": "1", "b": "2"}}, stamps, 41),
+        ({"tags": "TagA", "keys": "k1 k2", "properties": {"UNIQ_KEY": "AC1100"}}, stamps, 42),
+        ({"properties": {"__RMQSOURCE_SEQ": "user's", "z": "after"}}, stamps, 43),       # keeps its place
+        ({"properties": {"__RMQSOURCE_BATCH": None}}, stamps, 44),
+        ({}, ["__RMQSOURCE_BATCH", "q-ü:7", "__RMQSOURCE_SEQ", "3:"], 45),                 # not ASCII
+        ({}, ["__RMQSOURCE_BATCH", "q\x01:7", "__RMQSOURCE_SEQ", "3:"], 46),              # a separator: refused
+        ({}, ["UNIQ_KEY", "U", "__RMQSOURCE_SEQ", "3:"], 47),                              # dispatch reads it
+        ({"tags": "T"}, ["DELAY", "2", "__RMQSOURCE_SEQ", "3:"], 48),                      # 4.9 rewrites the topic
+        ({"properties": {"x": "ü"}}, stamps, 49),
+    ]
+    out = []
+    for i, (extra, pairs, n) in enumerate(cases):
+        d = {"topic": f"Trail{i % 3}", "queueId": i % 2, "body": body, "bornTimestamp": 1_700_000_000_000 + i,
+             "storeTimestamp": 1_700_000_000_500 + i, **extra}
+        out.append((d, pairs, n))
+    return out
+
+
+@pytest.mark.parametrize("staged", [None, 0], ids=["putAll", "staged"])
+@pytest.mark.parametrize("corpus", DEFAULT)
+def test_trailing_properties_give_the_bytes_of_the_same_properties_put_in_the_map(tmp_path, corpus, staged):
+    """A sink's stamps (TrailingProperties, serialized once and copied per message) against the reference:
+    the Python writer given the same stamps at the end of each message's properties map. Same statuses,
+    offsets and store bytes, under each corpus's config (trailing separator, CRC property)."""
+    config_path = GOLDEN_ROOT / corpus / "store.properties"
+    config = StoreConfig.from_properties_file(config_path)
+    cases = _trailing_cases()
+    jvm_lines, py_msgs = [], []
+    for d, pairs, n in cases:
+        jvm_lines.append(dict(d, trailing=pairs, trailingNumber=n))
+        props = dict(d.get("properties") or {})
+        for k in range(0, len(pairs) - 2, 2):
+            props[pairs[k]] = pairs[k + 1]
+        props[pairs[-2]] = pairs[-1] + str(n)
+        py_msgs.append(MessageExtBrokerInner.from_json_dict(dict(d, properties=props)))
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in jvm_lines))
+    py_root, jvm_root = tmp_path / "py", tmp_path / "jvm"
+    with MessageStoreWriter(py_root, config, clock_ms=lambda: CLOCK_MS) as w:
+        py_results = [r.to_json_dict() for r in w.put_messages(py_msgs)]
+    jvm_results, _, _ = jvm_put(jvm_root, config_path, path, batch=8, clock_ms=CLOCK_MS, staged=staged)
+    assert len(jvm_results) == len(cases)
+    for i, (j, p) in enumerate(zip(jvm_results, py_results)):
+        fields = PUT_FIELDS if p["status"] == "PUT_OK" else ("status", "topic", "queueId")
+        assert {k: j[k] for k in fields} == {k: p[k] for k in fields}, (i, cases[i], j.get("reason"))
+    assert [p["status"] for p in py_results].count("PUT_OK") == len(cases) - 1      # the separator is refused
+    assert _store_files(jvm_root) == _store_files(py_root)
+
+
 # ---------------------------------------------------------------------------------------------- refusals
 
 def test_store_held_by_a_broker_is_refused(tmp_path):

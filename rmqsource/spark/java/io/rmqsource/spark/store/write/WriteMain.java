@@ -36,8 +36,9 @@ import java.util.function.LongSupplier;
  *
  * {@code put} prints one JSON line per message (the put.jsonl fields plus reason), then
  * {@code {"maxPhyOffset": N}}; an error is {@code {"error": {"type", "message"}}} with exit 1.
- * INPUTS lines are a corpus's inputs.jsonl shape (camelCase fields, base64 body); CONFIG may be "-"
- * (defaults).
+ * INPUTS lines are a corpus's inputs.jsonl shape (camelCase fields, base64 body), plus optionally
+ * {@code "trailing": [name, value, ...]} and {@code "trailingNumber": N} ({@link TrailingProperties});
+ * CONFIG may be "-" (defaults).
  */
 public final class WriteMain {
     private WriteMain() {
@@ -241,6 +242,11 @@ public final class WriteMain {
             for (Map.Entry<Object, Object> e : ((Map<Object, Object>) d.get("properties")).entrySet()) {
                 m.properties.put(String.valueOf(e.getKey()), e.getValue() == null ? null : (String) e.getValue());
             }
+        }
+        if (d.get("trailing") instanceof List) {
+            m.trailing = new TrailingProperties(((List<Object>) d.get("trailing")).stream()
+                    .map(String::valueOf).toArray(String[]::new));
+            m.trailingNumber = longOf(d.get("trailingNumber"), 0);
         }
         m.tags = (String) d.get("tags");
         m.keys = (String) d.get("keys");
