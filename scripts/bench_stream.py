@@ -343,6 +343,11 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int,
     add_s = sum(p["durationMs"].get("addBatch", 0) for p in steady) / 1000
     phases = sorted({k for p in steady for k in p["durationMs"]})
     breakdown = {k: pct([p["durationMs"].get(k, 0) for p in steady], 50) for k in phases}
+    # the JVM sink's own figures per batch (sink.metrics of the progress): time under the store lock and waiting
+    sink_metrics = [(p.get("sink") or {}).get("metrics") or {} for p in steady]
+    sink_phases = ("appendMsMax", "appendMsTotal", "lockWaitMsMax", "commitMs")
+    sink_breakdown = {k: pct([int(m[k]) for m in sink_metrics if k in m], 50)
+                      for k in sink_phases if any(k in m for m in sink_metrics)}
     written = 0
     from rmqsource.store.reader import MessageStoreReader
     with MessageStoreReader(dst) as rd:
@@ -353,6 +358,7 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int,
             "sustainedRowsPerSecond": round(n / trigger_s) if trigger_s else None,
             "addBatchRowsPerSecond": round(n / add_s) if add_s else None,
             "durationMsMedians": breakdown,
+            "sinkMetricsMedians": sink_breakdown,
             "note": "batches after the first: rows / triggerExecution (whole query) and rows / addBatch (the sink)"}
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from rmqsource.errors import FormatError, OptionError
 from rmqsource.format.javahash import java_string_hash
+from rmqsource.spark.jar import spark_mode
 from rmqsource.spark.sink import (BATCH_PROPERTY, FAULT_ENV, SEQ_PROPERTY, QueueChooser, RmqStreamWriter,
                                   SinkCommitMessage, SinkLog, table_from_batch, parse_sink_options)
 from rmqsource.store.reader import MessageStoreReader
@@ -351,6 +352,17 @@ def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
     (qid, entry), = log["queries"].items()
     assert entry["committedBatch"] == 3 and entry["tasks"] == {}
     assert not fault.exists()
+    if spark_mode() == "jvm":
+        # The JVM sink reports each batch in the progress (sink.metrics): batch 2 resumed after the task that
+        # died, so part of it is skipped; batch 3 is appended whole.
+        progress = [p for p in q.recentProgress if p["numInputRows"]]
+        metrics = [p["sink"]["metrics"] for p in progress]
+        assert [m["batchId"] for m in metrics] == ["2", "3"], metrics
+        resumed, last = metrics
+        assert int(resumed["rows"]) == 1000 and int(resumed["skippedMessages"]) == partial - 2000
+        assert int(resumed["appendedMessages"]) == 3000 - partial
+        assert (last["rows"], last["appendedMessages"], last["skippedMessages"]) == ("1000", "1000", "0")
+        assert int(last["tasks"]) >= 1 and int(last["appendMsTotal"]) >= int(last["appendMsMax"]) >= 0
 
 
 # --------------------------------------------------------------------------- hostile sink log / store contents

@@ -12,6 +12,7 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
@@ -29,7 +30,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * here reads with the table's options under the query's ({@link #withTableOptions}). For
  * {@code load()} and {@code save()} both are the same options.
  */
-final class RmqTable implements SupportsRead, SupportsWrite {
+final class RmqTable implements SupportsRead, SupportsWrite, ReportsSinkMetrics {
   // TableCatalog's property names (constants, inlined at compile time: the same in every Spark 4)
   private static final String PROP_PROVIDER = TableCatalog.PROP_PROVIDER;
   private static final String PROP_LOCATION = TableCatalog.PROP_LOCATION;
@@ -40,6 +41,7 @@ final class RmqTable implements SupportsRead, SupportsWrite {
       TableCapability.TRUNCATE));
   private final StructType schema;
   private final Map<String, String> tableOptions;
+  private final io.rmqsource.spark.sink.SinkMetrics sinkMetrics = new io.rmqsource.spark.sink.SinkMetrics();
 
   /** {@code schema}: what Spark passed to getTable (the read schema, or a write's DataFrame schema). */
   RmqTable(StructType schema, Map<String, String> tableOptions) {
@@ -120,6 +122,12 @@ final class RmqTable implements SupportsRead, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    return new io.rmqsource.spark.sink.RmqWriteBuilder(info, withTableOptions(info.options()));
+    return new io.rmqsource.spark.sink.RmqWriteBuilder(info, withTableOptions(info.options()), sinkMetrics);
+  }
+
+  /** The streaming sink's last micro-batch (Spark's progress shows it as sink.metrics). */
+  @Override
+  public Map<String, String> metrics() {
+    return sinkMetrics.asMap();
   }
 }

@@ -20,11 +20,13 @@ final class RmqStreamingWrite implements StreamingWrite {
     private final SinkOptions opts;
     private final SinkSchema schema;
     private final String queryId;
+    private final SinkMetrics metrics;
 
-    RmqStreamingWrite(SinkOptions opts, SinkSchema schema, String queryId) {
+    RmqStreamingWrite(SinkOptions opts, SinkSchema schema, String queryId, SinkMetrics metrics) {
         this.opts = opts;
         this.schema = schema;
         this.queryId = queryId;
+        this.metrics = metrics;
     }
 
     @Override
@@ -36,6 +38,12 @@ final class RmqStreamingWrite implements StreamingWrite {
     @Override
     @SuppressWarnings("unchecked")
     public void commit(long batchId, WriterCommitMessage[] messages) {
+        long t0 = System.nanoTime();
+        commitLocked(batchId, messages);
+        metrics.batch(batchId, messages, (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    private void commitLocked(long batchId, WriterCommitMessage[] messages) {
         TreeSet<String> queryIds = new TreeSet<>();
         for (WriterCommitMessage m : messages) {
             if (m instanceof SinkCommitMessage && ((SinkCommitMessage) m).queryId != null) {

@@ -16,12 +16,14 @@ final class RmqWrite implements Write {
     private final StructType schema;
     private final String queryId;
     private final boolean truncate;
+    private final SinkMetrics metrics;
 
-    RmqWrite(Map<String, String> options, StructType schema, String queryId, boolean truncate) {
+    RmqWrite(Map<String, String> options, StructType schema, String queryId, boolean truncate, SinkMetrics metrics) {
         this.options = options;
         this.schema = schema;
         this.queryId = queryId;
         this.truncate = truncate;
+        this.metrics = metrics;
     }
 
     @Override
@@ -46,7 +48,7 @@ final class RmqWrite implements Write {
         SinkOptions o = SinkOptions.parse(options);
         SinkSchema s = SinkSchema.check(schema, o.preserveStoreFields);
         refuseUnsupportedLayout(o);
-        return new RmqStreamingWrite(o, s, queryId);
+        return new RmqStreamingWrite(o, s, queryId, metrics);
     }
 
     /** layout.py check_writable: a store of a layout rmqsource reads but does not write fails the write here. */

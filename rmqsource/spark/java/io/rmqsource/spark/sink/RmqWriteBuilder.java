@@ -13,11 +13,14 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public final class RmqWriteBuilder implements SupportsTruncate {
     private final CaseInsensitiveStringMap options;
     private final LogicalWriteInfo info;
+    private final SinkMetrics metrics;
     private boolean truncate;
 
-    public RmqWriteBuilder(LogicalWriteInfo info, CaseInsensitiveStringMap options) {
+    /** {@code metrics}: where a streaming write leaves its figures per micro-batch. */
+    public RmqWriteBuilder(LogicalWriteInfo info, CaseInsensitiveStringMap options, SinkMetrics metrics) {
         this.info = info;
         this.options = options;
+        this.metrics = metrics;
     }
 
     @Override
@@ -28,6 +31,6 @@ public final class RmqWriteBuilder implements SupportsTruncate {
 
     @Override
     public Write build() {
-        return new RmqWrite(options.asCaseSensitiveMap(), info.schema(), info.queryId(), truncate);
+        return new RmqWrite(options.asCaseSensitiveMap(), info.schema(), info.queryId(), truncate, metrics);
     }
 }
