@@ -22,7 +22,7 @@ from test_spark_batch import assert_row_equals_engine, expected_messages, rmq, r
 from test_spark_stream import fill, run_available_now, stream
 
 from rmqsource.spark import compat
-from rmqsource.spark.jar import session_jar
+from rmqsource.spark.jar import session_jar, spark_mode
 from rmqsource.store.consumer_offsets import ConsumerOffsets
 
 pytestmark = [pytest.mark.spark, pytest.mark.compat]
@@ -171,6 +171,9 @@ def test_stream_sink_appends_each_message_once(spark, tmp_path):
          .trigger(availableNow=True).start(str(dst)))
     assert q.awaitTermination(240) and q.exception() is None
     assert sorted(int(r.body) for r in _all_messages(Path(dst), "OUT")) == list(range(300))
+    if spark_mode() == "jvm":              # the JVM sink's figures reach the progress on every Spark version
+        metrics = [p["sink"]["metrics"] for p in q.recentProgress if p["numInputRows"]]
+        assert sum(int(m["appendedMessages"]) for m in metrics) == 300, metrics
 
 
 # A driver streaming IN -> the rmq sink at OUT that SIGKILLs itself once batch 1 is done (a later batch
