@@ -1,6 +1,8 @@
 package io.rmqsource.spark;
 
+import java.util.function.Supplier;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarArray;
@@ -19,26 +21,29 @@ final class DeferredColumnVector extends ColumnVector {
         void fill(int column, WritableColumnVector target);
     }
 
-    private final WritableColumnVector inner;
+    private final Supplier<WritableColumnVector> allocate;
     private final Filler filler;
     private final int column;
+    /** Allocated at the first access. */
+    private WritableColumnVector inner;
     private boolean filled;
 
-    DeferredColumnVector(WritableColumnVector inner, Filler filler, int column) {
-        super(inner.dataType());
-        this.inner = inner;
+    DeferredColumnVector(DataType type, Supplier<WritableColumnVector> allocate, Filler filler, int column) {
+        super(type);
+        this.allocate = allocate;
         this.filler = filler;
         this.column = column;
     }
 
     /** A new batch: the values are to be decoded again. */
     void reset() {
-        inner.reset();
+        if (inner != null) inner.reset();
         filled = false;
     }
 
     private WritableColumnVector values() {
         if (!filled) {
+            if (inner == null) inner = allocate.get();
             filled = true;
             filler.fill(column, inner);
         }
@@ -47,7 +52,7 @@ final class DeferredColumnVector extends ColumnVector {
 
     @Override
     public void close() {
-        inner.close();
+        if (inner != null) inner.close();
     }
 
     /** Reused batch after batch, like a writable vector: Spark's "done with this batch" frees nothing. */

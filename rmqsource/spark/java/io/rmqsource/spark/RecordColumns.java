@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
@@ -85,7 +86,10 @@ final class RecordColumns {
         bodyView = body >= 0 ? new MappedBinaryVector(capacity) : null;
         vectors = new OnHeapColumnVector[ids.length];      // none for a body read in place
         for (int c = 0; c < ids.length; c++) {
-            if (c != body) vectors[c] = new OnHeapColumnVector(capacity, schema.fields()[c].dataType());
+            // a deferred column's values are allocated at its first access: a stream's query reads few of them
+            if (c != body && !(defer && isDeferrable(ids[c]))) {
+                vectors[c] = new OnHeapColumnVector(capacity, schema.fields()[c].dataType());
+            }
         }
         if (!defer) {
             needsProperties = props;
@@ -106,7 +110,9 @@ final class RecordColumns {
             if (c == body) {
                 out[c] = bodyView;                 // set at append: a view costs less than remembering to decode
             } else if (isDeferrable(ids[c])) {
-                deferred[c] = new DeferredColumnVector(vectors[c], this::fillDeferred, c);
+                DataType type = schema.fields()[c].dataType();
+                deferred[c] = new DeferredColumnVector(type, () -> new OnHeapColumnVector(capacity, type),
+                        this::fillDeferred, c);
                 out[c] = deferred[c];
             } else {
                 now[n++] = c;

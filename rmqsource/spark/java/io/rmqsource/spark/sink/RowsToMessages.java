@@ -142,20 +142,34 @@ final class RowsToMessages {
 
     /** The queue of the row (advances the topic's round-robin when the row has no queueId and no keys). */
     int queueOf(InternalRow row) {
-        String keys = keys(row);
+        return queueOf(row, topic(row), keys(row));
+    }
+
+    private int queueOf(InternalRow row, String topic, String keys) {
         boolean has = s.queueId >= 0 && !row.isNullAt(s.queueId);
-        return chooser.choose(topic(row), has ? integral(row, s.queueId, queueIdKind) : -1, has, keys);
+        return chooser.choose(topic, has ? integral(row, s.queueId, queueIdKind) : -1, has, keys);
     }
 
     /** Fill {@code m} from {@code row} (index {@code seq} of the task) going to {@code queueId}. */
     Message fill(Message m, InternalRow row, long seq, int queueId) {
-        m.topic = topic(row);
+        return fill(m, row, seq, queueId, topic(row), keys(row));
+    }
+
+    /** {@link #fill} to the queue {@link #queueOf} chooses, the row's topic and keys read once for both. */
+    Message fillChoosingQueue(Message m, InternalRow row, long seq) {
+        String topic = topic(row);
+        String keys = keys(row);
+        return fill(m, row, seq, queueOf(row, topic, keys), topic, keys);
+    }
+
+    private Message fill(Message m, InternalRow row, long seq, int queueId, String topic, String keys) {
+        m.topic = topic;
         m.queueId = queueId;
         if (row.isNullAt(s.body)) m.body = EMPTY;
         else m.body = bodyIsString ? row.getUTF8String(s.body).getBytes() : row.getBinary(s.body);
         m.flag = s.flag >= 0 && !row.isNullAt(s.flag) ? (int) integral(row, s.flag, flagKind) : 0;
         m.tags = text(row, s.tags);
-        m.keys = keys(row);
+        m.keys = keys;
         if (s.propertiesIsString) {             // verbatim (no tags / keys columns then)
             m.properties = null;
             m.propertiesString = row.isNullAt(s.properties) ? null : row.getUTF8String(s.properties).toString();

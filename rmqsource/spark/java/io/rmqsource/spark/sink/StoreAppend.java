@@ -190,9 +190,8 @@ final class StoreAppend {
                         if (chooseSkipped) conv.queueOf(row);
                         return;
                     }
-                    int queue = conv.queueOf(row);
                     List<Message> c = chunk[0];
-                    Message m = conv.fill(new Message(), row, seq, queue);
+                    Message m = conv.fillChoosingQueue(new Message(), row, seq);
                     c.add(m);
                     bytes[0] += m.body.length;
                     if (c.size() >= CHUNK_ROWS || bytes[0] >= CHUNK_BYTES) {

@@ -62,7 +62,7 @@ final class TaskRows implements AutoCloseable {
     void add(InternalRow row) throws IOException {
         intake.check(row, count);
         if (staged != null) {
-            PutResult refused = staged.stage(intake.fill(message, row, count, intake.queueOf(row)));
+            PutResult refused = staged.stage(intake.fillChoosingQueue(message, row, count));
             if (refused != null) throw StoreAppend.refused(refused);
         } else {
             rows.add(row);
