@@ -5,6 +5,7 @@ import io.rmqsource.spark.store.write.Message;
 import io.rmqsource.spark.store.write.TrailingProperties;
 import java.util.LinkedHashMap;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.MapData;
 import org.apache.spark.sql.types.ArrayType;
@@ -15,6 +16,7 @@ import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -50,6 +52,8 @@ final class RowsToMessages {
     private int nextTopicSlot;
     /** The properties map of the last row when each message is staged before the next row is filled, else null. */
     private LinkedHashMap<String, String> rowProperties;
+    /** The body of the last row then (a binary body column of Spark's rows is copied into it), else null. */
+    private byte[] rowBody;
 
     RowsToMessages(SinkSchema schema, QueueChooser chooser, String tag, int partition) {
         this.s = schema;
@@ -88,10 +92,23 @@ final class RowsToMessages {
         }
     }
 
-    /** Each message is staged (copied) before the next row is filled: one properties map serves every row. */
-    RowsToMessages reusingProperties() {
+    /** Each message is staged (copied) before the next row is filled: one properties map and body array serve every row. */
+    RowsToMessages reusingBuffers() {
         rowProperties = new LinkedHashMap<>(16);
+        rowBody = EMPTY;
         return this;
+    }
+
+    /** A binary body: copied into the reused array when there is one and the row is Spark's UnsafeRow. */
+    private byte[] binaryBody(InternalRow row) {
+        if (rowBody == null || !(row instanceof UnsafeRow)) return row.getBinary(s.body);
+        UnsafeRow u = (UnsafeRow) row;
+        long offsetAndSize = u.getLong(s.body);
+        int offset = (int) (offsetAndSize >> 32);
+        int size = (int) offsetAndSize;
+        if (rowBody.length != size) rowBody = new byte[size];
+        Platform.copyMemory(u.getBaseObject(), u.getBaseOffset() + offset, rowBody, Platform.BYTE_ARRAY_OFFSET, size);
+        return rowBody;
     }
 
     private LinkedHashMap<String, String> propertiesMap(int entries) {
@@ -166,7 +183,7 @@ final class RowsToMessages {
         m.topic = topic;
         m.queueId = queueId;
         if (row.isNullAt(s.body)) m.body = EMPTY;
-        else m.body = bodyIsString ? row.getUTF8String(s.body).getBytes() : row.getBinary(s.body);
+        else m.body = bodyIsString ? row.getUTF8String(s.body).getBytes() : binaryBody(row);
         m.flag = s.flag >= 0 && !row.isNullAt(s.flag) ? (int) integral(row, s.flag, flagKind) : 0;
         m.tags = text(row, s.tags);
         m.keys = keys;

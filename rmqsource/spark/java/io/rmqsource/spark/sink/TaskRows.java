@@ -35,7 +35,7 @@ final class TaskRows implements AutoCloseable {
             rows = new RowSpill(schema.schema);
             staged = null;
         } else {
-            this.intake = intake.reusingProperties();
+            this.intake = intake.reusingBuffers();
             rows = null;
             staged = new StagedPuts(opts.config, memory(), Path.of(RowSpill.localDir()));
             if (consumer != null) consumer.of(staged);

@@ -41,6 +41,10 @@ final class PutChecks {
     private final CRC32 crc = new CRC32();
     /** Parsed hosts by text: a batch names few hosts. */
     private final Map<String, Object[]> hosts = new HashMap<>();
+    /** The last two valid host texts (a message's born and store host) and their parse. */
+    private final String[] recentHostText = new String[2];
+    private final Object[] recentHost = new Object[2];
+    private int nextRecentHost;
     /** Valid topics with their bytes (topics are few). */
     private final Map<String, byte[]> topics = new HashMap<>();
     /** The last valid topic (the same String object row after row): no map lookup. */
@@ -92,6 +96,19 @@ final class PutChecks {
 
     /** {address, port} of a host text, or a String saying why it is not one. */
     private Object host(String text) {
+        // messages name the same born and store host objects, row after row: no map lookup for them
+        if (text == recentHostText[0]) return recentHost[0];
+        if (text == recentHostText[1]) return recentHost[1];
+        Object h = parsedHost(text);
+        if (h instanceof Object[]) {
+            recentHostText[nextRecentHost] = text;
+            recentHost[nextRecentHost] = h;
+            nextRecentHost ^= 1;
+        }
+        return h;
+    }
+
+    private Object parsedHost(String text) {
         Object[] h = hosts.get(text);
         if (h == null) {
             h = MsgId.parseHost(text);
