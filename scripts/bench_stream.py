@@ -52,6 +52,8 @@ import textwrap
 import threading
 import time
 
+from bench_spark_write import settle
+
 PRODUCER = textwrap.dedent("""
     import sys, time, json
     from rmqsource.store.config import StoreConfig
@@ -318,6 +320,7 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int,
                 "topic": pa.array([f"Src{i}" for i in range(4)]).take(pa.array(ids % 4)),
                 "queueId": pa.array(((ids // 4) % 8).astype(np.int32)),
                 "body": pa.array([b"x" * body_size] * k, type=pa.binary())}))
+    settle()           # the source's (and an earlier run's) dirty pages written back before the query writes
     spark = (SparkSession.builder.master("local[2]").config(map=session_conf()).config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "4g")
              .config(map=checkpoint_manager_conf(checkpoint_manager)).getOrCreate())
@@ -481,11 +484,16 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", help="parent of the work directories (default: the system temp dir)")
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--one", help=argparse.SUPPRESS)            # internal: run one mode, print its JSON
+    ap.add_argument("--one-sink", help=argparse.SUPPRESS)       # internal: one stream sink run, print its JSON
     args = ap.parse_args(argv)
     if args.short:
         args.seconds = 15
     if args.one:
         print("RESULT " + json.dumps(run_one(args)), flush=True)
+        return 0
+    if args.one_sink:
+        run = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch, args.sink_partitions, args.one_sink)
+        print("RESULT " + json.dumps(run), flush=True)
         return 0
     results = {"loadAverageStart": load_average(), "cores": os.cpu_count(), "modes": {}}
     if args.producer_alone:
@@ -509,7 +517,15 @@ def main(argv=None) -> int:
     if args.sink:
         results["streamSink"] = []
         for manager in args.sink_checkpoint_managers.split(","):
-            run = stream_sink_rate(args.sink_rows, args.body_size, args.sink_batch, args.sink_partitions, manager)
+            # a fresh process each (a second session in one process keeps the first one's conf and runs slower)
+            cmd = [sys.executable, os.path.abspath(__file__), "--one-sink", manager, "--sink-rows", str(args.sink_rows),
+                   "--body-size", str(args.body_size), "--sink-batch", str(args.sink_batch),
+                   "--sink-partitions", str(args.sink_partitions)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+            if done.returncode or not lines:
+                raise SystemExit(f"stream sink run ({manager}) failed:\n{done.stderr[-4000:]}")
+            run = json.loads(lines[-1][len("RESULT "):])
             results["streamSink"].append(run)
             print(f"== stream sink: {run}", file=sys.stderr, flush=True)
         results["batchSink"] = sink_comparison(args.batch_sink_rows, args.body_size)
