@@ -39,11 +39,11 @@ final class RmqStreamingWrite implements StreamingWrite {
     @SuppressWarnings("unchecked")
     public void commit(long batchId, WriterCommitMessage[] messages) {
         long t0 = System.nanoTime();
-        commitLocked(batchId, messages);
+        recordInSinkLog(batchId, messages);
         metrics.batch(batchId, messages, (System.nanoTime() - t0) / 1_000_000);
     }
 
-    private void commitLocked(long batchId, WriterCommitMessage[] messages) {
+    private void recordInSinkLog(long batchId, WriterCommitMessage[] messages) {
         TreeSet<String> queryIds = new TreeSet<>();
         for (WriterCommitMessage m : messages) {
             if (m instanceof SinkCommitMessage && ((SinkCommitMessage) m).queryId != null) {

@@ -41,10 +41,6 @@ final class PutChecks {
     private final CRC32 crc = new CRC32();
     /** Parsed hosts by text: a batch names few hosts. */
     private final Map<String, Object[]> hosts = new HashMap<>();
-    /** The last two valid host texts (a message's born and store host) and their parse. */
-    private final String[] recentHostText = new String[2];
-    private final Object[] recentHost = new Object[2];
-    private int nextRecentHost;
     /** Valid topics with their bytes (topics are few). */
     private final Map<String, byte[]> topics = new HashMap<>();
     /** The last valid topic (the same String object row after row): no map lookup. */
@@ -81,34 +77,31 @@ final class PutChecks {
         return null;
     }
 
-    private byte[] topicBytes(String topic) {
+    /** The bytes of a topic already found valid, else null. */
+    private byte[] known(String topic) {
         if (topic == knownTopic) return knownTopicBytes;
         byte[] b = topics.get(topic);
+        if (b != null) {
+            knownTopic = topic;
+            knownTopicBytes = b;
+        }
+        return b;
+    }
+
+    private byte[] topicBytes(String topic) {
+        byte[] b = known(topic);
         if (b == null) {
             b = topic.getBytes(StandardCharsets.US_ASCII);
             if (topics.size() > 4096) topics.clear();
             topics.put(topic, b);
+            knownTopic = topic;
+            knownTopicBytes = b;
         }
-        knownTopic = topic;
-        knownTopicBytes = b;
         return b;
     }
 
     /** {address, port} of a host text, or a String saying why it is not one. */
     private Object host(String text) {
-        // messages name the same born and store host objects, row after row: no map lookup for them
-        if (text == recentHostText[0]) return recentHost[0];
-        if (text == recentHostText[1]) return recentHost[1];
-        Object h = parsedHost(text);
-        if (h instanceof Object[]) {
-            recentHostText[nextRecentHost] = text;
-            recentHost[nextRecentHost] = h;
-            nextRecentHost ^= 1;
-        }
-        return h;
-    }
-
-    private Object parsedHost(String text) {
         Object[] h = hosts.get(text);
         if (h == null) {
             h = MsgId.parseHost(text);
@@ -137,8 +130,7 @@ final class PutChecks {
      */
     Object prepare(Message m, int slot) {
         if (m == null) return PutResult.failed(null, PutMessageStatus.MESSAGE_ILLEGAL, null, "message is null");
-        String problem = m.topic != null && (m.topic == knownTopic || topics.containsKey(m.topic))
-                ? null : topicProblem(m.topic);                                                // known good
+        String problem = m.topic != null && known(m.topic) != null ? null : topicProblem(m.topic);
         if (problem != null) return illegal(m, problem);
         int qid = m.queueId;
         if (qid < 0) return illegal(m, "queueId " + qid + " out of range");
@@ -333,10 +325,7 @@ final class PutChecks {
         if (m.properties != null) {
             for (Map.Entry<String, String> e : m.properties.entrySet()) {
                 String k = e.getKey();
-                if (k == null || k.equals(Properties.TAGS_NAME) || k.equals(Properties.KEYS_NAME)
-                        || k.equals(Properties.DELAY_NAME) || k.equals(Properties.CRC32_NAME)) {
-                    return false;
-                }
+                if (k == null || notCopied(k)) return false;
                 String v = e.getValue();
                 if (v == null) continue;
                 if (!entry(k, v, any)) return false;
@@ -368,11 +357,31 @@ final class PutChecks {
         return ascii(v);
     }
 
+    /** Names the fast path does not copy as they are (the engine reads them, or the writer rewrites them). */
+    static boolean notCopied(String name) {
+        return name.equals(Properties.TAGS_NAME) || name.equals(Properties.KEYS_NAME)
+                || name.equals(Properties.DELAY_NAME) || name.equals(Properties.CRC32_NAME);
+    }
+
+    /** Text the fast path copies as it is: every char in [3, 0x7F] (ASCII without the separators). */
+    static boolean plain(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 3 || c > 0x7F) return false;
+        }
+        return true;
+    }
+
     private char[] chars = new char[256];
+
+    /** Room for {@code n} more bytes in scratch. */
+    private void room(int n) {
+        if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
+    }
 
     private boolean ascii(String s) {
         int n = s.length();
-        if (at + n > scratch.length) scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + n + 64));
+        room(n);
         if (n > chars.length) chars = new char[Math.max(n, chars.length * 2)];
         // getChars is a bulk copy (charAt per char is not); the check has no early exit so the loop stays
         // tight: a char outside [3, 0x7F] makes (c - 3) | (0x7F - c) negative.
@@ -392,24 +401,18 @@ final class PutChecks {
     }
 
     private void putPlain(byte[] bytes) {
-        if (at + bytes.length > scratch.length) {
-            scratch = java.util.Arrays.copyOf(scratch, Math.max(scratch.length * 2, at + bytes.length + 64));
-        }
+        room(bytes.length);
         System.arraycopy(bytes, 0, scratch, at, bytes.length);
         at += bytes.length;
     }
 
-    /** The decimal digits of {@code v}, as Long.toString writes them. */
+    /** The decimal digits of {@code v}, as Long.toString writes them (the sinks' row indexes are not negative). */
     private void putNumber(long v) {
-        if (at + 20 > scratch.length) scratch = java.util.Arrays.copyOf(scratch, scratch.length * 2 + 20);
         if (v < 0) {
-            if (v == Long.MIN_VALUE) {
-                putPlain(Long.toString(v).getBytes(StandardCharsets.US_ASCII));
-                return;
-            }
-            scratch[at++] = '-';
-            v = -v;
+            putPlain(Long.toString(v).getBytes(StandardCharsets.US_ASCII));
+            return;
         }
+        room(19);
         int digits = 1;
         for (long p = 10; digits < 19 && v >= p; p *= 10) digits++;
         for (int i = at + digits - 1; i >= at; i--) {
@@ -420,7 +423,7 @@ final class PutChecks {
     }
 
     private void put(byte x) {
-        if (at == scratch.length) scratch = java.util.Arrays.copyOf(scratch, scratch.length * 2);
+        room(1);
         scratch[at++] = x;
     }
 

@@ -43,9 +43,6 @@ public final class StagedPuts implements AutoCloseable {
     private final QueueKey probe = new QueueKey(null, 0);
     /** Refs + 1 of the queues below {@link #QUEUE_ARRAY} by topic (0: not seen yet), before the map. */
     private final HashMap<String, int[]> refsByTopic = new HashMap<>();
-    /** The last topic (the same String object row after row) and its refs: no map lookup. */
-    private String lastTopic;
-    private int[] lastTopicRefs;
     private static final int QUEUE_ARRAY = 1024;
     private final List<String> queueTopics = new ArrayList<>();
     private final List<Integer> queueIds = new ArrayList<>();
@@ -153,20 +150,14 @@ public final class StagedPuts implements AutoCloseable {
 
     private int queueRef(String topic, int queueId) {
         if (queueId < QUEUE_ARRAY) {
-            int[] byQueue = topic == lastTopic ? lastTopicRefs : refsByTopic.get(topic);
-            if (byQueue != null && queueId < byQueue.length && byQueue[queueId] > 0) {
-                lastTopic = topic;
-                lastTopicRefs = byQueue;
-                return byQueue[queueId] - 1;
-            }
+            int[] byQueue = refsByTopic.get(topic);
+            if (byQueue != null && queueId < byQueue.length && byQueue[queueId] > 0) return byQueue[queueId] - 1;
             int ref = mappedQueueRef(topic, queueId);
             if (byQueue == null || queueId >= byQueue.length) {
                 byQueue = java.util.Arrays.copyOf(byQueue != null ? byQueue : new int[0], Math.max(16, 2 * queueId + 1));
                 refsByTopic.put(topic, byQueue);
             }
             byQueue[queueId] = ref + 1;
-            lastTopic = topic;
-            lastTopicRefs = byQueue;
             return ref;
         }
         return mappedQueueRef(topic, queueId);

@@ -35,25 +35,14 @@ public final class TrailingProperties {
             values[i] = nameValuePairs[2 * i + 1];
             if (i > 0) sb.append((char) Properties.PROPERTY_SEPARATOR);
             sb.append(names[i]).append((char) Properties.NAME_VALUE_SEPARATOR).append(values[i]);
-            plainAscii &= plainAscii(values[i]) && plainAscii(names[i]) && !special(names[i]);
+            plainAscii &= PutChecks.plain(values[i]) && PutChecks.plain(names[i]) && !readAtDispatch(names[i]);
         }
         plain = plainAscii ? sb.toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII) : null;
     }
 
-    /** Characters the put checks' fast path copies as they are: [3, 0x7F] (no separators). */
-    private static boolean plainAscii(String s) {
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c < 3 || c > 0x7F) return false;
-        }
-        return true;
-    }
-
-    /** Names the engine reads (dispatch, delay, CRC): such stamps take the general path. */
-    private static boolean special(String name) {
-        return name.equals(Properties.TAGS_NAME) || name.equals(Properties.KEYS_NAME)
-                || name.equals(Properties.DELAY_NAME) || name.equals(Properties.CRC32_NAME)
-                || name.equals(Properties.UNIQ_KEY_NAME);
+    /** Names the general path takes: those the fast path does not copy, and UNIQ_KEY (dispatch reads it). */
+    private static boolean readAtDispatch(String name) {
+        return PutChecks.notCopied(name) || name.equals(Properties.UNIQ_KEY_NAME);
     }
 
     /** Whether {@code properties} names one of these (its entry keeps its place, with this value). */
