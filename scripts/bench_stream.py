@@ -250,8 +250,7 @@ def run_one(args) -> dict:
     in_window = [p for p in progress[2:]]
     durations = [p["durationMs"]["triggerExecution"] for p in in_window]
     planning = [p["durationMs"].get("latestOffset", 0) for p in in_window]
-    phases = sorted({k for p in in_window for k in p["durationMs"]})
-    breakdown = {k: pct([p["durationMs"].get(k, 0) for p in in_window], 50) for k in phases}
+    breakdown = phase_medians(in_window)
     consumed_in_window = max((s[1] - s[2] for s in samples if s[0] <= producing_until), default=0)
     return {
         "mode": spark_mode(), "source": description, "messages": total, "bodySize": args.body_size,
@@ -281,6 +280,21 @@ def run_one(args) -> dict:
                            "p90": round(weighted_pct(latencies, 90), 3) if latencies else None,
                            "p99": round(weighted_pct(latencies, 99), 3) if latencies else None},
     }
+
+
+def phase_medians(progress: list) -> dict:
+    """The median of each phase of ``durationMs`` over the progress entries."""
+    phases = sorted({k for p in progress for k in p["durationMs"]})
+    return {k: pct([p["durationMs"].get(k, 0) for p in progress], 50) for k in phases}
+
+
+def run_child(cmd: list, env, what: str) -> dict:
+    """Run this script's internal one-run mode in a fresh process; its RESULT line's JSON."""
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise SystemExit(f"{what} failed:\n{done.stderr[-4000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
 
 
 # --------------------------------------------------------------------------- stream sink (optional)
@@ -344,8 +358,7 @@ def stream_sink_rate(rows: int, body_size: int, per_batch: int, partitions: int,
     n = sum(p["numInputRows"] for p in steady)
     trigger_s = sum(p["durationMs"].get("triggerExecution", 0) for p in steady) / 1000
     add_s = sum(p["durationMs"].get("addBatch", 0) for p in steady) / 1000
-    phases = sorted({k for p in steady for k in p["durationMs"]})
-    breakdown = {k: pct([p["durationMs"].get(k, 0) for p in steady], 50) for k in phases}
+    breakdown = phase_medians(steady)
     # the JVM sink's own figures per batch (sink.metrics of the progress): time under the store lock and waiting
     sink_metrics = [(p.get("sink") or {}).get("metrics") or {} for p in steady]
     sink_phases = ("appendMsMax", "appendMsTotal", "lockWaitMsMax", "commitMs")
@@ -508,11 +521,7 @@ def main(argv=None) -> int:
             cmd += ["--dir", args.dir]
         print(f"== {mode}: {args.rate:.0f} msgs/s for {args.seconds:.0f} s (load average {load_average()})",
               file=sys.stderr, flush=True)
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-        if done.returncode or not lines:
-            raise SystemExit(f"{mode} run failed:\n{done.stderr[-4000:]}")
-        results["modes"][mode] = json.loads(lines[-1][len("RESULT "):])
+        results["modes"][mode] = run_child(cmd, env, f"{mode} run")
     results["loadAverageEnd"] = load_average()
     if args.sink:
         results["streamSink"] = []
@@ -521,11 +530,7 @@ def main(argv=None) -> int:
             cmd = [sys.executable, os.path.abspath(__file__), "--one-sink", manager, "--sink-rows", str(args.sink_rows),
                    "--body-size", str(args.body_size), "--sink-batch", str(args.sink_batch),
                    "--sink-partitions", str(args.sink_partitions)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-            if done.returncode or not lines:
-                raise SystemExit(f"stream sink run ({manager}) failed:\n{done.stderr[-4000:]}")
-            run = json.loads(lines[-1][len("RESULT "):])
+            run = run_child(cmd, None, f"stream sink run ({manager})")
             results["streamSink"].append(run)
             print(f"== stream sink: {run}", file=sys.stderr, flush=True)
         results["batchSink"] = sink_comparison(args.batch_sink_rows, args.body_size)
