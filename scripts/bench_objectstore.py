@@ -3,7 +3,7 @@
 
 1. The store and its Parquet peer of scripts/bench_spark_read.py (N messages, default 2M, 256-byte bodies,
    4 topics x 8 queues, 10 tags; shared with that script under --dir), uploaded to one bucket of a real
-   S3 API server on loopback (moto's server mode, tests/objectstore.py), every file whole, as a sync job
+   S3 API server on loopback (moto's server mode, tests/support/objectstore.py), every file whole, as a sync job
    copies it.
 2. One local[2] SparkSession with the rmq jar and Hadoop's S3A connector (scripts/s3_jars.sh) on
    spark.jars times, runs interleaved, median of --repeat:
@@ -37,7 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 import bench_spark_read  # noqa: E402
 from bench_spark_read import AGGS, generate  # noqa: E402

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# The test command: creates the environment (and the JVM scan's jar when a JDK is present), then
-# runs the default test tiers (every marker but `slow` and `objectstore`). Extra arguments go to
-# pytest (e.g. scripts/test.sh -m slow for the long tiers). With the jar built, pytest runs twice:
-# everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm), then the Spark tests that were
-# selected (markers spark, cluster, notebook) again on the pure Python data source
-# (RMQ_SPARK_MODE=python). Setting RMQ_SPARK_MODE runs one pass.
+# The test command. Creates the environment (and the JVM scan's jar when a JDK is present), then:
+#   scripts/test.sh            the default run: every tier but `slow` and `objectstore`
+#   scripts/test.sh --unit     the inner loop: tests/unit and tests/golden less what starts a JVM or Spark
+#   scripts/test.sh ARGS...    pytest with ARGS (e.g. -m slow for the slow tier, tests/spark/test_x.py -k y)
+# With the jar built, pytest runs twice: everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm),
+# then, on the pure Python data source (RMQ_SPARK_MODE=python), the selected Spark tests whose answer
+# depends on the mode. Deployment tests (standalone cluster, Spark Connect, notebooks) and tests whose
+# child sessions pick their own modes run in the first pass only; `.ci/run` runs the deployment tests
+# in pure Python as a tier of their own (RMQ_SPARK_TESTS_ONLY=deploy). Setting RMQ_SPARK_MODE runs one pass.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+if [ "${1:-}" = "--unit" ]; then
+  shift
+  exec python -m pytest -m "not spark and not jvm and not slow and not cluster and not connect and not notebook" \
+    tests/unit tests/golden "$@"
+fi
 if [ "$#" -eq 0 ]; then
   set -- -m "not slow and not objectstore"
 fi

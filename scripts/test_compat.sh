@@ -31,7 +31,7 @@ has_jar=$("$py" -c "import sys, zipfile; print(any(n.endswith('/rmqsource-spark.
 echo "   $wheel (jar inside: $has_jar)"
 
 # Test files holding compat tests (collecting the whole suite in every environment would cost minutes).
-mapfile -t files < <(grep -l "pytest.mark.compat" tests/test_*.py)
+mapfile -t files < <(grep -rl --include="test_*.py" "pytest.mark.compat" tests | sort)
 
 summary=()
 failed=0

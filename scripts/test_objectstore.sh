@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Object-store tier: the tests marked `objectstore` (tests/test_objectstore.py): every golden, crash and
+# Object-store tier: the tests marked `objectstore` (tests/spark/test_objectstore.py): every golden, crash and
 # DLedger store uploaded to a bucket of a real S3 API server on loopback (moto's server mode, started by
 # the tests) and read by the JVM scan through Hadoop's S3A connector, judged by the engines' answers and
 # by the same reads from disk. Needs the jar (a JDK) and `java`.
@@ -13,6 +13,6 @@ start=$SECONDS
 python -m pip install --quiet "moto[server]>=5,<6" "boto3>=1.28"
 bash scripts/s3_jars.sh >/dev/null
 rc=0
-RMQ_SPARK_MODE=jvm python -m pytest -m objectstore tests/test_objectstore.py "$@" || rc=$?
+RMQ_SPARK_MODE=jvm python -m pytest -m objectstore tests/spark/test_objectstore.py "$@" || rc=$?
 echo "== object-store tier ($(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s)"
 exit "$rc"

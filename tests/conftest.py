@@ -3,21 +3,27 @@
 RMQ_SPARK_MODE=jvm puts the JVM scan's jar on ``spark.jars`` (an error when it
 is not built), =python runs ``format("rmq")`` on the Python data source alone;
 unset: jvm when the jar is built. scripts/test.sh runs the Spark tests in both
-modes. RMQ_SPARK_TESTS_ONLY=1 deselects every test that starts no Spark.
+modes. RMQ_SPARK_TESTS_ONLY=1 keeps the Spark tests whose answer depends on the
+mode (not the deployment tests: cluster, Connect, notebooks; not the tests whose
+child sessions pick their own modes, marker ``own_modes``); =deploy keeps the
+deployment tests alone.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))
 
 from rmqsource.spark.jar import MODE_ENV, JarError, has_native_scan, session_conf, session_jar, spark_mode  # noqa: E402
 
 SPARK_MARKERS = ("spark", "cluster", "notebook")
+DEPLOYMENT_MARKERS = ("cluster", "connect", "notebook")
+TIER_FOLDERS = ("unit", "golden", "crash", "jvm", "spark", "fuzz")
 
 
 def pytest_configure(config):
@@ -45,13 +51,41 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(_mode_line())
 
 
+def _mark_what_tests_start(items) -> None:
+    """Each test carries the marker of its folder's tier and markers for what it starts.
+
+    ``spark``: it takes the session fixture; ``jvm``: it starts a JVM without Spark (the tests of
+    tests/jvm, and the ``[jvm]`` cases of tests holding one contract for both implementations).
+    """
+    for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in TIER_FOLDERS:
+            item.add_marker(tier)
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker("spark")
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if tier == "jvm" or any(isinstance(v, str) and v == "jvm" for v in params.values()):
+            item.add_marker("jvm")
+
+
+def _starts_spark(item) -> bool:
+    return any(item.get_closest_marker(m) for m in SPARK_MARKERS)
+
+
+@pytest.hookimpl(tryfirst=True)      # the markers must be there before -m selects
 def pytest_collection_modifyitems(config, items):
-    if os.environ.get("RMQ_SPARK_TESTS_ONLY") != "1":
+    _mark_what_tests_start(items)
+    only = os.environ.get("RMQ_SPARK_TESTS_ONLY")
+    if only not in ("1", "deploy"):
         return
-    def starts_spark(item) -> bool:
-        return "spark" in getattr(item, "fixturenames", ()) or any(item.get_closest_marker(m) for m in SPARK_MARKERS)
-    keep = [i for i in items if starts_spark(i)]
-    dropped = [i for i in items if not starts_spark(i)]
+    def deployment(item) -> bool:
+        return any(item.get_closest_marker(m) for m in DEPLOYMENT_MARKERS)
+    if only == "1":     # the second pass: Spark tests whose answer depends on the mode
+        selected = lambda i: _starts_spark(i) and not deployment(i) and not i.get_closest_marker("own_modes")
+    else:               # the deployment tests alone (the other mode's pass of .ci/run)
+        selected = deployment
+    keep = [i for i in items if selected(i)]
+    dropped = [i for i in items if not selected(i)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

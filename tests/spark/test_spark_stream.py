@@ -510,7 +510,7 @@ def test_exactly_once_across_restarts_200k(spark, tmp_path):
 def test_streaming_notebook_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    path = os.path.join(HERE, os.pardir, "notebooks", "streaming.ipynb")
+    path = os.path.join(HERE, os.pardir, os.pardir, "notebooks", "streaming.ipynb")
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})

@@ -20,7 +20,7 @@ from rmqsource.spark.jar import spark_mode
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1] / "support"
 
 
 class StandaloneCluster:

@@ -21,7 +21,7 @@ from rmqsource.store.config import (
 
 pytestmark = pytest.mark.unit
 
-GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "golden"
+GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 DEFAULT_DELAYS_MS = (1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000,
                      420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000)
 

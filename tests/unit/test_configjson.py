@@ -14,7 +14,7 @@ from rmqsource.format.configjson import JavaList, dumps_fastjson, loads_fastjson
 
 pytestmark = pytest.mark.unit
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 GOLDEN = SHARED / "golden"
 SPEC = SHARED / "spec" / "STORE_FORMAT.md"
 

@@ -284,7 +284,7 @@ def test_tag_reads_over_every_queue_pick_the_mapped_readers_rows(spark, window):
 def test_a_record_claiming_more_than_64_MiB_is_refused_before_it_is_read(spark, tmp_path):
     """A hostile header inside the valid CommitLog claims 70 MiB: the positioned reader fails with a
     CorruptRecordError naming file and offset instead of allocating what it claims."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     import bench_spark_read
     store = tmp_path / "store"
     bench_spark_read.generate(store, 170_000)            # ~72 MiB of records in one 1 GiB (sparse) segment

@@ -27,7 +27,7 @@ from workload import index_of, make_message, matches
 
 pytestmark = pytest.mark.crash
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1] / "support"
 CHILD = TESTS_DIR / "writer_child.py"
 SEGMENT_BYTES = 1 << 20
 

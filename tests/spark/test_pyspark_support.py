@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def run_with_pyspark(tmp_path, version: str, code: str) -> subprocess.CompletedProcess:

@@ -125,7 +125,7 @@ def test_link_check_names_what_a_spark_lacks(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     from check_jar_links import check
     src = tmp_path / "src"
     for rel, text in (("org/apache/spark/sql/types/DataTypes.java", STUB),
@@ -150,6 +150,6 @@ def test_link_check_names_what_a_spark_lacks(tmp_path):
 def test_the_built_jar_links_against_the_installed_spark():
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
     from check_jar_links import check
     assert check(Path(jar.jar_path()), _spark_jars()) == []

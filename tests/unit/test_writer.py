@@ -166,7 +166,7 @@ _CHILD = textwrap.dedent("""
 
 
 def _child(*args, wait=True):
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     cmd = [sys.executable, "-c", _CHILD.format(src=src), *map(str, args)]
     if wait:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()

@@ -398,7 +398,7 @@ def test_store_contents_cannot_inject_sink_faults(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- batch sink: task retries
 
-RETRY_CHILD = os.path.join(os.path.dirname(__file__), "sink_retry_child.py")
+RETRY_CHILD = os.path.join(os.path.dirname(__file__), os.pardir, "support", "sink_retry_child.py")
 
 
 def _retry_writes(store, tmp_path, writes, fault=None):

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BUCKET = "rmq-stores"           # a valid S3 name (3+ characters; moto refuses 'b')
 ACCESS_KEY = SECRET_KEY = "rmq-test"
 REGION = "us-east-1"

@@ -147,6 +147,9 @@ def _can_make_read_only_mounts() -> bool:
     return probe.returncode == 0
 
 
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+
+
 @pytest.mark.skipif(not _can_make_read_only_mounts(), reason="needs unshare + mount (a private mount namespace)")
 def test_crashed_store_on_a_read_only_mount_reads(store):
     """A real read-only bind mount (private mount namespace): root cannot write there either."""
@@ -154,9 +157,9 @@ def test_crashed_store_on_a_read_only_mount_reads(store):
     (store / "lock").write_bytes(b"lock")
     script = (f'mount --bind "{store}" "{store}" && mount -o remount,bind,ro "{store}" '
               f'&& ! touch "{store}/probe" 2>/dev/null '
-              f'&& exec "{sys.executable}" -c "$0" "{store}" "{Path(__file__).parent}"')
+              f'&& exec "{sys.executable}" -c "$0" "{store}" "{SUPPORT}"')
     done = subprocess.run(["unshare", "-m", "sh", "-c", script, MOUNT_CHILD], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("served ") and int(done.stdout.split()[1]) > 0
 

@@ -14,7 +14,7 @@ from rmqsource.spark.jar import has_native_scan, session_jar
 
 pytestmark = pytest.mark.notebook
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
 
 def expected_scan() -> str:

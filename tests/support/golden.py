@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_ROOT") or PROJECT_ROOT.parent / "shared" / "golden")
 DLEDGER_GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_DLEDGER_ROOT") or GOLDEN_ROOT.parent / "golden-dledger")
 GOLDEN_ROOTS = (GOLDEN_ROOT, DLEDGER_GOLDEN_ROOT)
