@@ -130,9 +130,11 @@ def test_reading_a_crashed_store_opens_no_store_file_for_writing(store):
         assert read_everything(store) > 0
 
 
+HERE = Path(__file__).resolve().parent
+SUPPORT = HERE.parent / "support"
 MOUNT_CHILD = textwrap.dedent("""
     import sys
-    sys.path.insert(0, sys.argv[2])
+    sys.path[:0] = sys.argv[2:4]        # this test's module and the support modules it imports
     import test_live_store as t
     from pathlib import Path
     print("served", t.read_everything(Path(sys.argv[1])), flush=True)
@@ -147,9 +149,6 @@ def _can_make_read_only_mounts() -> bool:
     return probe.returncode == 0
 
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
-
-
 @pytest.mark.skipif(not _can_make_read_only_mounts(), reason="needs unshare + mount (a private mount namespace)")
 def test_crashed_store_on_a_read_only_mount_reads(store):
     """A real read-only bind mount (private mount namespace): root cannot write there either."""
@@ -157,7 +156,7 @@ def test_crashed_store_on_a_read_only_mount_reads(store):
     (store / "lock").write_bytes(b"lock")
     script = (f'mount --bind "{store}" "{store}" && mount -o remount,bind,ro "{store}" '
               f'&& ! touch "{store}/probe" 2>/dev/null '
-              f'&& exec "{sys.executable}" -c "$0" "{store}" "{SUPPORT}"')
+              f'&& exec "{sys.executable}" -c "$0" "{store}" "{HERE}" "{SUPPORT}"')
     done = subprocess.run(["unshare", "-m", "sh", "-c", script, MOUNT_CHILD], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stderr[-3000:]

@@ -11,7 +11,7 @@ import pytest
 from rmqsource import cli
 from rmqsource.spark import jar
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.jvm
 
 HELLO = """package io.rmqsource.spark.probe;
 public final class Hello { public static String hi() { return "%s"; } }
