@@ -290,7 +290,8 @@ def test_reference_parsing_forms(fake_repo):
                     " * Four: twin of rmqsource/format/message.py {@code MessageExtBrokerInner}.\n"
                     " * Five (twin of InMemoryConsumeQueue). Six (twin of the read part of\n"
                     " * rmqsource/store/index_service.py). Seven (twin of rmqsource.format.record.decode_record)\n"
-                    " * Eight (twin of ConsumeQueue in consumequeue.py), nine (twin of MessageExtBrokerInner.encode in\n"
+                    " * Eight (twin of ConsumeQueue in consumequeue.py), nine (twin of\n"
+                    " * MessageExtBrokerInner.encode in\n"
                     " * rmqsource/format/message.py, ...)\n"
                     " */\n", encoding="utf-8")
     refs = twin_refs(java)
@@ -300,7 +301,7 @@ def test_reference_parsing_forms(fake_repo):
         "rmqsource/format/message.py {@code MessageExtBrokerInner}", "InMemoryConsumeQueue",
         "the read part of rmqsource/store/index_service.py", "rmqsource.format.record.decode_record",
         "ConsumeQueue in consumequeue.py", "MessageExtBrokerInner.encode in rmqsource/format/message.py"]
-    assert [r.line for r in refs] == [3, 4, 5, 6, 7, 7, 8, 9, 9]
+    assert [r.line for r in refs] == [3, 4, 5, 6, 7, 7, 8, 9, 9]     # where each "twin of" starts
     for r in refs:
         assert check_ref(r, []) == [], r.text
     broken = {"no_such_function in batch.py": "defines no no_such_function",
