@@ -46,8 +46,8 @@ def store_hosts(reader, want: Optional[str] = None,
         for step in cl.walk(cl.min_offset, stop_offset=reader.commit_log_max_offset):
             if step.decoded.kind is Kind.BLANK:
                 continue
-            if step.decoded.kind is not Kind.MESSAGE:
-                return list(hosts), True, n
+            if step.decoded.kind is not Kind.MESSAGE:    # the records stop before the valid end
+                return list(hosts), False, n
             host = step.decoded.record.store_host
             hosts.setdefault(host, None)
             n += 1
@@ -103,7 +103,8 @@ def not_found_reason(reader, key: str, mid) -> str:
         return (f"{_offset_why(reader, mid.phy_offset)}; the msgId's store host {mid.store_host} is this "
                 f"store's, and {no_key}")
     if not hosts:
-        return f"{no_key}, and this store holds no message (the offset msgId names store host {mid.store_host})"
+        held = "this store holds no message" if complete else "no record of this store could be read"
+        return f"{no_key}, and {held} (the offset msgId names store host {mid.store_host})"
     read = "" if complete else f" (of the first {n} records read)"
     return (f"{no_key}, and as an offset msgId it names store host {mid.store_host}, but this store's "
             f"messages were stored by {_hosts_text(hosts)}{read}: if it is one, it belongs to another broker's "
