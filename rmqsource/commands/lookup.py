@@ -22,13 +22,93 @@ def find_by_uniq_key(reader, key: str):
     return sorted(found, key=lambda m: m.record.phy_offset)
 
 
-def store_host_of(reader) -> Optional[str]:
-    """The storeHost of this store's first record (the broker that wrote it)."""
+# Records the not-found reason reads at most to learn which store hosts a store holds (a full walk of a
+# large CommitLog would keep a "not found" waiting for minutes; past this the answer says how many were read).
+HOST_SCAN_MAX_RECORDS = 1_000_000
+
+
+def store_hosts(reader, want: Optional[str] = None,
+                max_records: int = HOST_SCAN_MAX_RECORDS) -> tuple[list[str], bool, int]:
+    """The storeHosts of this store's records: (hosts in first-seen order, whether every record was read, count).
+
+    Walks the CommitLog (and DLedger data) from its first offset to the valid end; stops early once
+    ``want`` is seen (that host is this store's, which is all a caller then needs) or after
+    ``max_records`` records, and at the first record that does not hold together.
+    """
+    from ..errors import RmqError
+    from ..format.record import Kind
+    cl = reader.commitlog
+    hosts: dict[str, None] = {}
+    n = 0
+    if not cl.segments:
+        return [], True, 0
+    try:
+        for step in cl.walk(cl.min_offset, stop_offset=reader.commit_log_max_offset):
+            if step.decoded.kind is Kind.BLANK:
+                continue
+            if step.decoded.kind is not Kind.MESSAGE:    # the records stop before the valid end
+                return list(hosts), False, n
+            host = step.decoded.record.store_host
+            hosts.setdefault(host, None)
+            n += 1
+            if host == want:
+                return list(hosts), False, n
+            if n >= max_records:
+                return list(hosts), False, n
+    except RmqError:
+        return list(hosts), False, n
+    return list(hosts), True, n
+
+
+def _offset_why(reader, phy: int) -> str:
+    """Why no message is at CommitLog offset ``phy`` (the msgId names a host of this store)."""
+    from ..format.dledger import ENTRY_HEADER_BYTES
     cl = reader.commitlog
     if not cl.segments:
-        return None
-    found = reader.message_at(cl.min_offset)
-    return found.record.store_host if found is not None else None
+        return f"no message at CommitLog offset {phy}: the store holds no CommitLog file"
+    lo, hi = cl.min_offset, reader.commit_log_max_offset
+    if phy < lo:
+        return f"no message at CommitLog offset {phy}: the CommitLog starts at {lo} (older files were removed)"
+    if phy >= hi:
+        return f"no message at CommitLog offset {phy}: the CommitLog ends at {hi}"
+    why = f"no record starts at CommitLog offset {phy}"
+    if cl.divided_offset is not None and phy >= cl.divided_offset:
+        found = reader.message_at(phy + ENTRY_HEADER_BYTES)
+        if found is not None and found.record.phy_offset == phy + ENTRY_HEADER_BYTES:
+            return (f"{why}: a DLedger entry header starts there; its record is at {phy + ENTRY_HEADER_BYTES} "
+                    f"(offset msgId {found.record.msg_id})")
+    return f"{why} (it lies inside the CommitLog [{lo}, {hi}), not at a record start)"
+
+
+def _hosts_text(hosts: list[str]) -> str:
+    return hosts[0] if len(hosts) == 1 else ", ".join(hosts[:-1]) + " and " + hosts[-1]
+
+
+def not_found_reason(reader, key: str, mid) -> str:
+    """Why ``rmq view`` found nothing for ``key``: no record at its offset, nor a message with it as UNIQ_KEY.
+
+    A msgId whose store host is one this store's records carry is an offset msgId of this store:
+    the offset is the story.  Any other id is first of all a UNIQ_KEY no message has (a producer's
+    msgId from an IPv6 client is 56 hex digits, like an IPv6 offset msgId); read as an offset msgId
+    it names a port no TCP port can be, or a host none of the store's records carry.
+    """
+    if mid is None:
+        return f"{key!r} is not an offset msgId, and no message has it as UNIQ_KEY"
+    no_key = f"no message has {key} as UNIQ_KEY"
+    if not 0 <= mid.store_port <= 0xFFFF:
+        return (f"{no_key} (nor is it an offset msgId: read as one it would name port {mid.store_port}, "
+                f"which is no TCP port)")
+    hosts, complete, n = store_hosts(reader, want=mid.store_host)
+    if mid.store_host in hosts:
+        return (f"{_offset_why(reader, mid.phy_offset)}; the msgId's store host {mid.store_host} is this "
+                f"store's, and {no_key}")
+    if not hosts:
+        held = "this store holds no message" if complete else "no record of this store could be read"
+        return f"{no_key}, and {held} (the offset msgId names store host {mid.store_host})"
+    read = "" if complete else f" (of the first {n} records read)"
+    return (f"{no_key}, and as an offset msgId it names store host {mid.store_host}, but this store's "
+            f"messages were stored by {_hosts_text(hosts)}{read}: if it is one, it belongs to another broker's "
+            f"store")
 
 
 def cmd_view(args, out: Output) -> int:
@@ -69,15 +149,7 @@ def cmd_view(args, out: Output) -> int:
                     f"{mid.phy_offset} was stored by {at_offset.record.store_host} (the store reads only the "
                     f"offset; no message has {key} as UNIQ_KEY)")
             return _show_view(out, args, result, note)
-        here = store_host_of(reader) if mid is not None else None
-        if mid is None:
-            why = f"{key!r} is not an offset msgId, and no message has it as UNIQ_KEY"
-        elif here is not None and mid.store_host != here:
-            why = (f"the offset msgId names store host {mid.store_host}, but this store's messages were stored by "
-                   f"{here}: it belongs to another broker's store (and no message has it as UNIQ_KEY)")
-        else:
-            why = (f"no message at CommitLog offset {mid.phy_offset} (removed, past the end, or not a record "
-                   f"start) and no message has {key} as UNIQ_KEY")
+        why = not_found_reason(reader, key, mid)
         if out.json:
             out.json_line(view_json(result) if result is not None else
                           {"msgIdStoreHost": None, "msgIdOffset": None, "found": False})
