@@ -30,7 +30,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "rmqsource"
 JAVA_FILES = sorted(PKG.glob("**/*.java"))
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "rmqsource"
 
 
