@@ -121,6 +121,8 @@ def test_applies_to_says_where_each_option_is_accepted():
     c = contract()
     for name, row in option_rows().items():
         low = name.lower()
+        if name not in contract_options():
+            continue                  # test_the_page_lists_no_option_the_contract_lacks says so
         expected = set()
         if low in c["options"]:
             expected.add("batch")
@@ -151,9 +153,10 @@ def _camel(snake: str) -> str:
 
 
 def assert_defaults(expected: dict[str, list[str]]) -> None:
-    rows = option_rows()
+    rows = option_rows()          # an option without a row fails test_every_contract_option_has_a_row
     wrong = [f"{name}: the parser's default is `{value}`, the page says {rows[name]['Default']!r}"
-             for name, values in expected.items() for value in values if f"`{value}`" not in rows[name]["Default"]]
+             for name, values in expected.items() if name in rows
+             for value in values if f"`{value}`" not in rows[name]["Default"]]
     assert not wrong, "\n".join(wrong)
 
 
@@ -192,7 +195,8 @@ def test_store_key_defaults_are_the_store_configs():
     rows = store_key_rows()
     defaults = StoreConfig().to_properties()
     wrong = [f"{key}: StoreConfig's default is `{defaults[key]}`, the page says {rows[key]['Default']!r}"
-             for key in contract()["storeConfigKeys"] if key in defaults and f"`{defaults[key]}`" not in rows[key]["Default"]]
+             for key in contract()["storeConfigKeys"]
+             if key in defaults and key in rows and f"`{defaults[key]}`" not in rows[key]["Default"]]
     assert not wrong, "\n".join(wrong)
 
 
