@@ -48,8 +48,18 @@ def contract() -> dict:
 
 
 def _cells(line: str) -> list[str]:
-    """The cells of one Markdown table row (``\\|`` inside a cell is not a separator)."""
-    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+    """The cells of one Markdown table row: a ``|`` inside a code span or escaped (``\\|``) is not a separator."""
+    cells, cell, in_code, prev = [], "", False, ""
+    for ch in line.strip().strip("|"):
+        if ch == "`":
+            in_code = not in_code
+        if ch == "|" and not in_code and prev != "\\":
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += ch
+        prev = ch
+    return cells + [cell.strip()]
 
 
 def page_tables(text: str) -> dict[str, list[dict[str, str]]]:
