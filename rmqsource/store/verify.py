@@ -20,7 +20,7 @@ totalSize and contiguity), so the per-record Python walk runs only over gaps
 (records without units); the chain is proven either way.  Units expired by
 retention (below the CommitLog's first segment) are counted, not reported.
 
-The walk has a JVM twin (``io.rmqsource.spark.verify``, run by
+The walk has a JVM twin (``io.rmqsource.verify``, run by
 :mod:`rmqsource.commands.verify_jvm`) with the same windows, order and messages:
 a change here goes there too (tests compare the two reports problem for problem).
 """
