@@ -1,6 +1,6 @@
 """Build hook: a wheel carries the JVM scan's jar, compiled in the build environment.
 
-``pip wheel .`` / ``python -m build`` compile ``rmqsource/spark/java`` with javac against the build
+``pip wheel .`` / ``python -m build`` compile ``rmqsource/jvm`` with javac against the build
 environment's pyspark jars (pyspark is a build requirement, see pyproject.toml) into the wheel's
 ``rmqsource/spark/jars/``, so an install on a machine with a Java runtime and no JDK has the JVM scan.
 RMQSOURCE_BUILD_JAR: ``auto`` (default: build when javac is found, else a wheel without the jar and a

@@ -34,7 +34,7 @@ BORN_MS = 1_700_000_000_000
 def jvm_run(root: str, n: int, body_bytes: int, chunk: int, staged: bool = False) -> dict:
     from rmqsource.spark.jar import find_java, jar_path
     jar, java = jar_path(required=True), find_java()
-    cmd = [java, "-Xmx4g", *(["-Drmqsource.benchStaged=" + str(4 << 30)] if staged else []), "-cp", jar, "io.rmqsource.spark.store.write.WriteMain", "bench", root, str(n),
+    cmd = [java, "-Xmx4g", *(["-Drmqsource.benchStaged=" + str(4 << 30)] if staged else []), "-cp", jar, "io.rmqsource.tools.WriteMain", "bench", root, str(n),
            str(body_bytes), str(chunk)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])

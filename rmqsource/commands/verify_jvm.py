@@ -1,6 +1,6 @@
 """``rmq verify`` with its CommitLog / ConsumeQueue / IndexFile walk on the JVM (the project's jar).
 
-The walk is ``io.rmqsource.spark.verify.VerifyMain``: the checks, windows, order and messages of
+The walk is ``io.rmqsource.tools.VerifyMain``: the checks, windows, order and messages of
 :mod:`rmqsource.store.verify` (tests compare the two reports on every golden and crash store), with
 Java's intrinsic CRC32 and a per-record loop instead of numpy passes.  The unclean-shutdown note,
 the checkpoint and the config JSON checks read a few small files and run here, in Python, as in
@@ -22,7 +22,7 @@ from ..store.layout import StoreLayout
 from ..store.verify import check_checkpoint, check_config, note_unclean_shutdown
 from ..store.verify_report import Problem, VerifyReport
 
-MAIN_CLASS = "io.rmqsource.spark.verify.VerifyMain"
+MAIN_CLASS = "io.rmqsource.tools.VerifyMain"
 # Serial GC and a small young generation: one thread walks, the heap holds a window and an IndexFile's chains.
 JVM_FLAGS = ["-XX:+UseSerialGC", "-Xshare:auto", "-XX:-UsePerfData"]
 

@@ -1,6 +1,6 @@
 """The JVM side of ``format("rmq")``: locate, build and choose the jar.
 
-The Java sources ship inside the package (``rmqsource/spark/java``); they are
+The Java sources ship inside the package (``rmqsource/jvm``); they are
 compiled against the installed pyspark's own ``jars/`` (no Maven) into
 ``rmqsource/spark/jars/rmqsource-spark.jar``. On ``spark.jars`` that jar's
 provider named ``rmq`` takes precedence over the Python data source of the
@@ -22,7 +22,7 @@ from typing import Optional
 from ..errors import RmqError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-JAVA_DIR = PACKAGE_DIR / "java"
+JAVA_DIR = PACKAGE_DIR.parent / "jvm"
 JAR_DIR = PACKAGE_DIR / "jars"
 JAR_NAME = "rmqsource-spark.jar"
 RELEASE = "17"
@@ -31,7 +31,7 @@ RELEASE = "17"
 MODE_ENV = "RMQ_SPARK_MODE"
 PYTHON_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 JVM_PACKAGE = "io.rmqsource.spark."
-NATIVE_SCAN_CLASS = "io/rmqsource/spark/RmqScanBuilder.class"   # in the jar: batch reads are native
+NATIVE_SCAN_CLASS = "io/rmqsource/spark/read/RmqScanBuilder.class"   # in the jar: batch reads are native
 BUILD_HINT = "build it with `rmq jar --build` (needs a JDK 17: javac on PATH or JAVA_HOME)"
 
 

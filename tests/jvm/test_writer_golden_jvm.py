@@ -1,4 +1,4 @@
-"""The JVM store writer (io.rmqsource.spark.store.write) against the real engine's corpora and the Python writer.
+"""The JVM store writer (io.rmqsource.store.write) against the real engine's corpora and the Python writer.
 
 Run through its entry point WriteMain as a subprocess (tests/jvm_writer.py):
 

@@ -413,5 +413,5 @@ def test_a_hole_of_a_sparse_commitlog_on_a_full_file_system_is_a_store_error(jvm
     finally:
         filler.unlink()
     text = str(err.value)
-    assert "io.rmqsource.spark.errors.StoreError" in text and str(last) in text, text
+    assert "io.rmqsource.errors.StoreError" in text and str(last) in text, text
     assert "java.lang.InternalError" not in text.split("Caused by")[0], text

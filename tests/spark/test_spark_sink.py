@@ -513,9 +513,9 @@ def test_batch_sink_full_disk_is_one_typed_error_naming_the_file(spark, small_tm
     with pytest.raises(Exception) as info:
         df.write.format("rmq").mode("append").options(**options).save(str(store))
     lines = str(info.value).splitlines()
-    # the Python sink's error, or the JVM sink's (same text, its class in io.rmqsource.spark.errors)
+    # the Python sink's error, or the JVM sink's (same text, its class in io.rmqsource.errors)
     typed = [ln for ln in lines if ln.startswith(("rmqsource.errors.StoreError: rmq sink: put of a message",
-                                                  "Caused by: io.rmqsource.spark.errors.StoreError: rmq sink: put of a "
+                                                  "Caused by: io.rmqsource.errors.StoreError: rmq sink: put of a "
                                                   "message"))]
     # (the CommitLog's file, or a ConsumeQueue's when its units are written first to the full disk)
     assert typed and "No space left on device" in typed[0], lines[-40:]

@@ -15,7 +15,7 @@ JSON) and one read path:
 * ``jvm_commitlog`` / ``jvm_queues`` / ``jvm_lookup``: the same three reads by the JVM scan in a
   local Spark session the worker starts once (``format("rmq")`` with the jar; the rows are
   collected as Arrow, so every chosen column is decoded); a task or planning error is typed when
-  its Java class is in ``io.rmqsource.spark.errors``.  Then the differential check: the Python
+  its Java class is in ``io.rmqsource.errors``.  Then the differential check: the Python
   path reads the store with the same options, columns and pushed filter, and where both succeed
   the rows must be equal (outcome ``differ`` otherwise).  Without the jar these cases run the
   Python twin of the path;
@@ -662,7 +662,7 @@ def mutate(rng: random.Random, facts: CorpusFacts, store: Path) -> tuple[list[st
 PATHS = [("reader", 25), ("spark_commitlog", 16), ("spark_queues", 11), ("spark_lookup", 7), ("recovery", 12),
          ("config", 16), ("jvm_commitlog", 6), ("jvm_queues", 4), ("jvm_lookup", 3), ("verify", 8)]
 JVM_TWINS = {"jvm_commitlog": "spark_commitlog", "jvm_queues": "spark_queues", "jvm_lookup": "spark_lookup"}
-JVM_ERRORS = "io.rmqsource.spark.errors."
+JVM_ERRORS = "io.rmqsource.errors."
 
 
 # Paths a full-disk run leaves out, and why.

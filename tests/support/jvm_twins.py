@@ -3,13 +3,13 @@
 Tests that hold one contract for both implementations take a fixture that
 yields the Python class or one of these adapters, which speak the Python API:
 
-* ``JvmStreamReader``: ``io.rmqsource.spark.RmqMicroBatchStream`` as an
+* ``JvmStreamReader``: ``io.rmqsource.spark.stream.RmqMicroBatchStream`` as an
   ``RmqStreamReader`` (offsets as dicts, pyspark ReadLimit objects, partitions
   with ``topic``/``queue_id``/``start``/``end``, ``read`` yielding batches with
   ``num_rows`` and ``column(name).to_pylist()``);
-* ``JvmConsumerOffsets``: ``io.rmqsource.spark.store.ConsumerOffsetsFile`` as a
+* ``JvmConsumerOffsets``: ``io.rmqsource.store.ConsumerOffsetsFile`` as a
   ``ConsumerOffsets``;
-* ``jvm_loads`` / ``jvm_dumps``: ``io.rmqsource.spark.format.FastJson`` as
+* ``jvm_loads`` / ``jvm_dumps``: ``io.rmqsource.format.FastJson`` as
   ``loads_fastjson`` / ``dumps_fastjson``.
 
 Java errors come back as the Python error classes of the same name, with the
@@ -37,7 +37,7 @@ def jvm_or_skip(request):
     spark = request.getfixturevalue("spark")
     jvm = spark._jvm
     try:
-        jvm.java.lang.Class.forName("io.rmqsource.spark.RmqMicroBatchStream", True,
+        jvm.java.lang.Class.forName("io.rmqsource.spark.stream.RmqMicroBatchStream", True,
                                     jvm.java.lang.Thread.currentThread().getContextClassLoader())
     except Exception:       # noqa: BLE001 - py4j raises its own error for a missing class
         pytest.skip("the rmq jar is not on this session's spark.jars (RMQ_SPARK_MODE=python)")
@@ -130,7 +130,7 @@ class JvmStreamReader:
             m.put(k, str(v))
         self.schema = jvm.io.rmqsource.spark.Contract.SCHEMA
         with _Call():
-            self.stream = jvm.io.rmqsource.spark.RmqMicroBatchStream(
+            self.stream = jvm.io.rmqsource.spark.stream.RmqMicroBatchStream(
                 jvm.org.apache.spark.sql.util.CaseInsensitiveStringMap(m), self.schema)
 
     def _offset(self, doc):
@@ -248,7 +248,7 @@ def _java_value(jvm, tagged: Any):
             items.add(_java_value(jvm, v))
         if kind == "set":
             return jvm.java.util.LinkedHashSet(items)
-        return jvm.io.rmqsource.spark.format.FastJson.PrettyList(items) if kind == "pretty" else items
+        return jvm.io.rmqsource.format.FastJson.PrettyList(items) if kind == "pretty" else items
     if kind == "v":
         return body
     if kind == "int":
@@ -286,7 +286,7 @@ class JvmFastJson:
 
     def __init__(self, jvm):
         self.jvm = jvm
-        self.cls = jvm.io.rmqsource.spark.format.FastJson
+        self.cls = jvm.io.rmqsource.format.FastJson
 
     def loads_value(self, text, *, file=None, max_depth=64):
         file = None if file is None else str(file)
@@ -323,7 +323,7 @@ class JvmConsumerOffsets:
         self.jvm = jvm
         v5 = bool(config is not None and config.is_v5)
         with _Call():
-            self.file = jvm.io.rmqsource.spark.store.ConsumerOffsetsFile(str(store_root), v5, lock_timeout_ms)
+            self.file = jvm.io.rmqsource.store.ConsumerOffsetsFile(str(store_root), v5, lock_timeout_ms)
         if clock_ms is not None:
             self.file.withClockMs(clock_ms())
 

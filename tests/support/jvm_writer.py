@@ -1,4 +1,4 @@
-"""The JVM store writer (``io.rmqsource.spark.store.write``) driven from tests through its entry point
+"""The JVM store writer (``io.rmqsource.store.write``) driven from tests through its entry point
 ``WriteMain`` run as a subprocess (no Spark needed): put a corpus's inputs, hold the store's lock.
 
 ``jvm_writer_or_skip()`` gives the ``java -cp <jar>`` command, or skips when the jar is not built
@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import pytest
 
-MAIN = "io.rmqsource.spark.store.write.WriteMain"
+MAIN = "io.rmqsource.tools.WriteMain"
 FLAGS = ["-XX:+UseSerialGC", "-Xshare:auto", "-XX:-UsePerfData"]
 
 

@@ -13,8 +13,7 @@ from rmqsource.store.config import _KEYS
 
 pytestmark = pytest.mark.unit
 
-CONTRACT = Path(__file__).resolve().parents[2] / "rmqsource" / "spark" / "java" / "io" / "rmqsource" / "spark" \
-    / "contract.json"
+CONTRACT = Path(__file__).resolve().parents[2] / "rmqsource" / "jvm" / "io" / "rmqsource" / "spark" / "contract.json"
 
 
 def contract() -> dict:

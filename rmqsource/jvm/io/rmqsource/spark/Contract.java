@@ -1,0 +1,100 @@
+package io.rmqsource.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.rmqsource.store.StoreConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * contract.json, the one definition of columns, option names and MessageStoreConfig keys
+ * shared with the Python path (tests/test_contract.py checks the Python side against it).
+ */
+public final class Contract {
+    /** Output columns in order, with their Spark DDL types. */
+    public static final List<String[]> COLUMNS;
+    /** Our own option names: lower-case -> documented name. */
+    public static final Map<String, String> OPTIONS;
+    /** Options only streams take (a batch read names them in its error): lower-case -> documented name. */
+    public static final Map<String, String> STREAM_OPTIONS;
+    /** MessageStoreConfig keys also accepted as options: lower-case -> RocketMQ name. */
+    public static final Map<String, String> STORE_KEYS;
+    /** The sink's options: lower-case -> documented name. */
+    public static final Map<String, String> SINK_OPTIONS;
+    /** Columns the sink writes, in order. */
+    public static final List<String> SINK_COLUMNS;
+    /** Columns the sink writes only with preserveStoreFields (read-only otherwise). */
+    public static final List<String> SINK_STORE_FIELD_COLUMNS;
+    /** The sink's refusal texts by name (the Python sink's SINK_ERRORS). */
+    public static final Map<String, String> SINK_ERRORS;
+    public static final StructType SCHEMA;
+
+    static {
+        try (InputStream in = Contract.class.getResourceAsStream("contract.json")) {
+            if (in == null) throw new IllegalStateException("contract.json is missing from the rmqsource jar");
+            JsonNode doc = new ObjectMapper().readTree(in);
+            List<String[]> cols = new ArrayList<>();
+            StringBuilder ddl = new StringBuilder();
+            for (JsonNode c : doc.get("columns")) {
+                cols.add(new String[] {c.get(0).asText(), c.get(1).asText()});
+                if (ddl.length() > 0) ddl.append(", ");
+                ddl.append('`').append(c.get(0).asText()).append("` ").append(c.get(1).asText());
+            }
+            Map<String, String> opts = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("options").properties()) {
+                opts.put(e.getKey(), e.getValue().asText());
+            }
+            Map<String, String> stream = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("streamOptions").properties()) {
+                stream.put(e.getKey(), e.getValue().asText());
+            }
+            Map<String, String> sink = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("sinkOptions").properties()) {
+                sink.put(e.getKey(), e.getValue().asText());
+            }
+            List<String> sinkColumns = new ArrayList<>();
+            for (JsonNode c : doc.get("sinkColumns")) sinkColumns.add(c.asText());
+            List<String> storeFields = new ArrayList<>();
+            for (JsonNode c : doc.get("sinkStoreFieldColumns")) storeFields.add(c.asText());
+            Map<String, String> sinkErrors = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("sinkErrors").properties()) {
+                sinkErrors.put(e.getKey(), e.getValue().asText());
+            }
+            Map<String, String> keys = new LinkedHashMap<>();
+            List<String> names = new ArrayList<>();
+            for (JsonNode k : doc.get("storeConfigKeys")) {
+                keys.put(k.asText().toLowerCase(java.util.Locale.ROOT), k.asText());
+                names.add(k.asText());
+            }
+            if (!names.equals(StoreConfig.keyNames())) {
+                throw new IllegalStateException("contract.json storeConfigKeys differ from StoreConfig's keys: "
+                        + names + " vs " + StoreConfig.keyNames());
+            }
+            COLUMNS = Collections.unmodifiableList(cols);
+            OPTIONS = Collections.unmodifiableMap(opts);
+            STREAM_OPTIONS = Collections.unmodifiableMap(stream);
+            STORE_KEYS = Collections.unmodifiableMap(keys);
+            SINK_OPTIONS = Collections.unmodifiableMap(sink);
+            SINK_COLUMNS = Collections.unmodifiableList(sinkColumns);
+            SINK_STORE_FIELD_COLUMNS = Collections.unmodifiableList(storeFields);
+            SINK_ERRORS = Collections.unmodifiableMap(sinkErrors);
+            SCHEMA = StructType.fromDDL(ddl.toString());
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read contract.json: " + e, e);
+        }
+    }
+
+    private Contract() {
+    }
+
+    public static int columnIndex(String name) {
+        for (int i = 0; i < COLUMNS.size(); i++) if (COLUMNS.get(i)[0].equals(name)) return i;
+        return -1;
+    }
+}

@@ -1,0 +1,197 @@
+package io.rmqsource.spark.read;
+
+import io.rmqsource.errors.OptionError;
+import io.rmqsource.errors.Repr;
+import io.rmqsource.spark.Contract;
+import io.rmqsource.spark.RmqOptions;
+import io.rmqsource.spark.stream.RmqMicroBatchStream;
+import io.rmqsource.store.MappedFaults;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.Count;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Builds the JVM batch scan of {@code format("rmq")}: filter pushdown (the Python path's set),
+ * column pruning, and count(*) pushdown (also grouped by topic / queueId / broker / storePath)
+ * answered from ConsumeQueue offsets where that is exact: topic reads whose filters need no record
+ * (units and record headers walked by tasks), and whole-store reads with no filter whose
+ * ConsumeQueues tile the CommitLog (counted on the driver, {@link RmqCountScan}).
+ *
+ * A new builder per query: nothing is kept between queries of one DataFrame.  Options are parsed
+ * only when a batch is planned, so a stream (whose options differ) builds through here untouched
+ * and runs as {@link RmqMicroBatchStream}, reading the table's schema.
+ */
+public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
+        SupportsPushDownAggregates {
+    private static final Set<String> GROUP_COLUMNS = Set.of("topic", "queueId", "broker", "storePath");
+    private static final Set<String> NEVER_NULL = Set.of("topic", "queueId", "queueOffset", "commitLogOffset", "msgId",
+            "body", "storeTimestamp", "bornTimestamp", "storeSize", "sysFlag", "broker", "storePath");
+
+
+    /** The value of group column {@code column} for a queue of a store: a string, or the queueId. */
+    static Object groupValue(String column, String topic, int queueId, String broker, String storePath) {
+        return switch (column) {
+            case "topic" -> UTF8String.fromString(topic);
+            case "queueId" -> queueId;
+            case "broker" -> UTF8String.fromString(broker);
+            default -> UTF8String.fromString(storePath);
+        };
+    }
+
+    private final CaseInsensitiveStringMap options;
+    private final StructType tableSchema;
+    private final PushedFilters pushed = new PushedFilters();
+    private Filter[] pushedFilters = new Filter[0];
+    private StructType required = Contract.SCHEMA;
+    private String[] groupBy;
+    private String aggregationText;
+    private boolean countTried;
+    private RmqCountScan wholeStoreCount;
+
+    public RmqScanBuilder(CaseInsensitiveStringMap options, StructType tableSchema) {
+        this.options = options;
+        this.tableSchema = tableSchema;
+    }
+
+    @Override
+    public Filter[] pushFilters(Filter[] filters) {
+        Filter[] rejected = pushed.push(filters);
+        List<Filter> accepted = new ArrayList<>(List.of(filters));
+        accepted.removeAll(List.of(rejected));
+        pushedFilters = accepted.toArray(new Filter[0]);
+        return rejected;
+    }
+
+    @Override
+    public Filter[] pushedFilters() {
+        return pushedFilters;
+    }
+
+    /** The requested columns, checked against ours (name and type), in the order asked. */
+    @Override
+    public void pruneColumns(StructType requiredSchema) {
+        StructType ours = Contract.SCHEMA;
+        List<String> names = List.of(ours.fieldNames());
+        for (StructField f : requiredSchema.fields()) {
+            if (!names.contains(f.name())) {
+                throw new OptionError("column " + Repr.of(f.name()) + " is not provided by the rmq source; columns are: "
+                        + String.join(", ", names));
+            }
+            DataType want = ours.apply(f.name()).dataType();
+            if (!want.sameType(f.dataType())) {
+                throw new OptionError("column " + Repr.of(f.name()) + " must have type " + want.simpleString()
+                        + ", the schema given says " + f.dataType().simpleString());
+            }
+        }
+        StructType out = new StructType();
+        for (StructField f : requiredSchema.fields()) out = out.add(ours.apply(f.name()));
+        required = out;
+    }
+
+    /** The group columns of a count-only aggregation we can answer, or null. */
+    private static String[] countGroups(Aggregation aggregation) {
+        for (AggregateFunc f : aggregation.aggregateExpressions()) {
+            boolean countAll = f instanceof CountStar || (f instanceof Count && !((Count) f).isDistinct()
+                    && ((Count) f).column() instanceof NamedReference
+                    && NEVER_NULL.contains(name(((Count) f).column())));
+            if (!countAll) return null;
+        }
+        List<String> group = new ArrayList<>();
+        for (Expression e : aggregation.groupByExpressions()) {
+            String n = e instanceof NamedReference ? name(e) : null;
+            if (n == null || !GROUP_COLUMNS.contains(n)) return null;
+            group.add(n);
+        }
+        return group.toArray(new String[0]);
+    }
+
+    private static StructType countSchema(String[] groupBy, int aggregates) {
+        StructType schema = new StructType();
+        for (String g : groupBy) schema = schema.add(Contract.SCHEMA.apply(g));
+        for (int i = 0; i < aggregates; i++) schema = schema.add("count" + i, DataTypes.LongType, false);
+        return schema;
+    }
+
+    /**
+     * A whole-store count with no filter, answered on the driver when the ConsumeQueues tile the
+     * CommitLog (then complete: one row per group, no aggregate left for Spark); computed once.
+     */
+    private RmqCountScan wholeStoreCount(Aggregation aggregation) {
+        if (!countTried) {
+            countTried = true;
+            RmqOptions opts = RmqOptions.parse(options);
+            String[] group = countGroups(aggregation);
+            if (group != null && !RmqPlanner.queueMode(opts, pushed) && pushed.none()) {
+                int n = aggregation.aggregateExpressions().length;
+                wholeStoreCount = MappedFaults.guard(() ->
+                        RmqCountScan.plan(opts, group, n, countSchema(group, n), describe(aggregation)));
+            }
+        }
+        return wholeStoreCount;
+    }
+
+    @Override
+    public boolean supportCompletePushDown(Aggregation aggregation) {
+        return wholeStoreCount(aggregation) != null;
+    }
+
+    @Override
+    public boolean pushAggregation(Aggregation aggregation) {
+        if (wholeStoreCount(aggregation) != null) {
+            required = wholeStoreCount.readSchema();
+            return true;
+        }
+        RmqOptions opts = RmqOptions.parse(options);
+        String[] group = countGroups(aggregation);
+        if (group == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) return false;
+        groupBy = group;
+        aggregationText = describe(aggregation);
+        required = countSchema(groupBy, aggregation.aggregateExpressions().length);
+        return true;
+    }
+
+    /** The aggregation as the plan shows it, e.g. {@code [COUNT(*)] GROUP BY [topic]} (Spark 3.5's has no toString). */
+    static String describe(Aggregation aggregation) {
+        List<String> aggregates = new ArrayList<>();
+        for (AggregateFunc f : aggregation.aggregateExpressions()) aggregates.add(f.describe());
+        List<String> groups = new ArrayList<>();
+        for (Expression e : aggregation.groupByExpressions()) groups.add(e.describe());
+        return aggregates + (groups.isEmpty() ? "" : " GROUP BY " + groups);
+    }
+
+    private static String name(Expression e) {
+        String[] parts = ((NamedReference) e).fieldNames();
+        return parts.length == 1 ? parts[0] : null;
+    }
+
+    @Override
+    public Scan build() {
+        if (wholeStoreCount != null) return wholeStoreCount;
+        if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
+            RmqOptions opts = RmqOptions.parse(options);
+            if (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable())) {
+                Scan local = MappedFaults.guard(() -> RmqLocalScan.plan(opts, pushed, required, pushedFilters));
+                if (local != null) return local;
+            }
+        }
+        return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, tableSchema);
+    }
+}

@@ -1,0 +1,244 @@
+package io.rmqsource.store;
+
+import io.rmqsource.format.Checkpoint;
+import io.rmqsource.format.ConsumeQueue;
+import io.rmqsource.format.Properties;
+import io.rmqsource.format.Record;
+import io.rmqsource.format.TagsCode;
+import io.rmqsource.io.StoreFiles;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Read-only view of one store (twin of MessageStoreReader in rmqsource/store/reader.py).
+ *
+ * Opening never writes.  The CommitLog's valid end is computed the way recovery would: from the
+ * ConsumeQueues' last unit after a clean shutdown, by the abnormal scan when an abort file says
+ * the last run crashed, and capped at what dispatch has seen while a writer holds the lock.
+ * A store whose consumequeue/ holds no queue is served from units re-derived from the CommitLog.
+ */
+public final class StoreReader implements AutoCloseable {
+    public final StoreLayout layout;
+    public final StoreConfig config;
+    public final CommitLog commitLog;
+    private final Long pinnedEnd;
+    private List<QueueKey> keysOnDisk;
+    private Map<QueueKey, RederivedQueue> rederived;
+    private boolean rederivedDone;
+    private final Map<QueueKey, QueueUnits> queues = new HashMap<>();
+    private Long maxOffset;
+    private Boolean abort;
+    private Boolean live;
+
+    public StoreReader(String root, StoreConfig config, Long commitLogEnd) {
+        this(StoreFiles.LOCAL, root, config, commitLogEnd);
+    }
+
+    /** The store at {@code root} read through {@code files} (local maps or a Hadoop FileSystem). */
+    public StoreReader(StoreFiles files, String root, StoreConfig config, Long commitLogEnd) {
+        this.config = config;
+        this.pinnedEnd = commitLogEnd;
+        this.layout = new StoreLayout(files, root, config);
+        // A task of a remote store trusts the plan's check (each folder checked costs a request there).
+        if (commitLogEnd == null || files.mapped()) layout.checkIsStore();
+        this.commitLog = new CommitLog(layout);
+    }
+
+    @Override
+    public void close() {
+        commitLog.segments.close();
+    }
+
+    public boolean abortFileExisted() {
+        if (abort == null) abort = layout.abortExists();
+        return abort;
+    }
+
+    /** Whether a writer (or broker) holds the store's lock right now: then the tail is moving. */
+    public boolean live() {
+        if (live == null) live = abortFileExisted() && isLocked();
+        return live;
+    }
+
+    /**
+     * Whether a process holds a POSIX lock on byte 0 of {root}/lock (the broker's and the writer's),
+     * tested without opening, creating or locking the file: the kernel's lock table (/proc/locks)
+     * is matched by the file's device and inode, as F_GETLK would answer.  Where that table cannot
+     * be read (or the store is not on this machine), nobody visible holds the lock.
+     */
+    private boolean isLocked() {
+        java.nio.file.Path lock = layout.files.localPath(layout.pathOf("lock"));
+        return lock != null && StoreLockState.holder(lock, StoreLockState.BROKER_LOCK_BYTE) != 0;
+    }
+
+    private Checkpoint checkpoint() {
+        byte[] data;
+        try {
+            data = layout.files.readSmall(layout.pathOf("checkpoint"), 1 << 20);
+        } catch (RuntimeException e) {
+            data = null;
+        }
+        return data == null ? new Checkpoint(0, 0, 0) : Checkpoint.decode(data);
+    }
+
+    // ------------------------------------------------------------------ queues
+
+    private List<QueueKey> keysOnDisk() {
+        if (keysOnDisk == null) keysOnDisk = layout.listQueues();
+        return keysOnDisk;
+    }
+
+    public boolean hasConsumeQueueFiles() {
+        return !keysOnDisk().isEmpty();
+    }
+
+    private Map<QueueKey, RederivedQueue> rederived() {
+        if (rederivedDone) return rederived;
+        rederivedDone = true;
+        if (!keysOnDisk().isEmpty() || commitLog.list().isEmpty()) return null;
+        Map<QueueKey, RederivedQueue> per = new TreeMap<>();
+        long[] delays = config.messageDelayLevelsMs();
+        int upf = config.consumeQueueUnitsPerFile();
+        Record r = new Record();
+        Properties props = new Properties();
+        commitLog.walk(commitLog.minOffset(), config.checkCrcOnRecover(), (kind, seg, b, pos, offset, size) -> {
+            if (kind != Record.MESSAGE) return true;
+            r.decode(b, pos, size, -1);
+            if (r.isPreparedOrRollback()) return true;
+            String topic = utf8(b, r.topicPos, r.topicLen);
+            QueueKey key = new QueueKey(topic, r.queueId);
+            RederivedQueue q = per.get(key);
+            if (q == null) {
+                q = new RederivedQueue(topic, r.queueId, r.queueOffset, upf);
+                per.put(key, q);
+            }
+            if (r.queueOffset != q.maxOffset()) return true;   // duplicate or out-of-order: dispatch skips it
+            props.parse(b, r.propsPos, r.propsLen);
+            int t = props.find(Properties.TAGS);
+            int d = props.find(Properties.DELAY);
+            long code = TagsCode.consumeQueueTagsCode(topic, t < 0 ? null : props.valueString(t),
+                    d < 0 ? null : props.valueString(d), r.storeTimestamp, delays);
+            q.add(offset, (int) size, code);
+            return true;
+        }, null);
+        rederived = per;
+        return per;
+    }
+
+    public List<QueueKey> queueKeys() {
+        Map<QueueKey, RederivedQueue> re = rederived();
+        if (re != null) return new ArrayList<>(re.keySet());
+        return keysOnDisk();
+    }
+
+    public List<String> topics() {
+        java.util.TreeSet<String> s = new java.util.TreeSet<>();
+        for (QueueKey k : queueKeys()) s.add(k.topic);
+        return new ArrayList<>(s);
+    }
+
+    public QueueUnits consumeQueue(String topic, int queueId) {
+        QueueKey key = new QueueKey(topic, queueId);
+        QueueUnits q = queues.get(key);
+        if (q == null) {
+            Map<QueueKey, RederivedQueue> re = rederived();
+            if (re != null) {
+                q = re.get(key);
+            } else if (keysOnDisk().contains(key)) {
+                String dir = layout.queueDirPath(topic, queueId);
+                q = new ConsumeQueueFiles(layout.files, dir, layout.listConsumeQueueDir(dir), topic, queueId);
+            }
+            if (q == null) return null;
+            queues.put(key, q);
+        }
+        return q;
+    }
+
+    // ------------------------------------------------------------------ CommitLog end
+
+    /** Valid end of the CommitLog as recovery would find it (commit_log_max_offset). */
+    public long commitLogMaxOffset() {
+        if (maxOffset == null) maxOffset = pinnedEnd != null ? pinnedEnd : computeMaxOffset();
+        return maxOffset;
+    }
+
+    private long computeMaxOffset() {
+        if (commitLog.list().isEmpty()) return 0;
+        boolean crc = config.checkCrcOnRecover();
+        if (commitLog.isDLedger()) return dledgerMaxOffset();
+        if (abortFileExisted() && !live()) {
+            Checkpoint cp = checkpoint();
+            long minTs = config.messageIndexEnable() && config.messageIndexSafe() ? cp.minTimestampIndexMs()
+                    : cp.minTimestampMs();
+            return commitLog.findValidEnd(commitLog.abnormalRecoveryStartIndex(minTs), crc);
+        }
+        long[] last = lastUnits();
+        long lastStart = last[0];
+        long maxCqEnd = last[1];
+        long end = -1;
+        if (lastStart >= commitLog.minOffset() && commitLog.segments.find(lastStart) != null) {
+            end = commitLog.findValidEndFrom(lastStart, crc);
+            if (end == lastStart) end = -1;
+        }
+        if (end < 0) {
+            List<Segment> segs = commitLog.list();
+            int startIndex = Math.max(0, segs.size() - 3);
+            if (maxCqEnd >= 0) {
+                startIndex = 0;
+                for (int i = 0; i < segs.size(); i++) if (segs.get(i).startOffset <= maxCqEnd) startIndex = i;
+            }
+            end = commitLog.findValidEnd(startIndex, crc);
+        }
+        if (live()) end = Math.min(end, Math.max(maxCqEnd, commitLog.minOffset()));
+        return end;
+    }
+
+    /**
+     * A DLedger store's end: DLedger recovery's (the same after a crash or a clean shutdown), capped at
+     * what dispatch has seen while a writer holds the lock.
+     */
+    private long dledgerMaxOffset() {
+        if (!live()) return DLedgerLog.validEndOfSettledFiles(commitLog);
+        return Math.min(DLedgerLog.validEnd(commitLog), Math.max(lastUnits()[1], commitLog.minOffset()));
+    }
+
+    /**
+     * {start of the latest record a queue's last unit points at, end of the furthest such record}
+     * over every queue on disk, -1 each when no queue has a unit.
+     */
+    private long[] lastUnits() {
+        long lastStart = -1;
+        long maxCqEnd = -1;
+        long[] p = new long[1];
+        int[] s = new int[1];
+        long[] c = new long[1];
+        for (QueueKey key : keysOnDisk()) {
+            QueueUnits q = consumeQueue(key.topic, key.queueId);
+            if (q.maxOffset() > q.firstFileStartOffset() && q.unit(q.maxOffset() - 1, p, s, c)
+                    && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
+                lastStart = Math.max(lastStart, p[0]);
+                maxCqEnd = Math.max(maxCqEnd, p[0] + s[0]);
+            }
+        }
+        return new long[] {lastStart, maxCqEnd};
+    }
+
+    public long queueMaxOffset(QueueUnits q) {
+        return q.cappedMaxOffset(commitLogMaxOffset());
+    }
+
+    public long queueMinOffset(QueueUnits q, long maxOffset) {
+        return q.minOffset(commitLog.minOffset(), config.isV5(), maxOffset);
+    }
+
+    static String utf8(ByteBuffer b, int pos, int len) {
+        byte[] out = new byte[len];
+        b.get(pos, out, 0, len);
+        return new String(out, StandardCharsets.UTF_8);
+    }
+}

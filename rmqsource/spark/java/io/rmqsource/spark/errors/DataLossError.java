@@ -1,8 +1,0 @@
-package io.rmqsource.spark.errors;
-
-/** Requested offsets point at data that retention (or damage) removed. */
-public class DataLossError extends StoreError {
-    public DataLossError(String message) {
-        super(message);
-    }
-}

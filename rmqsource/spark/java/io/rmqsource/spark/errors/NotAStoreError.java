@@ -1,8 +1,0 @@
-package io.rmqsource.spark.errors;
-
-/** The path is not a RocketMQ store root. */
-public class NotAStoreError extends StoreError {
-    public NotAStoreError(String message) {
-        super(message);
-    }
-}

@@ -1,8 +1,0 @@
-package io.rmqsource.spark.errors;
-
-/** The store as a whole cannot be used as asked. */
-public class StoreError extends RmqError {
-    public StoreError(String message) {
-        super(message);
-    }
-}

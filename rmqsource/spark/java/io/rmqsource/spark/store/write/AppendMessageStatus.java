@@ -1,6 +1,0 @@
-package io.rmqsource.spark.store.write;
-
-/** RocketMQ's AppendMessageStatus (rmqsource/store/put_result.py). */
-public enum AppendMessageStatus {
-    PUT_OK, END_OF_FILE, MESSAGE_SIZE_EXCEEDED, PROPERTIES_SIZE_EXCEEDED, UNKNOWN_ERROR
-}
