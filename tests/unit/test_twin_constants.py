@@ -126,7 +126,7 @@ RESTATED_PAIRS: dict[tuple[str, str], tuple] = {
     ("ConsumeQueueFiles", "DEFAULT_FILE_SIZE"): ("rmqsource.store.consumequeue", "DEFAULT_CQ_FILE_SIZE"),
     ("StreamAdmission", "MIN_RECORD_BYTES"): ("rmqsource.limits", "MIN_RECORD_BYTES"),
     ("AppendedRows", "CRC_ENTRY_CHARS"): ("rmqsource.format.record", "CRC_PROPERTY_BYTES"),
-    ("Verifier", "CRC_PROP_WORD"): ("rmqsource.format.properties", "CRC32", _word),
+    ("CommitLogWalk", "CRC_PROP_WORD"): ("rmqsource.format.properties", "CRC32", _word),
     ("IndexService", "MAX_CHAIN_STEPS"): ("rmqsource.limits", "MAX_INDEX_CHAIN_STEPS"),
     ("Segments", "MAX_SEGMENTS"): ("rmqsource.limits", "MAX_SEGMENTS"),
     ("StoreLockState", "BROKER_LOCK_BYTE"): ("rmqsource.io.lock", "BROKER_LOCK_BYTE"),
