@@ -17,6 +17,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Columns, options and error texts for both read paths; the JVM scan reads it from its jar.
+CONTRACT_JSON = PROJECT_ROOT / "rmqsource" / "jvm" / "io" / "rmqsource" / "spark" / "contract.json"
 GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_ROOT") or PROJECT_ROOT.parent / "shared" / "golden")
 DLEDGER_GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_DLEDGER_ROOT") or GOLDEN_ROOT.parent / "golden-dledger")
 GOLDEN_ROOTS = (GOLDEN_ROOT, DLEDGER_GOLDEN_ROOT)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,9 +10,9 @@ from rmqsource.spark.options import OPTIONS, STREAM_OPTIONS
 from rmqsource.spark.schema import ARROW_SCHEMA, _ddl_type
 from rmqsource.store.config import _KEYS
 
-pytestmark = pytest.mark.unit
+from golden import CONTRACT_JSON as CONTRACT
 
-CONTRACT = Path(__file__).resolve().parents[2] / "rmqsource" / "jvm" / "io" / "rmqsource" / "spark" / "contract.json"
+pytestmark = pytest.mark.unit
 
 
 def contract() -> dict:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from golden import CONTRACT_JSON
+
 pytestmark = pytest.mark.unit
 
 
@@ -30,21 +32,11 @@ ROOT = project_root()
 OPTIONS_PAGE = ROOT / "docs" / "options.md"
 
 
-def contract_path() -> Path:
-    """contract.json: the JVM tree's place (rmqsource/jvm/...), else the older rmqsource/spark/java/...,
-    else wherever one file of that name is under rmqsource/."""
-    for candidate in (ROOT / "rmqsource" / "jvm" / "io" / "rmqsource" / "spark" / "contract.json",
-                      ROOT / "rmqsource" / "spark" / "java" / "io" / "rmqsource" / "spark" / "contract.json"):
-        if candidate.is_file():
-            return candidate
-    found = sorted(ROOT.glob("rmqsource/**/contract.json"))
-    assert len(found) == 1, f"expected one rmqsource/**/contract.json, found {found}"
-    return found[0]
 
 
 @lru_cache(maxsize=1)
 def contract() -> dict:
-    return json.loads(contract_path().read_text(encoding="utf-8"))
+    return json.loads(CONTRACT_JSON.read_text(encoding="utf-8"))
 
 
 def _cells(line: str) -> list[str]:
@@ -111,12 +103,12 @@ def contract_options() -> set[str]:
 
 def test_every_contract_option_has_a_row():
     missing = sorted(contract_options() - set(option_rows()))
-    assert not missing, f"{OPTIONS_PAGE.relative_to(ROOT)} has no row for {missing} ({contract_path().name})"
+    assert not missing, f"{OPTIONS_PAGE.relative_to(ROOT)} has no row for {missing} ({CONTRACT_JSON.name})"
 
 
 def test_the_page_lists_no_option_the_contract_lacks():
     extra = sorted(set(option_rows()) - contract_options())
-    assert not extra, f"{OPTIONS_PAGE.relative_to(ROOT)} lists {extra}, which {contract_path()} does not have"
+    assert not extra, f"{OPTIONS_PAGE.relative_to(ROOT)} lists {extra}, which {CONTRACT_JSON} does not have"
 
 
 def test_every_store_config_key_has_a_row_and_no_other():
