@@ -50,7 +50,7 @@ class SinkOptions:
 
 
 def _duration_s(name: str, value: str) -> float:
-    from ..stream import parse_duration_ms
+    from ..stream_options import parse_duration_ms
     return parse_duration_ms(name, value) / 1000.0
 
 
