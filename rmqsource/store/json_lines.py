@@ -201,7 +201,7 @@ def columns_from_json_lines(data: bytes) -> Optional[MessageColumns]:
 
     try:
         mc = build_columns({k: v for k, v in cols.items() if k != "properties_string"}, n, null_is_default=True,
-                    row_message=row_message)
+                           row_message=row_message)
     except TypeError:
         return None
     if pstr_rows is not None:
