@@ -12,7 +12,7 @@ Two measurements per run, each on a fresh store with the default config
   the put, put.jsonl output, close.  Wall time, and CPU time of the child
   (user + sys from ``os.wait4``).
 * ``in-process``: what ``cmd_put`` does without the process around it
-  (``_line_blocks`` + ``put_json_lines`` + ``to_put_jsonl`` written to
+  (``line_blocks`` + ``put_json_lines`` + ``to_put_jsonl`` written to
   /dev/null, close), timed with ``perf_counter``/``process_time``.
 
 Then the same-run time of a raw sequential ``os.write`` of the CommitLog
@@ -93,14 +93,14 @@ def run_cli(path: str, store: str) -> tuple[float, float, int]:
 def run_in_process(path: str, store: str) -> tuple[float, float, int]:
     """(wall, cpu, messages) of cmd_put's JSON path without the process around it."""
     import json
-    from rmqsource.cli import _line_blocks
+    from rmqsource.commands.put import line_blocks
     from rmqsource.store.writer import MessageStoreWriter
     c0, t0 = time.process_time(), time.perf_counter()
     total = 0
     with open(path, "rb") as stream, open(os.devnull, "w", encoding="utf-8") as out:
         w = MessageStoreWriter(store)
         try:
-            for _, block in _line_blocks(stream):
+            for _, block in line_blocks(stream):
                 res = w.put_json_lines(block)
                 out.write(res.to_put_jsonl(total).decode("utf-8"))
                 total += len(res)

@@ -44,7 +44,7 @@ def python_columns(n: int, body_bytes: int):
     """The WriteBench rows as MessageColumns (put_columns input)."""
     import numpy as np
     import pyarrow as pa
-    from rmqsource.format.batch_encode import columns_from_arrow
+    from rmqsource.format.message_columns import columns_from_arrow
     i = np.arange(n, dtype=np.int64)
     bodies = [bytes(((b * 31 + j * 7) & 0xFF) for j in range(body_bytes)) for b in range(64)]
     body = pa.array(bodies, pa.binary()).take(pa.array(i & 63))

@@ -1,1 +1,1 @@
-"""Implementations of the larger ``rmq`` subcommands (the parser and shared output helpers live in cli.py)."""
+"""The ``rmq`` subcommands; output.py holds what they share (the parser and ``main`` live in cli.py)."""

@@ -17,9 +17,9 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from ..cli import (EXIT_NOT_FOUND, EXIT_OK, Output, body_preview, format_ms, format_table, load_config,
-                   parse_time_ms, short_topic)
 from ..errors import OptionError
+from .output import (EXIT_NOT_FOUND, EXIT_OK, Output, body_preview, format_ms, format_table, load_config,
+                     parse_time_ms, short_topic)
 from .progress import Progress
 
 if TYPE_CHECKING:
@@ -196,7 +196,6 @@ def _ms(ts) -> Optional[int]:
 
 def add_parsers(sub, common, int_arg) -> None:
     """The ``export`` and ``print`` subcommands (called from cli.build_parser)."""
-    from ..cli import cmd_export_entry, cmd_print_entry
     p = sub.add_parser("export", parents=[common], help="write messages to Parquet / JSON lines / Arrow (no Spark)",
                        description="Export the store's messages with the Spark source's schema and decode, "
                                    "without Spark. Filters: --topic, --queue, --tag, --begin/--end (store time), "
@@ -211,7 +210,7 @@ def add_parsers(sub, common, int_arg) -> None:
     p.add_argument("--end", metavar="TIME", help="store time until (exclusive)")
     p.add_argument("--from-offset", type=int_arg("--from-offset", 0), metavar="N", help="queue offsets from N")
     p.add_argument("--to-offset", type=int_arg("--to-offset", 0), metavar="N", help="queue offsets below N")
-    p.set_defaults(func=cmd_export_entry)
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("print", parents=[common], help="print a topic's messages in a time range (printMsg)",
                        description="Like mqadmin printMsg: the messages of TOPIC stored in [--begin, --end), "
@@ -221,4 +220,4 @@ def add_parsers(sub, common, int_arg) -> None:
     p.add_argument("--begin", metavar="TIME", help="store time from (epoch ms or ISO-8601, UTC)")
     p.add_argument("--end", metavar="TIME", help="store time until (exclusive)")
     p.add_argument("--tag", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB'")
-    p.set_defaults(func=cmd_print_entry)
+    p.set_defaults(func=cmd_print)

@@ -1,14 +1,15 @@
-"""mqadmin-style lookups: ``view`` by offset msgId or UNIQ_KEY (queryMsgById), last store times, lag times."""
+"""mqadmin-style lookups: ``view`` by offset msgId or UNIQ_KEY (queryMsgById), ``query`` by key (IndexFile),
+last store times, ``lag`` of consumer groups."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ..cli import (EXIT_NOT_FOUND, EXIT_OK, Output, _message_details, format_ms, format_table, open_reader,
-                   short_topic)
 from ..errors import OptionError
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.properties import UNIQ_KEY
+from .output import (EXIT_NOT_FOUND, EXIT_OK, JAVA_LONG_MAX, Output, body_preview, cell, format_ms, format_table,
+                     load_config, open_reader, parse_time_ms, short_topic, truncate)
 
 
 def find_by_uniq_key(reader, key: str):
@@ -111,6 +112,42 @@ def not_found_reason(reader, key: str, mid) -> str:
             f"store")
 
 
+def _message_details(found, out: Output, body_chars: int) -> None:
+    r = found.record
+    cq = found.cq
+    fields = [
+        ("msgId", r.msg_id),
+        ("topic", r.topic if len(r.topic) <= 80 else f"{r.topic} ({len(r.topic)} chars)"),
+        ("queueId", r.queue_id),
+        ("queueOffset", r.queue_offset),
+        ("commitLogOffset", r.phy_offset),
+        ("storeSize", r.store_size),
+        ("magic", f"0x{r.magic & 0xFFFFFFFF:08X}"),
+        ("bodyCRC", r.body_crc),
+        ("flag", r.flag),
+        ("sysFlag", f"{r.sys_flag} (0x{r.sys_flag & 0xFFFFFFFF:X})"),
+        ("bornTimestamp", f"{r.born_timestamp_ms} ({format_ms(r.born_timestamp_ms)} UTC)"),
+        ("bornHost", r.born_host),
+        ("storeTimestamp", f"{r.store_timestamp_ms} ({format_ms(r.store_timestamp_ms)} UTC)"),
+        ("storeHost", r.store_host),
+        ("reconsumeTimes", r.reconsume_times),
+        ("preparedTransactionOffset", r.prepared_transaction_offset),
+        ("tags", r.tags),
+        ("keys", r.keys),
+        ("cq unit", "-" if cq is None else
+         f"commitLogOffset {cq.commit_log_offset}  size {cq.size}  tagsCode {cq.tags_code}"),
+        ("body", f"{len(r.body)} B  {body_preview(r.body, r.sys_flag, body_chars)}"),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for k, v in fields:
+        out.line(f"{k.ljust(width)}  {cell(v)}")
+    props = sorted(r.properties.items())
+    if props:
+        out.line()
+        out.lines(format_table(["property", "value"], [[k, truncate(cell(v), 120)] for k, v in props],
+                               [False, False]))
+
+
 def cmd_view(args, out: Output) -> int:
     """``queryMsgById``: an offset msgId of this store, else the id as a UNIQ_KEY (the client's msgId).
 
@@ -177,6 +214,55 @@ def _show_view(out: Output, args, result, note: Optional[str]) -> int:
     return EXIT_OK
 
 
+
+def cmd_query(args, out: Output) -> int:
+    from ..store.shapes import query_json
+    rest = list(args.rest)
+    if len(rest) not in (0, 1, 3):
+        raise OptionError("query takes TOPIC KEY [MAXNUM [BEGIN END]]: give MAXNUM alone or MAXNUM BEGIN END")
+    max_num = 32
+    begin, end = 0, JAVA_LONG_MAX
+    if rest:
+        try:
+            max_num = int(rest[0])
+        except ValueError:
+            raise OptionError(f"MAXNUM {rest[0]!r} is not an integer") from None
+        if max_num <= 0:
+            raise OptionError(f"MAXNUM must be positive, got {max_num}")
+    if len(rest) == 3:
+        begin = parse_time_ms(rest[1], "BEGIN")
+        end = parse_time_ms(rest[2], "END")
+    with open_reader(args) as reader:
+        result = reader.query(args.topic, args.key, max_num, begin, end, only_matching=args.only_matching)
+        doc = query_json(result, args.topic, args.key)
+        exit_code = EXIT_OK if doc["hits"] else EXIT_NOT_FOUND
+        if out.json:
+            for hit in doc["hits"]:
+                out.json_line(hit)
+            out.json_line(doc["summary"])
+            return exit_code
+        rows = []
+        for found, hit in zip(result.messages, doc["hits"]):
+            r = found.record
+            rows.append([r.phy_offset, r.queue_id, r.queue_offset, format_ms(r.store_timestamp_ms),
+                         hit["keyMatch"], r.keys, r.uniq_key, body_preview(r.body, r.sys_flag, args.body_chars)])
+        if rows:
+            out.lines(format_table(["commitLogOffset", "queueId", "queueOffset", "storeTime (UTC)", "keyMatch",
+                                    "keys", "uniqKey", "body"], rows,
+                                   [True, True, True, False, False, False, False, False]))
+        else:
+            out.line("(no hits)")
+        s = doc["summary"]
+        out.line()
+        out.line(f"hits {s['count']}  indexLastUpdatePhyoffset {s['indexLastUpdatePhyoffset']}  "
+                 f"indexLastUpdateTimestamp {s['indexLastUpdateTimestamp']}")
+        collisions = sum(1 for h in doc["hits"] if not h["keyMatch"])
+        if collisions:
+            out.line(f"{collisions} hit(s) are index hash collisions (keyMatch no); --only-matching drops them")
+    return exit_code
+
+
+
 def last_store_times(reader, queues: list[dict]) -> dict[tuple[str, int], Optional[int]]:
     """storeTimestamp of each queue's last message (mqadmin topicStatus "Last Updated")."""
     out = {}
@@ -203,7 +289,6 @@ def store_time_at(reader, topic: str, queue_id: int, offset: int, min_offset: in
 def cmd_lag(args, out: Output) -> int:
     from ..store.lag import group_lag
     from ..store.reader import MessageStoreReader
-    from ..cli import load_config
     config = load_config(args)
     problems: list[str] = []
     rows = group_lag(args.store, config, args.group, problems=problems)

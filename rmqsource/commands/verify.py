@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..cli import EXIT_OK, EXIT_STORE_ERROR, Output, format_table, load_config
+from .output import EXIT_OK, EXIT_STORE_ERROR, Output, format_table, load_config
 from .progress import Progress
 
 

@@ -92,6 +92,7 @@ class BatchPutResults(Sequence):
         import pyarrow as pa
         import pyarrow.compute as pc
         from ..format import batch_encode as be
+        from .put_jsonl import hex_fixed, json_escape_props, render_put_jsonl
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         n = self.n
         if n == 0:
@@ -105,7 +106,7 @@ class BatchPutResults(Sequence):
             sel = np.flatnonzero(vec[self.input_rows])
             props_all = self.input_props if len(sel) == len(self.input_props) else \
                 self.input_props.take(pa.array(sel))
-            esc, bad = be.json_escape_props(props_all)
+            esc, bad = json_escape_props(props_all)
             topic_bad = np.array([dumps(t)[1:-1] != t for t in self.topics] or [False])
             rows = self.input_rows[sel]
             bad |= topic_bad[self.topic_code[rows]]
@@ -119,15 +120,15 @@ class BatchPutResults(Sequence):
         if vec_rows.size:
             host_hex = [(addr + struct.pack(">i", port)).hex().upper() for addr, port in self.hosts]
             phy = self.commit_log_offsets[vec_rows]
-            ids = be.hex_fixed(phy, 16)
+            ids = hex_fixed(phy, 16)
             prefix = pc.take(pa.array(host_hex), pa.array(self.host_code[vec_rows]))
             msg_ids = pc.binary_join_element_wise(prefix, be.fixed_binary(ids.reshape(-1), len(vec_rows), 16)
                                                   .cast(pa.string()), "")
             topics = pc.take(pa.array(self.topics, pa.string()), pa.array(self.topic_code[vec_rows]))
-            parts.append(be.render_put_jsonl(first_i, vec_rows, msg_ids, phy, self.queue_offsets[vec_rows],
-                                             self.sizes[vec_rows], self.store_timestamps[vec_rows], topics,
-                                             self.queue_ids[vec_rows], self.sys_flags[vec_rows],
-                                             self.input_tags_code[vec_rows], esc, newline=True))
+            parts.append(render_put_jsonl(first_i, vec_rows, msg_ids, phy, self.queue_offsets[vec_rows],
+                                          self.sizes[vec_rows], self.store_timestamps[vec_rows], topics,
+                                          self.queue_ids[vec_rows], self.sys_flags[vec_rows],
+                                          self.input_tags_code[vec_rows], esc, newline=True))
         if other.size:
             lines = []
             for i in other.tolist():

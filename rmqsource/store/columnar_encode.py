@@ -1,6 +1,6 @@
 """Columnar encoding of the writer's fast rows: host columns, record bytes, IndexFile keys.
 
-Pure functions over :class:`~rmqsource.format.batch_encode.MessageColumns` and
+Pure functions over :class:`~rmqsource.format.message_columns.MessageColumns` and
 numpy arrays, used by :mod:`rmqsource.store.columnar_put`.
 """
 
@@ -19,7 +19,7 @@ def hosts_of(col, n: int, default: str):
     """(codes, address uint32 per distinct host, port per distinct host, bad row mask) of a host
     string column (fast path: IPv4 only; others are flagged for the per-message path)."""
     import pyarrow.compute as pc
-    from ..format.batch_encode import parse_ipv4_hosts
+    from ..format.message_columns import parse_ipv4_hosts
     col = col.fill_null(default) if col.null_count else col
     if n and pc.all(pc.equal(col, col[0])).as_py():      # one host for the whole batch
         d = col.slice(0, 1)

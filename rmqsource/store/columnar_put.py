@@ -47,7 +47,7 @@ class ColumnarPut:
         Columnar fast path (see ``put_columns``); returns a :class:`BatchPutResults`
         (a sequence of PutMessageResult, plus numpy columns and ``to_put_jsonl``).
         """
-        from ..format.batch_encode import columns_from_arrow
+        from ..format.message_columns import columns_from_arrow
         parts = []
         for piece in self._arrow_pieces(batch):
             parts.append(self.put_columns(columns_from_arrow(piece)))
@@ -87,7 +87,7 @@ class ColumnarPut:
         :class:`BatchPutResults`; ``results.to_put_jsonl(first_i)`` renders the
         put.jsonl lines.  Bigger blocks are faster (64 MiB is a good size).
         """
-        from ..format.batch_encode import columns_from_json_lines
+        from .json_lines import columns_from_json_lines
         cols = columns_from_json_lines(data)
         if cols is None:
             msgs = messages_from_json_block(data, what, first_line)
@@ -95,7 +95,7 @@ class ColumnarPut:
         return self.put_columns(cols)
 
     def put_columns(self, cols) -> "BatchPutResults":
-        """Put a :class:`~rmqsource.format.batch_encode.MessageColumns` batch (columnar fast path)."""
+        """Put a :class:`~rmqsource.format.message_columns.MessageColumns` batch (columnar fast path)."""
         res = BatchPutResults(cols.n)
         with self._put_lock:
             if not self._writable:

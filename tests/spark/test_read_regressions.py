@@ -203,7 +203,8 @@ def test_topic_read_past_a_truncated_consume_queue_file_names_that_file(spark, g
 def test_stream_tail_of_every_queue_is_the_batch_reads_max_offset(case):
     """The Python stream's driver (no Spark): each queue's admitted tail on a crashed store is the
     batch read's max offset, which stops at the first unit at or past the valid CommitLog end."""
-    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.spark.store_watcher import StoreWatcher
+    from rmqsource.spark.stream_options import parse_stream_options
     from rmqsource.store.reader import MessageStoreReader
     corpus = corpus_of(case)
     root = str(case / "store")
@@ -225,7 +226,8 @@ def test_stream_tail_stops_at_a_failing_dledger_header_before_valid_ones(corpus,
     (each unit's own header still passes; the JVM stream and the batch read stop at the same end)."""
     import struct
 
-    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.spark.store_watcher import StoreWatcher
+    from rmqsource.spark.stream_options import parse_stream_options
     from rmqsource.store.reader import MessageStoreReader
     store = copy_store(corpus / "store", tmp_path / "store")
     data = sorted((store / "dledger-n0" / "data").iterdir())[-1]
@@ -253,7 +255,8 @@ def test_stream_driver_refuses_a_consume_queue_file_cut_short_before_later_files
     driver names the cut file and its end (it took the cut file's length as the file size and stopped
     there for good, without a word, while the batch read returns the next file's units)."""
     from rmqsource.errors import CorruptRecordError
-    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.spark.store_watcher import StoreWatcher
+    from rmqsource.spark.stream_options import parse_stream_options
     cut = g1_store / "consumequeue" / "OrderTopic" / "0" / f"{0:020d}"
     os.truncate(cut, 600)
     watcher = StoreWatcher(parse_stream_options({"path": str(g1_store), "topics": "OrderTopic",
@@ -273,7 +276,8 @@ def test_stream_driver_refuses_a_missing_consume_queue_file_between_others(g1_st
     """A ConsumeQueue file missing between two others: the stream's driver raises the batch read's gap
     error naming the missing file (it stopped admitting there without a word)."""
     from rmqsource.errors import CorruptRecordError
-    from rmqsource.spark.stream import StoreWatcher, parse_stream_options
+    from rmqsource.spark.store_watcher import StoreWatcher
+    from rmqsource.spark.stream_options import parse_stream_options
     qdir = g1_store / "consumequeue" / "OrderTopic" / "1"
     files = sorted(qdir.iterdir())
     assert len(files) >= 3

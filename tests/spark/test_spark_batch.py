@@ -262,13 +262,13 @@ def test_partitioning_options():
 
 def test_tag_pushdown_reads_only_matching_records(monkeypatch):
     from pyspark.sql.datasource import EqualTo, In
-    from rmqsource.spark import batch
+    from rmqsource.spark import queue_range
     corpus = CORPORA[0]
     expected = expected_messages(corpus / "expected")
     want = sorted(k for k, v in expected.items() if v["tags"] == "TagA")
     fetched = []
-    real = batch.fetch_records
-    monkeypatch.setattr(batch, "fetch_records", lambda rd, phys, sizes: (fetched.append(len(phys)), real(rd, phys, sizes))[1])
+    real = queue_range.fetch_records
+    monkeypatch.setattr(queue_range, "fetch_records", lambda rd, phys, sizes: (fetched.append(len(phys)), real(rd, phys, sizes))[1])
     base = {"path": str(corpus / "store"), "config": str(corpus / "store.properties")}
     f = EqualTo(("tags",), "TagA")
     r, rejected = reader_for(base, [f])
@@ -468,8 +468,8 @@ def test_commit_log_end_equals_full_recovery_scan(store):
 # --------------------------------------------------------------------------- whole-store fast path
 
 def _whole_store_table(monkeypatch, store: Path, config: Path, use_cq: bool, **extra) -> pa.Table:
-    from rmqsource.spark import batch
-    monkeypatch.setattr(batch, "MAX_CQ_QUEUES", 4096 if use_cq else 0)
+    from rmqsource.spark import commitlog_range
+    monkeypatch.setattr(commitlog_range, "MAX_CQ_QUEUES", 4096 if use_cq else 0)
     r, _ = reader_for({"path": str(store), "config": str(config), **extra})
     return read_all(r)
 

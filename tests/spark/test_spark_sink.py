@@ -365,6 +365,26 @@ def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
         assert int(last["tasks"]) >= 1 and int(last["appendMsTotal"]) >= int(last["appendMsMax"]) >= 0
 
 
+@pytest.mark.spark
+def test_stream_sink_takes_a_query_name(spark, tmp_path):
+    """DataStreamWriter.queryName travels among the sink's options (as "queryName"): accepted, not a typo."""
+    src, dst, ckpt = tmp_path / "src", tmp_path / "dst", tmp_path / "ckpt"
+    _fill_source(src, 300)
+    df = (spark.readStream.format("rmq").option("topics", "IN").option("startingOffsets", "earliest")
+          .load(str(src)).selectExpr("'ORDERS' AS topic", "body", "tags"))
+    q = (df.writeStream.format("rmq").queryName("orders").option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start(str(dst)))
+    try:
+        assert q.name == "orders"
+        q.awaitTermination(180)
+    finally:
+        q.stop()
+    assert q.exception() is None, str(q.exception())
+    rows = spark.read.format("rmq").option("topics", "ORDERS").load(str(dst)).select("body").collect()
+    assert sorted(int(r.body) for r in rows) == list(range(300))
+    assert os.path.samefile(parse_sink_options({"path": str(dst), "QueryName": "orders"}).root, dst)
+
+
 # --------------------------------------------------------------------------- hostile sink log / store contents
 
 @pytest.mark.unit

@@ -124,7 +124,7 @@ def reader_for(request):
 # --------------------------------------------------------------------------- pure logic (no Spark)
 
 def test_split_budget_is_proportional_and_exact():
-    from rmqsource.spark.stream import split_budget
+    from rmqsource.spark.stream_admission import split_budget
     avail = {("T", 0): 3000, ("T", 1): 1000, ("T", 2): 0, ("U", 0): 1}
     out = split_budget(avail, 1000)
     assert sum(out.values()) == 1000
@@ -135,7 +135,7 @@ def test_split_budget_is_proportional_and_exact():
 
 
 def test_offsets_json_has_stable_order():
-    from rmqsource.spark.stream import offsets_from_json, offsets_to_json
+    from rmqsource.spark.stream_offsets import offsets_from_json, offsets_to_json
     d = {("b", 10): 1, ("a", 2): 5, ("b", 9): 3, ("a", 0): 0}
     js = offsets_to_json(d)
     assert json.dumps(js) == '{"a": {"0": 0, "2": 5}, "b": {"9": 3, "10": 1}}'
@@ -144,7 +144,7 @@ def test_offsets_json_has_stable_order():
 
 
 def test_stream_options_are_validated(tmp_path):
-    from rmqsource.spark.stream import parse_duration_ms, parse_stream_options, parse_sub_expression
+    from rmqsource.spark.stream_options import parse_duration_ms, parse_stream_options, parse_sub_expression
     fill(tmp_path, 4)
     with pytest.raises(OptionError, match="topics, topicPattern or queues"):
         parse_stream_options({"path": str(tmp_path)})

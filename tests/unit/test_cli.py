@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rmqsource import cli
+from rmqsource.commands import output
 
 from golden import PROJECT_ROOT, copy_store, corpora
 
@@ -328,7 +329,7 @@ def test_readable_get(store):
     assert "hello 0" in rows[0] and "订单" in rows[0] and "2023-11-14 22:13:20.000" in rows[0]
     assert "hex:000102" in rows[3] and "(200 B)" in rows[3]
     # columns are aligned: every row has "hello"/"hex:" starting at the same display column
-    starts = {cli.display_width(r[:r.index("hello") if "hello" in r else r.index("hex:")]) for r in rows}
+    starts = {output.display_width(r[:r.index("hello") if "hello" in r else r.index("hex:")]) for r in rows}
     assert len(starts) == 1
     assert lines[-1] == "status FOUND  nextBeginOffset 4  minOffset 0  maxOffset 4  messages 4  calls 1"
 
@@ -444,24 +445,24 @@ def test_put_from_unknown_column(tmp_path, capsys):
 # ------------------------------------------------------------------ helpers
 
 def test_body_preview():
-    assert cli.body_preview(b"") == ""
-    assert cli.body_preview("订单 ok".encode()) == "订单 ok"
-    assert cli.body_preview(b"line1\nline2") == "line1\\nline2"
-    assert cli.body_preview(b"x" * 100, limit=10) == "x" * 9 + "…"
-    assert cli.body_preview(b"\x00\x01\x02") == "hex:000102 (3 B)"
+    assert output.body_preview(b"") == ""
+    assert output.body_preview("订单 ok".encode()) == "订单 ok"
+    assert output.body_preview(b"line1\nline2") == "line1\\nline2"
+    assert output.body_preview(b"x" * 100, limit=10) == "x" * 9 + "…"
+    assert output.body_preview(b"\x00\x01\x02") == "hex:000102 (3 B)"
     import zlib
-    assert cli.body_preview(zlib.compress(b"plain text"), sys_flag=1) == "[inflated] plain text"
+    assert output.body_preview(zlib.compress(b"plain text"), sys_flag=1) == "[inflated] plain text"
 
 
 def test_format_table_aligns_wide_characters():
-    lines = cli.format_table(["name", "n"], [["订单", 1], ["ab", 100]])
-    assert [cli.display_width(x) for x in lines] == [9, 9, 9, 9]
+    lines = output.format_table(["name", "n"], [["订单", 1], ["ab", 100]])
+    assert [output.display_width(x) for x in lines] == [9, 9, 9, 9]
     assert lines[2] == "订单    1" and lines[3] == "ab    100"
 
 
 def test_format_ms():
-    assert cli.format_ms(1700000000137) == "2023-11-14 22:13:20.137"
-    assert cli.format_ms(None) == "-"
+    assert output.format_ms(1700000000137) == "2023-11-14 22:13:20.137"
+    assert output.format_ms(None) == "-"
 
 
 # ------------------------------------------------------------------ processes

@@ -36,8 +36,9 @@ def test_store_config_keys_equal_python_keys():
 
 
 def test_sink_options_and_columns_equal_the_python_sinks():
-    from rmqsource.spark.sink import SINK_OPTIONS, STORE_FIELD_COLUMNS, WRITABLE_COLUMNS
+    from rmqsource.spark.sink import SINK_OPTIONS, SPARK_SINK_OPTIONS, STORE_FIELD_COLUMNS, WRITABLE_COLUMNS
     assert contract()["sinkOptions"] == SINK_OPTIONS
+    assert contract()["sparkSinkOptions"] == SPARK_SINK_OPTIONS
     assert contract()["sinkColumns"] == list(WRITABLE_COLUMNS)
     assert contract()["sinkStoreFieldColumns"] == list(STORE_FIELD_COLUMNS)
 

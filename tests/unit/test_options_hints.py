@@ -8,7 +8,8 @@ import pytest
 
 from rmqsource.errors import OptionError
 from rmqsource.spark.options import kafka_option_table, option_names, parse_options
-from rmqsource.spark.stream import RmqStreamReader, parse_stream_options
+from rmqsource.spark.stream import RmqStreamReader
+from rmqsource.spark.stream_options import parse_stream_options
 from rmqsource.store.consumer_offsets import ConsumerOffsets
 
 from golden import corpora

@@ -27,6 +27,8 @@ public final class Contract {
     public static final Map<String, String> STORE_KEYS;
     /** The sink's options: lower-case -> documented name. */
     public static final Map<String, String> SINK_OPTIONS;
+    /** Options Spark's writers pass to every sink (DataStreamWriter.queryName): accepted, ignored. */
+    public static final Map<String, String> SPARK_SINK_OPTIONS;
     /** Columns the sink writes, in order. */
     public static final List<String> SINK_COLUMNS;
     /** Columns the sink writes only with preserveStoreFields (read-only otherwise). */
@@ -58,6 +60,10 @@ public final class Contract {
             for (Map.Entry<String, JsonNode> e : doc.get("sinkOptions").properties()) {
                 sink.put(e.getKey(), e.getValue().asText());
             }
+            Map<String, String> sparkSink = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("sparkSinkOptions").properties()) {
+                sparkSink.put(e.getKey(), e.getValue().asText());
+            }
             List<String> sinkColumns = new ArrayList<>();
             for (JsonNode c : doc.get("sinkColumns")) sinkColumns.add(c.asText());
             List<String> storeFields = new ArrayList<>();
@@ -81,6 +87,7 @@ public final class Contract {
             STREAM_OPTIONS = Collections.unmodifiableMap(stream);
             STORE_KEYS = Collections.unmodifiableMap(keys);
             SINK_OPTIONS = Collections.unmodifiableMap(sink);
+            SPARK_SINK_OPTIONS = Collections.unmodifiableMap(sparkSink);
             SINK_COLUMNS = Collections.unmodifiableList(sinkColumns);
             SINK_STORE_FIELD_COLUMNS = Collections.unmodifiableList(storeFields);
             SINK_ERRORS = Collections.unmodifiableMap(sinkErrors);

@@ -75,7 +75,7 @@ public final class SinkOptions implements Serializable {
         Map<String, String> overrides = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : opts.entrySet()) {
             String key = e.getKey();
-            if (Contract.SINK_OPTIONS.containsKey(key)) continue;
+            if (Contract.SINK_OPTIONS.containsKey(key) || Contract.SPARK_SINK_OPTIONS.containsKey(key)) continue;
             if (Contract.STORE_KEYS.containsKey(key)) {
                 overrides.put(Contract.STORE_KEYS.get(key), e.getValue());
                 continue;
