@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Whole-store reads: the records of a CommitLog byte range [start, end) of one segment, walked
- * header by header through the mapped file (twin of _read_commitlog_range in batch.py, same stops
+ * header by header through the mapped file (twin of read_commitlog_range in commitlog_range.py, same stops
  * and errors); a DLedger data file entry by entry, through the same windows.  The range starts at a record boundary; the first record must say so in its own
  * PHYSICALOFFSET, and no record may run past the end (the valid end or a split point).  Off a
  * mapped file the range is read in large windows (a record straddling a window's end is read again

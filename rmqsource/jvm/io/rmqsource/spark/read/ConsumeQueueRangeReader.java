@@ -15,7 +15,7 @@ import java.util.List;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Topic reads: ConsumeQueue offsets [start, end) of queues (twin of _read_queue_range in batch.py).
+ * Topic reads: ConsumeQueue offsets [start, end) of queues (twin of read_queue_range in queue_range.py).
  * Units are read a chunk at a time; units whose tagsCode cannot match the tag filter are skipped
  * without touching the CommitLog; each remaining record is read at its offset and must say that
  * offset in its PHYSICALOFFSET.

@@ -9,8 +9,8 @@ import java.nio.ByteBuffer;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * msgId / uniqKey point reads: the records at planned CommitLog offsets (twin of _read_lookup in
- * batch.py).  An offset that holds no record start is skipped (a msgId can name any offset); a
+ * msgId / uniqKey point reads: the records at planned CommitLog offsets (twin of read_lookup in
+ * queue_range.py).  An offset that holds no record start is skipped (a msgId can name any offset); a
  * record that starts but does not hold together is an error naming file and offset.
  */
 final class LookupReader extends RecordBatchReader {

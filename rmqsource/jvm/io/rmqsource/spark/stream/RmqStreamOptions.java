@@ -15,7 +15,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Stream read options (twin of parse_stream_options in rmqsource/spark/stream.py, same rules and
+ * Stream read options (twin of parse_stream_options in rmqsource/spark/stream_options.py, same rules and
  * messages): the stream's own options are taken out, the rest are batch options
  * ({@link RmqOptions}).
  */

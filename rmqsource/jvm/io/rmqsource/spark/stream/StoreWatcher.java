@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
 
 /**
  * Driver-side view of the queues of one store, cheap to refresh between batches (twin of
- * StoreWatcher in rmqsource/spark/stream.py).  It never computes the CommitLog's recovered end:
+ * StoreWatcher in rmqsource/spark/store_watcher.py).  It never computes the CommitLog's recovered end:
  * it follows each queue's ConsumeQueue tail instead, and checks the last unit found against the
  * record it points at (size, topic, queueId, queueOffset) before admitting it, so a unit caught
  * half-written is never read.  Files are read through the layout's StoreFiles: local files stay

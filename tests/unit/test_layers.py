@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "rmqsource"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "rmqsource"
 
 # Rank of each layer: a module may import its own rank and lower ones only.
 RANKS = {
