@@ -98,7 +98,8 @@ def store_key_rows() -> dict[str, dict[str, str]]:
 
 def contract_options() -> set[str]:
     c = contract()
-    return set(c["options"].values()) | set(c["streamOptions"].values()) | set(c["sinkOptions"].values())
+    return (set(c["options"].values()) | set(c["streamOptions"].values()) | set(c["sinkOptions"].values())
+            | set(c["sparkSinkOptions"].values()))
 
 
 def test_every_contract_option_has_a_row():
@@ -130,7 +131,7 @@ def test_applies_to_says_where_each_option_is_accepted():
             expected.add("batch")
         if low in c["streamOptions"] or (low in c["options"] and low not in BATCH_ONLY_OPTIONS):
             expected.add("stream")
-        if low in c["sinkOptions"]:
+        if low in c["sinkOptions"] or low in c["sparkSinkOptions"]:
             expected.add("sink")
         shown = {t.strip() for t in row["Applies to"].split(",")}
         assert shown == expected, f"option {name}: 'Applies to' says {sorted(shown)}, the parsers {sorted(expected)}"
