@@ -3,6 +3,7 @@ package io.rmqsource.spark.sink;
 import io.rmqsource.errors.FormatError;
 import io.rmqsource.errors.Repr;
 import io.rmqsource.format.FastJson;
+import io.rmqsource.format.JsonText;
 import io.rmqsource.store.ConfigFiles;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -157,7 +158,7 @@ final class SinkLog {
                 sb.append("{\n");
                 for (int i = 0; i < keys.size(); i++) {
                     indent(sb, level + 1);
-                    string(sb, keys.get(i));
+                    JsonText.quote(sb, keys.get(i));
                     sb.append(": ");
                     emit(sb, m.get(keys.get(i)), level + 1);
                     sb.append(i + 1 < keys.size() ? ",\n" : "\n");
@@ -179,7 +180,7 @@ final class SinkLog {
                 indent(sb, level);
                 sb.append(']');
             } else {
-                string(sb, v.toString());
+                JsonText.quote(sb, v.toString());
             }
         }
 
@@ -198,26 +199,6 @@ final class SinkLog {
 
         private static void indent(StringBuilder sb, int level) {
             for (int i = 0; i < level; i++) sb.append(' ');
-        }
-
-        private static void string(StringBuilder sb, String s) {
-            sb.append('"');
-            for (int i = 0; i < s.length(); i++) {
-                char c = s.charAt(i);
-                switch (c) {
-                    case '"': sb.append("\\\""); break;
-                    case '\\': sb.append("\\\\"); break;
-                    case '\n': sb.append("\\n"); break;
-                    case '\r': sb.append("\\r"); break;
-                    case '\t': sb.append("\\t"); break;
-                    case '\b': sb.append("\\b"); break;
-                    case '\f': sb.append("\\f"); break;
-                    default:
-                        if (c < 0x20 || c > 0x7f) sb.append(String.format("\\u%04x", (int) c));
-                        else sb.append(c);
-                }
-            }
-            sb.append('"');
         }
     }
 }

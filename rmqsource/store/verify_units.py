@@ -1,0 +1,203 @@
+"""Unit matching of ``rmq verify`` (:mod:`rmqsource.store.verify`): ConsumeQueue units and IndexFile entries
+against the records of each CommitLog window.
+
+The queue cursors' units are taken in CommitLog order (a heap over the queues); each unit pointing into a
+window must point at a record start with that size, topic, queueId, queueOffset and tagsCode, each
+IndexFile entry at a record start; records a unit should point at and none does are counted per queue.
+Units and entries left when the walk ends point past the CommitLog's valid end.  JVM twin:
+``io.rmqsource.verify.UnitMatching``.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from .. import limits
+from .verify_report import ERROR, WARNING, Problem
+
+
+class UnitMatching:
+    """Mixin of the verifier (:class:`rmqsource.store.verify._Verifier`, whose state it reads): ConsumeQueue
+    units and IndexFile entries against the records of the window the walk just checked."""
+
+    def _take_units(self, hi: int) -> None:
+        """Move the units with phy < ``hi`` from the queue cursors into ``self.pending`` (sorted by phy)."""
+        parts = [self.pending] if self.pending is not None and len(self.pending[0]) else []
+        for _ in range(len(self.heap) + 1):
+            if not self.heap or self.heap[0][0] >= hi:
+                break
+            _, i = heapq.heappop(self.heap)
+            q = self.queues[i]
+            for uphy, usize, ucode, uqoff in q.take_below(hi):
+                parts.append((uphy, usize, ucode, uqoff, np.full(len(uphy), i, dtype=np.int64)))
+            p = q.next_phy()
+            if p is not None:
+                heapq.heappush(self.heap, (p, i))
+        if not parts:
+            self.pending = None
+            return
+        cols = [np.concatenate([p[k] for p in parts]) for k in range(5)] if len(parts) > 1 else list(parts[0])
+        order = np.argsort(cols[0], kind="stable")
+        self.pending = tuple(c[order] for c in cols)
+
+    def _hints(self) -> np.ndarray:
+        """Record starts claimed by the pending units (distinct, ascending)."""
+        if self.pending is None:
+            return np.zeros(0, dtype=np.int64)
+        phy = self.pending[0]
+        if len(phy) > 1:
+            keep = np.empty(len(phy), dtype=bool)
+            keep[0] = True
+            np.not_equal(phy[1:], phy[:-1], out=keep[1:])
+            return phy[keep]
+        return phy
+
+    def _check_units_and_entries(self, window_end: int) -> None:
+        win = getattr(self, "window", None)
+        self.window = None
+        starts = _RecordStarts(win[0] if win is not None else np.zeros(0, np.int64))
+        self._match_units(window_end, win, starts)
+        self._match_entries(window_end, win, starts)
+        if win is not None:
+            self._collect_unmatched(win)
+
+    def _match_units(self, window_end: int, win, starts: "_RecordStarts") -> None:
+        """Units with phy < ``window_end`` against the window's records (all queues at once)."""
+        rep = self.report
+        if self.pending is None:
+            return
+        uphy, usize, ucode, uqoff, uq = self.pending
+        cut = int(np.searchsorted(uphy, window_end, side="left"))
+        if cut == 0:
+            return
+        self.pending = tuple(a[cut:] for a in self.pending)
+        uphy, usize, ucode, uqoff, uq = uphy[:cut], usize[:cut], ucode[:cut], uqoff[:cut], uq[:cut]
+        q_topic = np.array([q.topic_id for q in self.queues], dtype=np.int64)
+        q_qid = np.array([q.queue_id for q in self.queues], dtype=np.int64)
+
+        def unit_problem(j: int, check: str, message: str, expected: str, found: str) -> None:
+            q = self.queues[int(uq[j])]
+            f, off = q.file_and_position(int(uqoff[j]))
+            rep.add(Problem("consumequeue", check, f, off,
+                            f"unit {int(uqoff[j])} of {q.topic}/{q.queue_id} {message}", expected, found))
+
+        idx = starts.rows(uphy)
+        found = idx >= 0
+        for j in self._listed(~found, "cq-target"):
+            unit_problem(j, "cq-target", f"points at CommitLog offset {int(uphy[j])}, where no valid record starts",
+                         "a record start", "no valid record")
+        if not found.any():
+            return
+        sel = np.flatnonzero(found)
+        ri = idx[sel]
+        _, r_size, r_topic, r_qid, r_qoff, r_code, _, matched, *_ = win
+        same_queue = (r_topic[ri] == q_topic[uq[sel]]) & (r_qid[ri] == q_qid[uq[sel]]) & (r_qoff[ri] == uqoff[sel])
+        matched[ri[same_queue]] = True
+        for j in self._listed(~same_queue, "cq-queue"):
+            u, r = int(sel[j]), int(ri[j])
+            q = self.queues[int(uq[u])]
+            unit_problem(u, "cq-queue", f"points at the record at CommitLog offset {int(uphy[u])} of another "
+                                        f"queue position", f"{q.topic}/{q.queue_id}/{int(uqoff[u])}",
+                         f"{self._topic_name(int(r_topic[r]))}/{int(r_qid[r])}/{int(r_qoff[r])}")
+        for check, what, want, got in (("cq-size", "size", r_size[ri], usize[sel]),
+                                        ("cq-tagscode", "tagsCode", r_code[ri], ucode[sel])):
+            for j in self._listed(want != got, check):
+                u = int(sel[j])
+                unit_problem(u, check, f"{what} differs from the record at CommitLog offset {int(uphy[u])}",
+                             str(int(want[j])), str(int(got[j])))
+
+    def _topic_name(self, tid: int) -> str:
+        for t, i in self.topic_ids.items():
+            if i == tid:
+                return t
+        return "?"
+
+    def _match_entries(self, window_end: int, win, starts: "_RecordStarts") -> None:
+        rep = self.report
+        for fi, numbers, ephy in self.index.take_below(window_end):
+            found = starts.rows(ephy) >= 0
+            path, _, base = self.index.files[fi]
+            for j in self._listed(~found, "index-target"):
+                rep.add(Problem("index", "index-target", rep.rel(path), base + int(numbers[j]) * 20,
+                                f"entry {int(numbers[j])} points at CommitLog offset {int(ephy[j])}, where no record "
+                                f"starts", "a record start", "no record"))
+
+    def _collect_unmatched(self, win) -> None:
+        phy, _, r_topic, r_qid, _, _, eligible, matched, *_ = win
+        missing = np.flatnonzero(eligible & ~matched)
+        if len(missing) == 0:
+            return
+        key = (r_topic[missing] << 32) | (r_qid[missing] & 0xFFFFFFFF)
+        uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+        for k, f, c in zip(uniq.tolist(), first.tolist(), counts.tolist()):
+            entry = self.unmatched.setdefault((k >> 32, k & 0xFFFFFFFF), [0, int(phy[missing[f]])])
+            entry[0] += c          # keyed by the unsigned queueId: the JVM walk's order
+
+    def _report_unmatched_records(self) -> None:
+        rep = self.report
+        for (tid, unsigned_qid), (count, first) in sorted(self.unmatched.items()):
+            qid = unsigned_qid - (1 << 32) if unsigned_qid >= 1 << 31 else unsigned_qid      # the record's int field
+            topic = self._topic_name(tid)
+            i = self.queue_key_index.get((tid, qid))
+            where = rep.rel(self.layout.queue_dir(topic, qid))
+            has_files = i is not None
+            rep.add(Problem("consumequeue", "cq-missing-unit", where, None,
+                            f"{count} record(s) of {topic}/{qid} have no ConsumeQueue unit "
+                            f"(first at CommitLog offset {first})"
+                            + ("" if has_files else "; the queue has no ConsumeQueue files (dispatch rebuilds them)"),
+                            "a unit per record", f"{count} missing"))
+
+    def _drain_cursors(self, end: int) -> None:
+        """Units and entries left after the walk point past the CommitLog's valid end."""
+        rep = self.report
+        self.window = None
+        self._take_units(1 << 62)
+        if self.pending is not None and len(self.pending[0]):
+            uphy, _, _, uqoff, uq = self.pending
+            for j in self._listed(np.ones(len(uphy), dtype=bool), "cq-past-end"):
+                q = self.queues[int(uq[j])]
+                f, off = q.file_and_position(int(uqoff[j]))
+                rep.add(Problem("consumequeue", "cq-past-end", f, off,
+                                f"unit {int(uqoff[j])} of {q.topic}/{q.queue_id} points at CommitLog offset "
+                                f"{int(uphy[j])}, past the CommitLog's valid end (recovery trims it)",
+                                f"< {end}", str(int(uphy[j]))))
+        for fi, numbers, ephy in self.index.take_below(1 << 62):
+            path, _, base = self.index.files[fi]
+            listed = self._listed(np.ones(len(ephy), dtype=bool), "index-past-end")
+            rep.counts[(WARNING, "index-past-end")] += rep.counts.pop((ERROR, "index-past-end"), 0)
+            for j in listed:
+                rep.add(Problem("index", "index-past-end", rep.rel(path), base + int(numbers[j]) * 20,
+                                f"entry {int(numbers[j])} points at CommitLog offset {int(ephy[j])}, past the "
+                                f"CommitLog's valid end", f"< {end}", str(int(ephy[j])), severity=WARNING))
+
+
+class _RecordStarts:
+    """Row of the window's record starting at a CommitLog offset, by 64-byte block.
+
+    A record is at least MIN_RECORD_BYTES (> 64) long, so no block holds two
+    record starts: one gather and one compare per lookup instead of a binary search.
+    """
+
+    BLOCK_SHIFT = 6
+
+    def __init__(self, phy: np.ndarray):
+        self.phy = phy
+        self.base = int(phy[0]) if len(phy) else 0
+        span = int(phy[-1]) - self.base + 1 if len(phy) else 0
+        self.blocks = np.full((span >> self.BLOCK_SHIFT) + 1, -1, dtype=np.int64)
+        self.blocks[(phy - self.base) >> self.BLOCK_SHIFT] = np.arange(len(phy), dtype=np.int64)
+
+    def rows(self, offsets: np.ndarray) -> np.ndarray:
+        """Row of the record starting at each offset, -1 where no record of the window starts."""
+        if len(self.phy) == 0:
+            return np.full(len(offsets), -1, dtype=np.int64)
+        b = (offsets - self.base) >> self.BLOCK_SHIFT
+        np.clip(b, 0, len(self.blocks) - 1, out=b)
+        row = self.blocks[b]
+        row[self.phy[row] != offsets] = -1         # row -1 reads the last record: compared like any other
+        return row
+
+
+assert limits.MIN_RECORD_BYTES > 1 << _RecordStarts.BLOCK_SHIFT
