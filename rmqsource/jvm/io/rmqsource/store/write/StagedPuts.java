@@ -126,7 +126,7 @@ public final class StagedPuts implements AutoCloseable {
         pos = putChars(b, pos, p.uniqKey);
         pos = putChars(b, pos, tags);
         pos = putChars(b, pos, delay);
-        MessageStoreWriter.encodeRecord(b, pos, p, 0, 0, p.storeTimestamp != null ? p.storeTimestamp : 0, null);
+        CommitLogAppend.encodeRecord(b, pos, p, 0, 0, p.storeTimestamp != null ? p.storeTimestamp : 0, null);
         b.position(at + need);
         count++;
         return null;
