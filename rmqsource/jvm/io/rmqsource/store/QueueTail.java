@@ -10,7 +10,7 @@ import java.util.Map;
 
 /**
  * One queue followed by a stream's driver (the tail part of StoreWatcher in
- * rmqsource/spark/stream.py): local files stay mapped between batches, and the tail moves forward
+ * rmqsource/spark/store_watcher.py): local files stay mapped between batches, and the tail moves forward
  * over units written since the last look, never backwards.  Off a mapped file system the files are
  * re-listed at each {@link #advance}, and a file is read whole again unless its listed length and
  * modification time are those it had, settled, when last read (a sync job re-uploads a longer

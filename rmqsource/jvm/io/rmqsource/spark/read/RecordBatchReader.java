@@ -19,8 +19,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
- * Shared task side of every read path (the row logic of rmqsource/spark/batch.py: _row_mask and
- * _finish): row filters, exact checks of the pushed string filters, columnar batches bounded in
+ * Shared task side of every read path (the row logic of rmqsource/spark/record_batches.py: row_mask
+ * and finish_rows): row filters, exact checks of the pushed string filters, columnar batches bounded in
  * rows and bytes, and the source metrics.  Subclasses walk their input in {@link #fill}.
  */
 abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {

@@ -14,7 +14,7 @@ import java.util.Map;
 
 /**
  * The rows of a task that an earlier attempt already appended, found in the CommitLog range it wrote
- * (from the sink log's start offset to the current end): by their stamps (sink.py appended_seqs), or,
+ * (from the sink log's start offset to the current end): by their stamps (sink/appended.py appended_seqs), or,
  * with preserveStoreFields (no stamps), by comparing the records from that offset in order with the
  * task's rows: the earlier attempt held the lock for its whole append, so its records are contiguous.
  */
@@ -109,7 +109,7 @@ final class AppendedRows {
     private static final int CRC_ENTRY_CHARS = 20;
 
     /**
-     * sink.py same_verbatim: whether a verbatim properties string {@code given}, put, was stored as
+     * sink/appended.py same_verbatim: whether a verbatim properties string {@code given}, put, was stored as
      * {@code stored}: as given, or with the CRC entry appended (after the 0x02 the writer adds when
      * {@code given} does not end with one).
      */

@@ -12,7 +12,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
  * One batch task: takes in all its rows (an upstream error appends nothing), then, under the store
- * lock, appends those no earlier attempt of this write appended (sink.py RmqBatchWriter.write/_append).
+ * lock, appends those no earlier attempt of this write appended (sink/batch.py RmqBatchWriter.write/_append).
  */
 final class RmqDataWriter implements DataWriter<InternalRow> {
     private final SinkOptions opts;

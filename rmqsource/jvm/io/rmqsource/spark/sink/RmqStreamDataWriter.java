@@ -14,7 +14,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 /**
  * One task of a micro-batch: its rows are stamped {@code queryId:batchId} / {@code partition:index};
  * a batch already committed, or whose task finished, is skipped; a task that died half-way resumes
- * after its rows found in the CommitLog (sink.py RmqStreamWriter.write).
+ * after its rows found in the CommitLog (sink/stream.py RmqStreamWriter.write).
  */
 final class RmqStreamDataWriter implements DataWriter<InternalRow> {
     private static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";

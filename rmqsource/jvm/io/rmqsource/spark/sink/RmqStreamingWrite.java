@@ -13,7 +13,7 @@ import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 
 /**
- * {@code writeStream.format("rmq")}: exactly-once appends per micro-batch (sink.py RmqStreamWriter). A
+ * {@code writeStream.format("rmq")}: exactly-once appends per micro-batch (sink/stream.py RmqStreamWriter). A
  * batch's commit records it in the sink log, so a replayed batch appends nothing.
  */
 final class RmqStreamingWrite implements StreamingWrite {

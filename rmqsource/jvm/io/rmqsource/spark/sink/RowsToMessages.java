@@ -20,7 +20,7 @@ import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * sink.py table_from_batch on the JVM: one row becomes one Message (queue choice, TAGS/KEYS from their
+ * sink/rows.py table_from_batch on the JVM: one row becomes one Message (queue choice, TAGS/KEYS from their
  * columns, the stamps {@code __RMQSOURCE_BATCH} / {@code __RMQSOURCE_SEQ}); with preserveStoreFields the
  * store fields as given and no stamps. Messages are reused: the writer copies what it keeps.
  */

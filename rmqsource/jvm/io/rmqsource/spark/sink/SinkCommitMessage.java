@@ -2,7 +2,7 @@ package io.rmqsource.spark.sink;
 
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
-/** What one task reports to the driver (sink.py SinkCommitMessage). */
+/** What one task reports to the driver (sink/batch.py SinkCommitMessage). */
 public final class SinkCommitMessage implements WriterCommitMessage {
     private static final long serialVersionUID = 1L;
     public int partitionId = -1;

@@ -6,7 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The replay tests' fault seam, as sink.py's {@code _take_fault}: only when the environment variable
+ * The replay tests' fault seam, as sink/faults.py's {@code take_fault}: only when the environment variable
  * {@link #ENV} names a file holding {@code "<point> <store root>"} does that step fail, once (the file is
  * removed first). Nothing in a store can trigger it.
  */

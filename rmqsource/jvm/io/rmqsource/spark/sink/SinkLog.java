@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * {@code {root}/config/rmqsourceSinkLog.json}, the document sink.py's SinkLog reads and writes; read and
+ * {@code {root}/config/rmqsourceSinkLog.json}, the document sink/log.py's SinkLog reads and writes; read and
  * written only while holding the store lock, replaced by the crash-safe string2file protocol.
  *
  * <p>{@code {"queries": {queryId: {"committedBatch": N, "tasks": {"batch:partition": {"start": offset,

@@ -22,7 +22,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The sink's options (sink.py parse_sink_options: same names from contract.json, same error texts).
+ * The sink's options (sink/options.py parse_sink_options: same names from contract.json, same error texts).
  * Plain values only: Spark ships this to every task.
  */
 public final class SinkOptions implements Serializable {

@@ -21,7 +21,7 @@ import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
 
 /**
- * sink.py check_schema: which columns of the DataFrame the sink writes, at which ordinal, of which
+ * sink/schema.py check_schema: which columns of the DataFrame the sink writes, at which ordinal, of which
  * type; the same OptionError texts for missing, unknown and mistyped columns.
  */
 final class SinkSchema implements Serializable {

@@ -16,7 +16,7 @@ import java.util.BitSet;
 import java.util.List;
 
 /**
- * One task's append under the store lock (sink.py open_store_writer, appending, _put_all): the writer
+ * One task's append under the store lock (sink/append.py open_store_writer, appending, put_all): the writer
  * opened with a clear error when another process keeps the lock, the rows put in chunks, the writer
  * closed; one typed error for whatever fails, the first one.
  */
@@ -49,7 +49,7 @@ final class StoreAppend {
         }
     }
 
-    /** Run {@code body} with the store's writer, then close it (appending() in sink.py). */
+    /** Run {@code body} with the store's writer, then close it (appending() in sink/append.py). */
     static <T> T appending(SinkOptions o, Body<T> body) throws IOException {
         MessageStoreWriter writer = open(o);
         T result;

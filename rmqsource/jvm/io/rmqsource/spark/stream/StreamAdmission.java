@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Admission control of a micro-batch (split_budget and _apply_bytes in rmqsource/spark/stream.py,
+ * Admission control of a micro-batch (split_budget and apply_bytes in rmqsource/spark/stream_admission.py,
  * the same arithmetic so both implementations admit the same offsets).
  */
 final class StreamAdmission {
