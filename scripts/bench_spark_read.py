@@ -20,7 +20,7 @@
    same runs as the full-scan aggregate and the tag queries, printing DLedger time / normal time.
 
 Usage: bench_spark_read.py [--messages N] [--dir /tmp/rmq-bench] [--repeat 5] [--regen] [--skip-python]
-                           [--dledger]
+                           [--dledger] [--only full,tags,notag,topic,minute,lookup,floor,raw]
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ CQ_FILE = 300_000 * 20
 BODY = 256
 AGGS = ["count(*) AS n", "sum(length(body)) AS body_bytes", "sum(queueOffset) AS qo", "sum(commitLogOffset) AS clo",
         "min(storeTimestamp) AS first", "max(storeTimestamp) AS last"]
+MEASUREMENTS = ("full", "tags", "notag", "topic", "minute", "lookup", "floor", "raw")
 
 
 def messages(n: int):
@@ -182,7 +183,14 @@ def main() -> None:
     ap.add_argument("--skip-python", action="store_true", help="do not time the Python data source (slow)")
     ap.add_argument("--dledger", action="store_true",
                     help="also time the JVM scan on the same messages in a DLedger store")
+    ap.add_argument("--only", default="",
+                    help="comma-separated measurements to run, of " + ",".join(MEASUREMENTS) + " (default: all)")
     args = ap.parse_args()
+    only = {m.strip() for m in args.only.split(",") if m.strip()}
+    if only - set(MEASUREMENTS):
+        unknown = ", ".join(sorted(only - set(MEASUREMENTS)))
+        ap.error(f"--only: unknown {unknown}; choose from {', '.join(MEASUREMENTS)}")
+    run = set(only or MEASUREMENTS)
 
     from rmqsource.spark.jar import build_jar
     jar = build_jar()
@@ -239,6 +247,7 @@ def main() -> None:
         """Median seconds per source, runs interleaved (python: fewer runs, it is slow); with ``dledger``
         the JVM scan of the DLedger store too, its time as a ratio to the normal store's."""
         timed = kinds + (["dledger"] if dledger and args.dledger else [])
+        load_start = os.getloadavg()[0]
         times = {k: [] for k in timed}
         answers = {}
         for i in range(args.repeat):
@@ -254,11 +263,12 @@ def main() -> None:
             same = {repr(without_offsets(a) if "dledger" in timed else a) for a in answers.values()}
             assert len(same) == 1, f"{title}: answers differ: {answers}"
         line = f"{title:<44}" + "".join(f"  {k} {med[k] * 1000:8.1f} ms" for k in kinds)
+        load_end = os.getloadavg()[0]
         ratios = {k: med["parquet"] / med[k] for k in kinds if k != "parquet"}
         line += "".join(f"   parquet/{k} {r:5.2f}x" for k, r in ratios.items())
         if "dledger" in med:
             line += f"   dledger {med['dledger'] * 1000:8.1f} ms  dledger/jvm {med['dledger'] / med['jvm']:5.2f}x"
-        print(line, flush=True)
+        print(line + f"   load {load_start:.1f}-{load_end:.1f}", flush=True)
         summary.append((title, med, ratios))
         return med
 
@@ -270,35 +280,48 @@ def main() -> None:
 
     print(f"\n{n:,} messages, local[2]; medians of {args.repeat} interleaved runs "
           f"(python: {max(1, args.repeat // 3)}); ratio > 1: faster than Parquet")
-    full = compare("full-scan aggregate", lambda s: agg(s()), dledger=True)
-    tags = compare("tags = 'tag-3' (10 %) aggregate", lambda s: agg(s().where("tags = 'tag-3'")), dledger=True)
+    full = tags = look = None
+    if "full" in run:
+        full = compare("full-scan aggregate", lambda s: agg(s()), dledger=True)
+    if "tags" in run:
+        tags = compare("tags = 'tag-3' (10 %) aggregate", lambda s: agg(s().where("tags = 'tag-3'")), dledger=True)
     # The floor under any tag query: every ConsumeQueue unit is scanned and no record matches, so
     # what remains is planning, the Spark job and the unit scan.
-    compare("tags = 'no-such-tag' (0 %) aggregate", lambda s: agg(s().where("tags = 'no-such-tag'")), dledger=True)
-    compare("count per topic", lambda s: sorted(tuple(r) for r in s().groupBy("topic").count().collect()))
-    compare("messages per minute", lambda s: sorted(
-        tuple(r) for r in s().groupBy(F.date_trunc("minute", "storeTimestamp").alias("m")).count().collect()))
-    msg_id = spark.read.format("rmq").option("queues", "BenchB:3").load(str(store)) \
-        .where(f"queueOffset = {min(12345, n // 64)}").select("msgId").collect()[0].msgId
-    look = compare("msgId = x (load + plan + read)",
-                   lambda s: [tuple(r) for r in s().where(f"msgId = '{msg_id}'").select("commitLogOffset").collect()])
+    if "notag" in run:
+        compare("tags = 'no-such-tag' (0 %) aggregate", lambda s: agg(s().where("tags = 'no-such-tag'")), dledger=True)
+    if "topic" in run:
+        compare("count per topic", lambda s: sorted(tuple(r) for r in s().groupBy("topic").count().collect()))
+    if "minute" in run:
+        compare("messages per minute", lambda s: sorted(
+            tuple(r) for r in s().groupBy(F.date_trunc("minute", "storeTimestamp").alias("m")).count().collect()))
+    if "lookup" in run:
+        msg_id = spark.read.format("rmq").option("queues", "BenchB:3").load(str(store)) \
+            .where(f"queueOffset = {min(12345, n // 64)}").select("msgId").collect()[0].msgId
+        look = compare("msgId = x (load + plan + read)", lambda s: [
+            tuple(r) for r in s().where(f"msgId = '{msg_id}'").select("commitLogOffset").collect()])
 
-    floor = []
-    tiny = spark.range(0, 2, 1, 2).selectExpr("1L AS queueOffset", "id AS commitLogOffset", "CAST('x' AS BINARY) AS body",
-                                              "CAST(id AS TIMESTAMP) AS storeTimestamp")
-    for _ in range(args.repeat):
-        t = time.perf_counter()
-        agg(tiny)
-        floor.append(time.perf_counter() - t)
-    print(f"Spark's own floor, the same aggregate over spark.range(2) in 2 tasks: {statistics.median(floor) * 1000:.0f} ms "
-          f"(3x Parquet on the tag query would be {tags['parquet'] / 3 * 1000:.0f} ms)")
+    if "floor" in run:
+        floor = []
+        tiny = spark.range(0, 2, 1, 2).selectExpr(
+            "1L AS queueOffset", "id AS commitLogOffset", "CAST('x' AS BINARY) AS body",
+            "CAST(id AS TIMESTAMP) AS storeTimestamp")
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            agg(tiny)
+            floor.append(time.perf_counter() - t)
+        print(f"Spark's own floor, the same aggregate over spark.range(2) in 2 tasks: "
+              f"{statistics.median(floor) * 1000:.0f} ms"
+              + (f" (3x Parquet on the tag query would be {tags['parquet'] / 3 * 1000:.0f} ms)" if tags else ""))
 
-    raw_s, raw_bytes = raw_read_seconds(store, args.repeat)
-    print(f"\nraw read of the CommitLog ({raw_bytes / 2**20:,.0f} MiB, one core, preadv 8 MiB): "
-          f"{raw_s * 1000:.0f} ms = {n / raw_s:,.0f} rows/s")
-    print(f"JVM scan, full-scan aggregate (2 cores, Spark included): {n / full['jvm']:,.0f} rows/s = "
-          f"{raw_s / full['jvm']:.2f}x the raw read")
-    print(f"msgId lookup on the JVM scan, planning included: {look['jvm'] * 1000:.0f} ms (warm median)")
+    if "raw" in run:
+        raw_s, raw_bytes = raw_read_seconds(store, args.repeat)
+        print(f"\nraw read of the CommitLog ({raw_bytes / 2**20:,.0f} MiB, one core, preadv 8 MiB): "
+              f"{raw_s * 1000:.0f} ms = {n / raw_s:,.0f} rows/s")
+        if full:
+            print(f"JVM scan, full-scan aggregate (2 cores, Spark included): {n / full['jvm']:,.0f} rows/s = "
+                  f"{raw_s / full['jvm']:.2f}x the raw read")
+    if look:
+        print(f"msgId lookup on the JVM scan, planning included: {look['jvm'] * 1000:.0f} ms (warm median)")
     spark.stop()
 
 
