@@ -8,23 +8,28 @@
 # depends on the mode. Deployment tests (standalone cluster, Spark Connect, notebooks) and tests whose
 # child sessions pick their own modes run in the first pass only; `.ci/run` runs the deployment tests
 # in pure Python as a tier of their own (RMQ_SPARK_TESTS_ONLY=deploy). Setting RMQ_SPARK_MODE runs one pass.
+# Each pass runs its test files in RMQ_TEST_WORKERS processes (default 2; 0 runs them in this process):
+# much of a Spark test's time is JVM start-up and scheduling, so two processes share two cores well.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+workers=${RMQ_TEST_WORKERS:-2}
+parallel=()
+[ "$workers" -gt 0 ] && parallel=(-n "$workers" --dist loadfile)
 if [ "${1:-}" = "--unit" ]; then
   shift
-  exec python -m pytest -m "not spark and not jvm and not slow and not cluster and not connect and not notebook" \
-    tests/unit tests/golden "$@"
+  exec python -m pytest "${parallel[@]}" \
+    -m "not spark and not jvm and not slow and not cluster and not connect and not notebook" tests/unit tests/golden "$@"
 fi
 if [ "$#" -eq 0 ]; then
   set -- -m "not slow and not objectstore"
 fi
 if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
-  exec python -m pytest "$@"
+  exec python -m pytest "${parallel[@]}" "$@"
 fi
 jvm=0 py=0
-RMQ_SPARK_MODE=jvm python -m pytest "$@" || jvm=$?
+RMQ_SPARK_MODE=jvm python -m pytest "${parallel[@]}" "$@" || jvm=$?
 echo "== Spark tests again on the Python data source (RMQ_SPARK_MODE=python) =="
-RMQ_SPARK_MODE=python RMQ_SPARK_TESTS_ONLY=1 python -m pytest "$@" || py=$?
+RMQ_SPARK_MODE=python RMQ_SPARK_TESTS_ONLY=1 python -m pytest "${parallel[@]}" "$@" || py=$?
 [ "$py" -eq 5 ] && py=0   # 5: the arguments selected no Spark test
 [ "$jvm" -ne 0 ] && exit "$jvm"
 exit "$py"
