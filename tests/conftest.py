@@ -17,13 +17,16 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))
+# The shared helpers (support/) and every tier's folder: some tests reuse another tier's checks
+# (the JVM writer's golden tests take the Python writer's comparisons, the positioned-read tests re-run
+# the batch tests) by importing its module.
+TIER_FOLDERS = ("unit", "golden", "crash", "jvm", "spark", "fuzz")
+sys.path[:0] = [os.path.join(os.path.dirname(__file__), d) for d in ("support",) + TIER_FOLDERS]
 
 from rmqsource.spark.jar import MODE_ENV, JarError, has_native_scan, session_conf, session_jar, spark_mode  # noqa: E402
 
 SPARK_MARKERS = ("spark", "cluster", "notebook")
 DEPLOYMENT_MARKERS = ("cluster", "connect", "notebook")
-TIER_FOLDERS = ("unit", "golden", "crash", "jvm", "spark", "fuzz")
 
 
 def pytest_configure(config):
