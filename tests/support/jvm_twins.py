@@ -26,7 +26,7 @@ import pytest
 
 from rmqsource import errors
 
-JVM_PACKAGE = "io.rmqsource.spark"
+JVM_ERRORS = "io.rmqsource.errors."      # the Java twin of rmqsource.errors
 
 
 def jvm_or_skip(request):
@@ -51,7 +51,7 @@ def python_error(exc):
         return exc
     java = exc.java_exception
     name = java.getClass().getName()
-    if not name.startswith(JVM_PACKAGE + ".errors."):
+    if not name.startswith(JVM_ERRORS):
         return exc
     cls = getattr(errors, name.rsplit(".", 1)[1], errors.RmqError)
     message = java.getMessage()
