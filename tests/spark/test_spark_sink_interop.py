@@ -64,7 +64,7 @@ def _verify_clean(store):
     assert cli.main(["verify", str(store)], stdout=out) == 0, out.getvalue()[-2000:]
 
 
-@pytest.mark.slow      # eight child Spark sessions, about 4 minutes: the slow tier
+@pytest.mark.slow      # five child Spark sessions taking turns, about 4 minutes: the slow tier
 def test_a_stream_moves_between_the_python_and_jvm_sinks_exactly_once(tmp_path):
     src, store, ckpt = tmp_path / "src", tmp_path / "store", tmp_path / "ckpt"
     _add_source_files(src, 0, 4)
