@@ -304,25 +304,10 @@ def java_value(jtype: str, init: str, resolve: Callable[[str], Any]):
 
 
 def _split_top(text: str) -> list[str]:
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c in "\"'":
-            j = i + 1
-            while text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-        i += 1
-    parts.append(text[start:])
-    return parts
+    """The top-level comma-separated parts of an array initializer's body."""
+    end, commas = _initializer_end(text + ";", 0)
+    bounds = [-1, *commas, end]
+    return [text[lo + 1:hi] for lo, hi in zip(bounds, bounds[1:])]
 
 
 class JavaConstants:
