@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The test command. Creates the environment (and the JVM scan's jar when a JDK is present), then:
-#   scripts/test.sh            the default run: every tier but `slow` and `objectstore`
+#   scripts/test.sh            the default run: every tier but `e2e`, `slow` and `objectstore`
 #   scripts/test.sh --unit     the inner loop: tests/unit and tests/golden less what starts a JVM or Spark
+#   scripts/test.sh --e2e      the end-to-end tier: Spark applications of their own with killed tasks and
+#                              drivers, full disks and restarts; a standalone cluster, Spark Connect, notebooks
 #   scripts/test.sh ARGS...    pytest with ARGS (e.g. -m slow for the slow tier, tests/spark/test_x.py -k y)
 # With the jar built, pytest runs twice: everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm),
 # then, on the pure Python data source (RMQ_SPARK_MODE=python), the selected Spark tests whose answer
-# depends on the mode. Deployment tests (standalone cluster, Spark Connect, notebooks) and tests whose
-# child sessions pick their own modes run in the first pass only; `.ci/run` runs the deployment tests
-# in pure Python as a tier of their own (RMQ_SPARK_TESTS_ONLY=deploy). Setting RMQ_SPARK_MODE runs one pass.
+# depends on the mode (not those whose child sessions pick their own modes: marker own_modes).
+# Setting RMQ_SPARK_MODE runs one pass.
 # Each pass runs its test files in RMQ_TEST_WORKERS processes (default 2; 0 runs them in this process):
 # much of a Spark test's time is JVM start-up and scheduling, so two processes share two cores well.
 set -euo pipefail
@@ -20,8 +21,11 @@ if [ "${1:-}" = "--unit" ]; then
   exec python -m pytest "${parallel[@]}" \
     -m "not spark and not jvm and not slow and not cluster and not connect and not notebook" tests/unit tests/golden "$@"
 fi
-if [ "$#" -eq 0 ]; then
-  set -- -m "not slow and not objectstore"
+if [ "${1:-}" = "--e2e" ]; then
+  shift
+  set -- -m "e2e and not slow and not objectstore" "$@"
+elif [ "$#" -eq 0 ]; then
+  set -- -m "not e2e and not slow and not objectstore"
 fi
 if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
   exec python -m pytest "${parallel[@]}" "$@"

@@ -4,9 +4,9 @@ RMQ_SPARK_MODE=jvm puts the JVM scan's jar on ``spark.jars`` (an error when it
 is not built), =python runs ``format("rmq")`` on the Python data source alone;
 unset: jvm when the jar is built. scripts/test.sh runs the Spark tests in both
 modes. RMQ_SPARK_TESTS_ONLY=1 keeps the Spark tests whose answer depends on the
-mode (not the deployment tests: cluster, Connect, notebooks; not the tests whose
-child sessions pick their own modes, marker ``own_modes``); =deploy keeps the
-deployment tests alone.
+mode (not the tests whose child sessions pick their own modes, marker ``own_modes``).
+The deployment tests (cluster, Connect, notebooks) also carry ``e2e``: the end-to-end
+tier (scripts/test.sh --e2e), not the default run.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(__file__), d) for d in ("support",)
 from rmqsource.spark.jar import MODE_ENV, JarError, has_native_scan, session_conf, session_jar, spark_mode  # noqa: E402
 
 SPARK_MARKERS = ("spark", "cluster", "notebook")
-DEPLOYMENT_MARKERS = ("cluster", "connect", "notebook")
+DEPLOYMENT_MARKERS = ("cluster", "connect", "notebook")     # each also in the e2e tier
 
 
 def pytest_configure(config):
@@ -58,7 +58,8 @@ def _mark_what_tests_start(items) -> None:
     """Each test carries the marker of its folder's tier and markers for what it starts.
 
     ``spark``: it takes the session fixture; ``jvm``: it starts a JVM without Spark (the tests of
-    tests/jvm, and the ``[jvm]`` cases of tests holding one contract for both implementations).
+    tests/jvm, and the ``[jvm]`` cases of tests holding one contract for both implementations);
+    ``e2e``: it deploys Spark (a standalone cluster, a Connect server, a notebook kernel).
     """
     for item in items:
         tier = Path(str(item.fspath)).parent.name
@@ -69,6 +70,8 @@ def _mark_what_tests_start(items) -> None:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if tier == "jvm" or any(isinstance(v, str) and v == "jvm" for v in params.values()):
             item.add_marker("jvm")
+        if any(item.get_closest_marker(m) for m in DEPLOYMENT_MARKERS):
+            item.add_marker("e2e")
 
 
 def _starts_spark(item) -> bool:
@@ -78,15 +81,10 @@ def _starts_spark(item) -> bool:
 @pytest.hookimpl(tryfirst=True)      # the markers must be there before -m selects
 def pytest_collection_modifyitems(config, items):
     _mark_what_tests_start(items)
-    only = os.environ.get("RMQ_SPARK_TESTS_ONLY")
-    if only not in ("1", "deploy"):
+    if os.environ.get("RMQ_SPARK_TESTS_ONLY") != "1":
         return
-    def deployment(item) -> bool:
-        return any(item.get_closest_marker(m) for m in DEPLOYMENT_MARKERS)
-    if only == "1":     # the second pass: Spark tests whose answer depends on the mode
-        selected = lambda i: _starts_spark(i) and not deployment(i) and not i.get_closest_marker("own_modes")
-    else:               # the deployment tests alone (the other mode's pass of .ci/run)
-        selected = deployment
+    # The second pass of scripts/test.sh: the Spark tests whose answer depends on the mode.
+    selected = lambda i: _starts_spark(i) and not i.get_closest_marker("own_modes")
     keep = [i for i in items if selected(i)]
     dropped = [i for i in items if not selected(i)]
     if dropped:

@@ -200,6 +200,7 @@ SINK_DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 def test_stream_sink_is_exactly_once_across_a_killed_driver(spark, tmp_path):
     """A stream into the rmq sink whose driver is SIGKILLed mid-stream, then restarted from its checkpoint:
     every source message is in the sink exactly once."""

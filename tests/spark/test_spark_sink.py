@@ -322,6 +322,7 @@ def _fault_file():
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 def test_stream_sink_is_exactly_once_across_failures(spark, tmp_path):
     src, dst, ckpt = tmp_path / "src", tmp_path / "dst", tmp_path / "ckpt"
     n = 4000
@@ -451,6 +452,7 @@ ROWS = 8_000                     # 4 partitions of 2,000 rows
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 @pytest.mark.parametrize("fault", ["kill:1", "disk-full:1"])
 def test_batch_sink_task_retry_appends_every_row_once(tmp_path, fault):
     """The Python worker holding the store lock is SIGKILLed half-way through its append, or the disk fills
@@ -465,6 +467,7 @@ def test_batch_sink_task_retry_appends_every_row_once(tmp_path, fault):
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 def test_batch_sink_task_retry_preserve_store_fields_with_string_properties(tmp_path):
     """preserveStoreFields with a string properties column: the retried task finds the rows its first
     attempt appended by content, the verbatim string included, and appends only the others; every
@@ -480,6 +483,7 @@ def test_batch_sink_task_retry_preserve_store_fields_with_string_properties(tmp_
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 def test_batch_sink_upstream_failure_appends_nothing_of_the_task(tmp_path):
     """An upstream function raises on one row in the task's first attempt: the retry leaves every row in
     the store exactly once (the failed attempt appended nothing, or a prefix the retry resumes after)."""
@@ -491,6 +495,7 @@ def test_batch_sink_upstream_failure_appends_nothing_of_the_task(tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 def test_batch_sink_write_id_reruns_append_only_what_is_missing(tmp_path):
     """A job fails for good (an upstream function raises in every attempt of one task): the other
     partitions are appended; running the write again with the same writeId appends the missing partition
@@ -502,9 +507,11 @@ def test_batch_sink_write_id_reruns_append_only_what_is_missing(tmp_path):
         dict(wid, failAt=5_432, always=True), wid, wid, {"rows": 10, "partitions": 1, "writeId": "other"}],
         fault="kill:2")
     assert failed["error"] is not None and "upstream failure at row 5432" in failed["error"]
-    # 3 of 4 partitions, and at most a prefix of the failing one (when Spark ends a failed upstream's
-    # input early, the sink sees a normal end of its input: what it appended then is found by the re-run)
-    assert ROWS - ROWS // 4 <= failed["messages"] == failed["distinct"] < ROWS
+    # Whole partitions and at most a prefix of the failing one (when Spark ends a failed upstream's input
+    # early, the sink sees a normal end of its input: what it appended then is found by the re-run). With two
+    # task slots partition 2 starts only after partition 0 or 1 has ended, so at least one partition is in;
+    # whether partition 3 ran before the job was aborted depends on the scheduling.
+    assert ROWS // 4 <= failed["messages"] == failed["distinct"] < ROWS
     assert rerun["error"] is None and rerun["messages"] == rerun["distinct"] == ROWS
     assert again["error"] is None and again["messages"] == ROWS
     assert other["error"] is None and other["messages"] == ROWS + 10

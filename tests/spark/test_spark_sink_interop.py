@@ -21,7 +21,7 @@ from rmqsource.spark.jar import jar_path
 from rmqsource.spark.sink import BATCH_PROPERTY, FAULT_ENV, SEQ_PROPERTY, SinkLog
 from rmqsource.store.reader import MessageStoreReader
 
-pytestmark = [pytest.mark.spark, pytest.mark.own_modes,
+pytestmark = [pytest.mark.spark, pytest.mark.own_modes, pytest.mark.e2e,
               pytest.mark.skipif(jar_path() is None, reason="the JVM sink needs the jar (rmq jar --build)")]
 
 HERE = os.path.join(os.path.dirname(__file__), os.pardir, "support")

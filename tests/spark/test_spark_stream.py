@@ -493,6 +493,7 @@ def _exactly_once(spark, tmp_path, total, rate, max_per_trigger, stop_after_s):
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 def test_exactly_once_across_restarts_small(spark, tmp_path):
     _exactly_once(spark, tmp_path, total=20_000, rate=2_500, max_per_trigger=3000, stop_after_s=3)
 
