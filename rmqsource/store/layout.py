@@ -148,7 +148,7 @@ class StoreLayout:
     def check_writable(self) -> None:
         """UnsupportedLayoutError when the store is one rmqsource reads but does not write (DLedger)."""
         self.check_supported()
-        self._refuse_rocksdb_queues("written")
+        self.refuse_rocksdb_queues("written")
         if self.dledger_dir is not None:
             raise UnsupportedLayoutError(f"a DLedger store ({self.dledger_dir.name}) is written by its Raft group; "
                                          f"rmqsource reads it but does not write it", file=str(self.root))
@@ -156,7 +156,7 @@ class StoreLayout:
     def check_recoverable(self) -> None:
         """UnsupportedLayoutError when ``rmq recover`` cannot do what the store's engine would (DLedger)."""
         self.check_is_store()
-        self._refuse_rocksdb_queues("recovered")
+        self.refuse_rocksdb_queues("recovered")
         if self.dledger_dir is not None:
             raise UnsupportedLayoutError(
                 f"recovery of a DLedger store ({self.dledger_dir.name}) is not supported: the engine's DLedger "
@@ -164,10 +164,10 @@ class StoreLayout:
                 f"rmqsource does not do; reads need no recovery (they see the store as that recovery would)",
                 file=str(self.root))
 
-    def _refuse_rocksdb_queues(self, what: str) -> None:
+    def refuse_rocksdb_queues(self, what: str) -> None:
         if self.rocksdb_queues:
-            raise UnsupportedLayoutError(f"RocksDB ConsumeQueue (storeType=defaultRocksDB): the store is read, never "
-                                         f"{what} (its queues are the broker's database)",
+            raise UnsupportedLayoutError(f"RocksDB ConsumeQueue (storeType=defaultRocksDB): its queues are the broker's "
+                                         f"database, read-only here; the store is not {what}",
                                          file=str(self.consumequeue_dir))
 
     def queue_dir(self, topic: str, queue_id: int) -> Path:
