@@ -100,7 +100,7 @@ class ReadOnlyRocksDb:
                                        access_type=rocksdict.AccessType.read_only(False))
             except Exception as e:              # rocksdict raises plain Exception with RocksDB's status text
                 last = e
-        raise UnsupportedLayoutError(f"cannot open the RocksDB database read-only: {last}", file=self.folder)
+        raise UnsupportedLayoutError(f"cannot open the RocksDB ConsumeQueue database read-only: {last}", file=self.folder)
 
     def column_family(self, name: str):
         cf = self._cfs.get(name)
