@@ -42,6 +42,7 @@ def verify_store_jvm(root: str | os.PathLike, config: Optional[StoreConfig] = No
     root = os.fspath(root)
     layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
+    layout.refuse_rocksdb_queues("verified (rmq verify checks ConsumeQueue files)")
     command = jvm_command()
     if command is None:
         raise RmqError("the JVM verify needs the rmq jar (rmq jar --build) and java (JAVA_HOME or PATH)")

@@ -10,12 +10,12 @@ from typing import Optional
 import numpy as np
 
 from ..errors import CorruptRecordError
-from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
+from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
 from ..format.record import Kind
 from ..io.segments import common_segment_size, list_segments
 from ..store.commitlog import CommitLog
-from ..store.consumequeue import ConsumeQueue
-from ..store.layout import StoreLayout
+from ..store.consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
+from ..store.layout import StoreLayout, open_queue
 from .stream_offsets import Key
 from .stream_options import StreamOptions
 
@@ -86,6 +86,8 @@ class StoreWatcher:
     def max_offset(self, key: Key) -> int:
         """Queue offset after the last unit that is written and verified (cached, forward-only)."""
         known = self._tails.get(key, 0)
+        if self.layout.rocksdb_queues:
+            return self._rocksdb_max_offset(key, known)
         qdir = self.layout.queue_dir(*key)
         segs = list_segments(qdir)
         if not segs:
@@ -131,6 +133,19 @@ class StoreWatcher:
                 break
         if off > known and last_unit is not None and not self._verify(key, off - 1, last_unit):
             off = self._first_unverified(key, known, off - 1)
+        if off > known:
+            self._tails[key] = off
+        return max(off, known)
+
+    def _rocksdb_max_offset(self, key: Key, known: int) -> int:
+        """The tail of a queue kept in RocksDB: its ``max`` entry (written with the units, in one batch),
+        the last unit checked against its record as for file queues."""
+        q = self.consume_queue(key)
+        off = q.max_offset
+        if off > known:
+            last = q.read_units(off - 1, 1)
+            if len(last) == 0 or not self._verify(key, off - 1, last[0]):
+                off = self._first_unverified(key, known, off - 1)
         if off > known:
             self._tails[key] = off
         return max(off, known)
@@ -192,13 +207,16 @@ class StoreWatcher:
             return r.queue_id == key[1] and r.queue_offset == offset and r.topic == key[0]
         return False
 
-    def consume_queue(self, key: Key) -> ConsumeQueue:
+    def consume_queue(self, key: Key) -> ConsumeQueueBase:
+        if self.layout.rocksdb_queues:      # the database as it is now (a new snapshot when it changed)
+            q = open_queue(self.layout, *key)
+            return q if q is not None else InMemoryConsumeQueue(key[0], key[1], np.empty(0, dtype=CQ_UNIT_DTYPE))
         return ConsumeQueue(self.layout.queue_dir(*key), key[0], key[1])
 
     def min_offset(self, key: Key, max_offset: int, cl_min: int) -> int:
         q = self.consume_queue(key)
         try:
-            if not q.segments:
+            if isinstance(q, ConsumeQueue) and not q.segments:
                 return max_offset
             if cl_min == 0 and q.first_file_start_offset == 0:
                 u = q._read(0, 1)

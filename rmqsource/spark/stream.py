@@ -77,7 +77,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition  # noq
 from ..errors import DataLossError, OptionError
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
-from ..store.layout import StoreLayout
+from ..store.layout import StoreLayout, open_queue
 from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
                      SupportsTriggerAvailableNow)
 from .options import EARLIEST, LATEST
@@ -112,11 +112,15 @@ def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamR
     cl_min = segs[0].start_offset if segs else 0
     cl_end = (segs[-1].start_offset + segs[-1].size_bytes) if segs else 0
     start = part.start
-    q = ConsumeQueue(layout.queue_dir(part.topic, part.queue_id), part.topic, part.queue_id)
-    try:
-        first = q.first_file_start_offset if q.segments else part.end
-    finally:
-        q.close()
+    if layout.rocksdb_queues:
+        rq = open_queue(layout, part.topic, part.queue_id)
+        first = rq.first_file_start_offset if rq is not None and rq.max_offset > 0 else part.end
+    else:
+        q = ConsumeQueue(layout.queue_dir(part.topic, part.queue_id), part.topic, part.queue_id)
+        try:
+            first = q.first_file_start_offset if q.segments else part.end
+        finally:
+            q.close()
     if start < first:
         # ConsumeQueue files below ``first`` were deleted by retention.
         if opts.read.fail_on_data_loss and not part.new_queue:

@@ -46,6 +46,9 @@ class ConsumeQueueBase:
     def has_file_for(self, offset: int) -> bool:
         return True
 
+    def close(self) -> None:
+        """Release open files (units in memory or in RocksDB hold none)."""
+
     def locate(self, offset: int) -> tuple[str, int]:
         """(file, byte position) that holds, or would hold, unit ``offset``: errors name the file."""
         return f"{self.topic}:{self.queue_id} (re-derived from the CommitLog)", offset * CQ_UNIT_SIZE

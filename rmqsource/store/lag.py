@@ -26,17 +26,22 @@ from ..errors import OptionError
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue
 from .consumer_offsets import ConsumerOffsets
-from .layout import StoreLayout
+from .layout import StoreLayout, open_queue
 
 __all__ = ["group_lag", "lag_rows_text"]
 
 
 def _queue_bounds(layout: StoreLayout, config: StoreConfig, topic: str, queue_id: int,
                   cl_min: int) -> tuple[int, int]:
-    qdir = layout.queue_dir(topic, queue_id)
-    if not os.path.isdir(qdir):
-        return 0, 0
-    q = ConsumeQueue(qdir, topic, queue_id)
+    if layout.rocksdb_queues:
+        q = open_queue(layout, topic, queue_id)
+        if q is None:
+            return 0, 0
+    else:
+        qdir = layout.queue_dir(topic, queue_id)
+        if not os.path.isdir(qdir):
+            return 0, 0
+        q = ConsumeQueue(qdir, topic, queue_id)
     try:
         mx = q.max_offset
         mn = q.min_offset(cl_min, engine_v5=config.is_v5, max_offset=mx)

@@ -8,11 +8,13 @@
 :meth:`StoreLayout.check_supported` is the one place that decides whether the
 files (and the store config) are a layout this package reads; every reader,
 writer, planner and stream goes through it (twin: StoreLayout.java).  A store
-holding data files of another layout (RocksDB or batch ConsumeQueues,
-ConsumeQueueExt, compacted topics, tiered storage, several CommitLog
-directories) is refused with one UnsupportedLayoutError naming the folder,
-never read in part (README "Store layouts").  DLedger stores are read;
-:meth:`StoreLayout.check_writable` refuses to write them.
+holding data files of another layout (batch ConsumeQueues, ConsumeQueueExt,
+compacted topics, tiered storage, several CommitLog directories) is refused
+with one UnsupportedLayoutError naming the folder, never read in part (README
+"Store layouts").  DLedger stores are read; :meth:`StoreLayout.check_writable`
+refuses to write them.  ConsumeQueues kept in RocksDB (``storeType=defaultRocksDB``:
+a database in ``consumequeue/``) are read through :mod:`rmqsource.store.rocksdb_queue`
+(:meth:`StoreLayout.list_queues` and :func:`open_queue` choose); they are not written.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ DLEDGER_PREFIX = "dledger-"           # DLedgerConfig: {storeBaseDir}/dledger-{s
 DEFAULT_DLEDGER_SELF_ID = "n0"        # MessageStoreConfig.dLegerSelfId
 # Folders of data rmqsource does not read (RocketMQ StorePathConfigHelper names).
 ROCKSDB_CONSUME_QUEUE_DIRS = ("consumequeue", "consumequeue_rocksdb")
+# consumequeue/ holding a RocksDB database: read.  consumequeue_rocksdb/ (the second copy a combined
+# file + RocksDB queue store keeps) is still refused.
+READ_ROCKSDB_CONSUME_QUEUE_DIR = "consumequeue"
 BATCH_CONSUME_QUEUE_DIR = "batchconsumequeue"
 CONSUME_QUEUE_EXT_DIR = "consumequeue_ext"
 TIERED_METADATA = ("config", "tieredStoreMetadata.json")
@@ -73,6 +78,11 @@ class StoreLayout:
     @property
     def consumequeue_dir(self) -> Path:
         return self.root / "consumequeue"
+
+    @cached_property
+    def rocksdb_queues(self) -> bool:
+        """Whether ``consumequeue/`` is a RocksDB database (``storeType=defaultRocksDB``), not queue folders."""
+        return _is_rocksdb_dir(self.consumequeue_dir)
 
     @property
     def index_dir(self) -> Path:
@@ -138,6 +148,7 @@ class StoreLayout:
     def check_writable(self) -> None:
         """UnsupportedLayoutError when the store is one rmqsource reads but does not write (DLedger)."""
         self.check_supported()
+        self.refuse_rocksdb_queues("written")
         if self.dledger_dir is not None:
             raise UnsupportedLayoutError(f"a DLedger store ({self.dledger_dir.name}) is written by its Raft group; "
                                          f"rmqsource reads it but does not write it", file=str(self.root))
@@ -145,12 +156,19 @@ class StoreLayout:
     def check_recoverable(self) -> None:
         """UnsupportedLayoutError when ``rmq recover`` cannot do what the store's engine would (DLedger)."""
         self.check_is_store()
+        self.refuse_rocksdb_queues("recovered")
         if self.dledger_dir is not None:
             raise UnsupportedLayoutError(
                 f"recovery of a DLedger store ({self.dledger_dir.name}) is not supported: the engine's DLedger "
                 f"recovery rebuilds a missing DLedger index and re-dispatches missing ConsumeQueues, which "
                 f"rmqsource does not do; reads need no recovery (they see the store as that recovery would)",
                 file=str(self.root))
+
+    def refuse_rocksdb_queues(self, what: str) -> None:
+        if self.rocksdb_queues:
+            raise UnsupportedLayoutError(f"RocksDB ConsumeQueue (storeType=defaultRocksDB): its queues are the broker's "
+                                         f"database, read-only here; the store is not {what}",
+                                         file=str(self.consumequeue_dir))
 
     def queue_dir(self, topic: str, queue_id: int) -> Path:
         return safe_join(self.consumequeue_dir, topic, str(int(queue_id)))
@@ -198,7 +216,7 @@ class StoreLayout:
                          f"two CommitLogs are not read")
         for name in ROCKSDB_CONSUME_QUEUE_DIRS:
             folder = self.root / name
-            if any(n in ROCKSDB_MARKERS or n.startswith("MANIFEST-") for n in _file_names(folder)):
+            if name != READ_ROCKSDB_CONSUME_QUEUE_DIR and _is_rocksdb_dir(folder):
                 return folder, "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"
         folder = self.root / BATCH_CONSUME_QUEUE_DIR
         if _holds_files(folder):
@@ -215,7 +233,10 @@ class StoreLayout:
         return None
 
     def list_queues(self) -> list[tuple[str, int]]:
-        """(topic, queueId) of every ConsumeQueue directory, sorted."""
+        """(topic, queueId) of every ConsumeQueue directory (or queue of the RocksDB database), sorted."""
+        if self.rocksdb_queues:
+            from .rocksdb_queue import RocksDbQueueStore
+            return RocksDbQueueStore(self.consumequeue_dir).list_queues()
         result = []
         cq = self.consumequeue_dir
         if not cq.is_dir():
@@ -230,6 +251,22 @@ class StoreLayout:
                             result.append((t.name, int(q.name)))
         result.sort()
         return result
+
+
+def open_queue(layout: StoreLayout, topic: str, queue_id: int, file_size: Optional[int] = None):
+    """The queue's units (a ConsumeQueueBase) from its files or the RocksDB database; None when it has none.
+
+    For file queues the queue is opened even when its folder is missing (no segments: an empty queue).
+    """
+    if layout.rocksdb_queues:
+        from .rocksdb_queue import RocksDbQueueStore
+        return RocksDbQueueStore(layout.consumequeue_dir).queue(topic, queue_id)
+    from .consumequeue import ConsumeQueue
+    return ConsumeQueue(layout.queue_dir(topic, queue_id), topic, int(queue_id), file_size)
+
+
+def _is_rocksdb_dir(folder: Path) -> bool:
+    return any(n in ROCKSDB_MARKERS or n.startswith("MANIFEST-") for n in _file_names(folder))
 
 
 def _dir_names(folder: Path) -> list[str]:

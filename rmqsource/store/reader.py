@@ -178,7 +178,18 @@ class MessageStoreReader:
 
     # -- queues -----------------------------------------------------------------
     @cached_property
+    def rocksdb_queue_store(self):
+        """The RocksDB ConsumeQueues (storeType=defaultRocksDB) opened read-only, or None for file queues."""
+        if not self.layout.rocksdb_queues:
+            return None
+        from .rocksdb_queue import RocksDbQueueStore
+        return RocksDbQueueStore(self.layout.consumequeue_dir,
+                                 units_per_file=self.config.consume_queue_units_per_file)
+
+    @cached_property
     def _queue_keys_on_disk(self) -> list[tuple[str, int]]:
+        if self.rocksdb_queue_store is not None:
+            return self.rocksdb_queue_store.list_queues()
         return self.layout.list_queues()
 
     @cached_property
@@ -227,6 +238,8 @@ class MessageStoreReader:
         if q is None:
             if self._rederived_queues is not None:
                 q = self._rederived_queues.get(key)
+            elif self.rocksdb_queue_store is not None:
+                q = self.rocksdb_queue_store.queue(topic, int(queue_id))
             elif key in set(self._queue_keys_on_disk):
                 q = ConsumeQueue(self.layout.queue_dir(topic, queue_id), topic, int(queue_id))
             if q is None:

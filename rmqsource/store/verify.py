@@ -63,6 +63,7 @@ def verify_store(root: str | os.PathLike, config: Optional[StoreConfig] = None, 
     root = os.fspath(root)
     layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
+    layout.refuse_rocksdb_queues("verified (rmq verify checks ConsumeQueue files)")
     report = VerifyReport(os.path.abspath(root))
     _Verifier(layout, config, report, progress).run()
     return report

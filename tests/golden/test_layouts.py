@@ -5,8 +5,9 @@ The judge is the real engine: every DLedger-mode corpus under ``../shared/golden
 its crash cases) is read by every CLI read command, the reader API and Spark in the session's mode (batch,
 topic read, msgId lookup, count, readStream) with the engine's counts - where the old code answered from
 ``commitlog/`` alone (396 of 1142 messages) - while put, recover and the sinks refuse it with one line.
-Hand-made copies of a golden store with one unknown layout added (RocksDB, batch or ext ConsumeQueues,
-tiered storage metadata, several or moved CommitLog directories, several DLedger folders) are refused
+Hand-made copies of a golden store with one unknown layout added (a combined store's consumequeue_rocksdb/,
+batch or ext ConsumeQueues, tiered storage metadata, several or moved CommitLog directories, several
+DLedger folders) are refused
 with the same text from the Python and the Java layout check, and every default-layout golden store
 still reads.
 """
@@ -286,7 +287,8 @@ def make_variant(kind: str, store: Path) -> tuple[list[str], Path, str]:
     raise AssertionError(kind)
 
 
-VARIANTS = ["rocksdb-consumequeue", "rocksdb-consumequeue_rocksdb", "batchconsumequeue", "consumequeue_ext",
+# consumequeue/ holding a RocksDB database is read (test_rocksdb_queues.py); consumequeue_rocksdb/ is not.
+VARIANTS = ["rocksdb-consumequeue_rocksdb", "batchconsumequeue", "consumequeue_ext",
             "compaction", "tiered", "dledger-folders", "multi-path-commitlog",
             "readOnlyCommitLogStorePaths", "commitlog-beside-storePathCommitLog"]
 

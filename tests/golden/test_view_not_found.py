@@ -43,20 +43,22 @@ DEFAULT = _list(default_layout_corpora)
 
 
 def _broker_runs() -> list:
-    """Broker-written runs; one whose ConsumeQueues live in RocksDB is skipped (rmq refuses that layout)."""
+    """Broker-written runs (one keeps its ConsumeQueues in RocksDB: read from a copy, see ``_store_of``)."""
     if not BROKER_ROOT.is_dir():
         return []
-    out = []
-    for p in sorted(BROKER_ROOT.iterdir()):
-        conf = p / "broker.properties"
-        if not ((p / "store").is_dir() and conf.is_file()):
-            continue
-        rocks = any(line.strip().replace(" ", "") == "storeType=defaultRocksDB"
-                    for line in conf.read_text(encoding="utf-8", errors="replace").splitlines())
-        out.append(pytest.param(p, id=p.name, marks=pytest.mark.skip(
-            reason="RocksDB ConsumeQueues (storeType=defaultRocksDB): rmq reads only the file layout"))
-            if rocks else pytest.param(p, id=p.name))
-    return out
+    return [pytest.param(p, id=p.name) for p in sorted(BROKER_ROOT.iterdir())
+            if (p / "store").is_dir() and (p / "broker.properties").is_file()]
+
+
+def _store_of(run_dir: Path, tmp_path: Path) -> Path:
+    """The run's store; a copy when its ConsumeQueues are a RocksDB database (never opened in place)."""
+    store = run_dir / "store"
+    if not (store / "consumequeue" / "CURRENT").is_file():
+        return store
+    import shutil
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    return copy
 
 
 BROKER = _broker_runs()
@@ -166,25 +168,26 @@ def _rejected_uniq_keys(run_dir: Path) -> list[str]:
 
 @pytest.mark.skipif(not BROKER, reason=f"no broker-written store under {BROKER_ROOT}")
 @pytest.mark.parametrize("run_dir", BROKER)
-def test_ipv6_client_uniq_key_not_found_says_so_first(run_dir, capsys):
+def test_ipv6_client_uniq_key_not_found_says_so_first(run_dir, capsys, tmp_path):
     keys = _rejected_uniq_keys(run_dir)
     if not keys:
         pytest.skip("no refused send with a 56-digit UNIQ_KEY in expected/sent.jsonl")
     conf = run_dir / "broker.properties"
+    store = _store_of(run_dir, tmp_path)
     for key in keys[:3]:
-        code, out = run(["view", "--config", conf, run_dir / "store", key])
+        code, out = run(["view", "--config", conf, store, key])
         assert code == 3, out
         assert out.startswith(f"not found: no message has {key} as UNIQ_KEY"), out
         assert "belongs to another broker's store" not in out, out
         port = decode_offset_msg_id(key).store_port
         if not 0 <= port <= 0xFFFF:
             assert f"port {port}, which is no TCP port" in out, out
-        code, out = run(["view", "--json", "--config", conf, run_dir / "store", key])
+        code, out = run(["view", "--json", "--config", conf, store, key])
         assert code == 3 and json.loads(out)["found"] is False
         assert f"not found: no message has {key} as UNIQ_KEY" in capsys.readouterr().err
     # a UNIQ_KEY the broker did store is still found by the same lookup
     with open(run_dir / "expected" / "sent.jsonl", encoding="utf-8") as f:
         stored = next(d for d in map(json.loads, f) if d.get("record") == "send" and d.get("result")
                       and d.get("uniqKey") and d["kind"] in ("normal", "plain"))
-    code, out = run(["view", "--config", conf, run_dir / "store", stored["uniqKey"]])
+    code, out = run(["view", "--config", conf, store, stored["uniqKey"]])
     assert code == 0 and f"UNIQ_KEY {stored['uniqKey']}: offset msgId" in out, out

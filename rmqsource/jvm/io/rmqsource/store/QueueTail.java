@@ -33,15 +33,36 @@ public final class QueueTail extends QueueUnits {
     private final Map<String, Segment> settled = new HashMap<>();
     private long tail;
 
+    /** The queue's units in a RocksDB database (storeType=defaultRocksDB): null for queues kept in files. */
+    private final StoreLayout rocksLayout;
+    private QueueUnits rocks;
+
     public QueueTail(StoreFiles files, String directory, String topic, int queueId) {
         super(topic, queueId);
         this.storeFiles = files;
         this.directory = directory;
+        this.rocksLayout = null;
+        relist();
+    }
+
+    /**
+     * A queue of the layout's RocksDB ConsumeQueues: each {@link #advance} looks at the database as it is
+     * then (a new read-only snapshot when its files changed), the max entry written with the units.
+     */
+    public QueueTail(StoreLayout layout, String topic, int queueId) {
+        super(topic, queueId);
+        this.storeFiles = layout.files;
+        this.directory = StoreFiles.child(layout.root, "consumequeue");
+        this.rocksLayout = layout;
         relist();
     }
 
     /** Re-reads the directory: new files, files removed by retention. */
     public void relist() {
+        if (rocksLayout != null) {
+            rocks = rocksLayout.rocksDbQueueStore().queue(topic, queueId, 300_000);
+            return;
+        }
         List<Segment> segs = Segments.listDirectory(storeFiles, directory);
         Map<String, ByteBuffer> keep = new HashMap<>();
         for (Segment s : segs) {
@@ -81,15 +102,18 @@ public final class QueueTail extends QueueUnits {
 
     @Override
     public int unitsPerFile() {
+        if (rocksLayout != null) return rocks != null ? rocks.unitsPerFile() : 300_000;
         return unitsPerFile;
     }
 
     @Override
     public long firstFileStartOffset() {
+        if (rocksLayout != null) return rocks != null ? rocks.firstFileStartOffset() : 0;
         return files.isEmpty() ? 0 : files.get(0).startOffset / ConsumeQueue.UNIT_SIZE;
     }
 
     public boolean hasFiles() {
+        if (rocksLayout != null) return rocks != null;
         return !files.isEmpty();
     }
 
@@ -138,6 +162,7 @@ public final class QueueTail extends QueueUnits {
      * Returns the tail.
      */
     public long advance(Verifier verifier) {
+        if (rocksLayout != null) return advanceRocks(verifier);
         if (!storeFiles.mapped()) relist();          // lengths as they are now: one listing per trigger
         long off = Math.max(tail, firstFileStartOffset());
         long lastPhy = -1;
@@ -175,6 +200,33 @@ public final class QueueTail extends QueueUnits {
         }
         if (off > tail && lastSize != 0 && !verifier.verify(this, off - 1, lastPhy, lastSize)) {
             off = firstUnverified(verifier, tail, off - 1);
+        }
+        if (off > tail) tail = off;
+        return tail;
+    }
+
+    private long advanceRocks(Verifier verifier) {
+        relist();
+        if (rocks == null) return tail;
+        long off = rocks.maxOffset();
+        long[] p = new long[1];
+        int[] s = new int[1];
+        long[] c = new long[1];
+        if (off > tail) {
+            boolean ok = rocks.read(off - 1, 1, p, s, c) == 1 && p[0] >= 0 && s[0] > 0
+                    && verifier.verify(this, off - 1, p[0], s[0]);
+            if (!ok) {
+                long a = tail;
+                long b = off - 1;
+                while (a < b) {
+                    long mid = (a + b) >>> 1;
+                    boolean good = rocks.read(mid, 1, p, s, c) == 1 && p[0] >= 0 && s[0] > 0
+                            && verifier.verify(this, mid, p[0], s[0]);
+                    if (good) a = mid + 1;
+                    else b = mid;
+                }
+                off = a;
+            }
         }
         if (off > tail) tail = off;
         return tail;
@@ -221,6 +273,9 @@ public final class QueueTail extends QueueUnits {
     @Override
     public int read(long start, int count, long[] phy, int[] size, long[] code) {
         long e = Math.min(tail, start + Math.max(0, count));
+        if (rocksLayout != null) {
+            return rocks == null || e <= start ? 0 : rocks.read(start, (int) (e - Math.max(0, start)), phy, size, code);
+        }
         int n = 0;
         long offset = Math.max(0, start);
         long[] fs = new long[1];

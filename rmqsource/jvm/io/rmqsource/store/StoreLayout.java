@@ -14,12 +14,15 @@ import java.util.List;
 
 /**
  * Where things live under a store root (spec 1), twin of rmqsource/store/layout.py. {@link #checkSupported}
- * is the one place that decides whether the files (and the store config) are a layout this package reads;
+ * is the one place that decides whether the files (and the store config) are a layout this package reads
+ * (ConsumeQueues in RocksDB, storeType=defaultRocksDB, are read through {@link RocksDbQueues});
  * a store holding data of another layout is refused with one UnsupportedLayoutError naming the folder.
  */
 public final class StoreLayout implements Serializable {
     private static final long serialVersionUID = 2L;
     private static final String[] ROCKSDB_CONSUME_QUEUE_DIRS = {"consumequeue", "consumequeue_rocksdb"};
+    /** consumequeue/ holding a RocksDB database is read; consumequeue_rocksdb/ (a combined store's copy) is not. */
+    private static final String READ_ROCKSDB_CONSUME_QUEUE_DIR = "consumequeue";
     private static final String DLEDGER_PREFIX = "dledger-";        // DLedgerConfig: {storeBaseDir}/dledger-{selfId}/
     private static final String DEFAULT_DLEDGER_SELF_ID = "n0";     // MessageStoreConfig.dLegerSelfId
     private static final String ONLY_FILE_LAYOUT = "only the file CommitLog and ConsumeQueue layout is read";
@@ -70,6 +73,35 @@ public final class StoreLayout implements Serializable {
 
     public File consumeQueueDir() {
         return new File(root, "consumequeue");
+    }
+
+    private transient Boolean rocksDbQueues;
+
+    /** Whether consumequeue/ is a RocksDB database (storeType=defaultRocksDB), not queue folders. */
+    public boolean rocksDbQueues() {
+        if (rocksDbQueues == null) rocksDbQueues = isRocksDbDir(StoreFiles.child(root, "consumequeue"));
+        return rocksDbQueues;
+    }
+
+    private boolean isRocksDbDir(String folder) {
+        for (String n : names(folder, false)) {
+            if (n.equals("CURRENT") || n.equals("IDENTITY") || n.startsWith("MANIFEST-")) return true;
+        }
+        return false;
+    }
+
+    /** The store's RocksDB ConsumeQueues, opened read-only (only when {@link #rocksDbQueues}). */
+    public RocksDbQueues rocksDbQueueStore() {
+        return RocksDbQueues.open(StoreFiles.child(root, "consumequeue"));
+    }
+
+    /** UnsupportedLayoutError when the queues are the broker's RocksDB database: read here, never {@code what}. */
+    public void refuseRocksDbQueues(String what) {
+        if (rocksDbQueues()) {
+            throw new UnsupportedLayoutError("RocksDB ConsumeQueue (storeType=defaultRocksDB): its queues are the "
+                    + "broker's database, read-only here; the store is not " + what,
+                    StoreFiles.child(root, "consumequeue"), -1);
+        }
     }
 
     public File indexDir() {
@@ -194,11 +226,16 @@ public final class StoreLayout implements Serializable {
         }
         for (String name : ROCKSDB_CONSUME_QUEUE_DIRS) {
             String folder = StoreFiles.child(r, name);
-            for (String n : names(folder, false)) {
-                if (n.equals("CURRENT") || n.equals("IDENTITY") || n.startsWith("MANIFEST-")) {
-                    return new String[] {folder,
-                        "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
-                }
+            if (!isRocksDbDir(folder)) continue;
+            if (!name.equals(READ_ROCKSDB_CONSUME_QUEUE_DIR)) {
+                return new String[] {folder, "RocksDB ConsumeQueue (storeType=defaultRocksDB) is not read"};
+            }
+            if (!files.mapped()) {
+                // RocksDB opens databases in local folders only; copying one out of an object store is a job
+                // for the user (its table files may be large and change under a live broker).
+                return new String[] {folder, "RocksDB ConsumeQueue (storeType=defaultRocksDB) is read from a local "
+                        + "folder only (RocksDB cannot open a database on " + scheme(folder) + "): copy the store, or "
+                        + "at least its consumequeue/ folder, to a local path"};
             }
         }
         String batch = StoreFiles.child(r, "batchconsumequeue");
@@ -219,6 +256,11 @@ public final class StoreLayout implements Serializable {
                 "tiered storage (tieredstore metadata): messages moved to another tier are not read"};
         }
         return null;
+    }
+
+    private static String scheme(String path) {
+        int colon = path.indexOf("://");
+        return colon > 0 ? path.substring(0, colon + 3) + " (" + path + ")" : path;
     }
 
     /** Names of the sub-directories (dirs) or regular files (!dirs) of folder; none when it is not a folder. */
@@ -293,6 +335,7 @@ public final class StoreLayout implements Serializable {
      * keep no empty folders).
      */
     public List<QueueKey> listQueues() {
+        if (rocksDbQueues()) return rocksDbQueueStore().listQueues();
         List<QueueKey> out = new ArrayList<>();
         String cq = StoreFiles.child(root, "consumequeue");
         if (underRoot(cq)) consumeQueueTree = files.listTree(cq);

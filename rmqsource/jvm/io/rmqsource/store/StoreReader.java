@@ -149,6 +149,8 @@ public final class StoreReader implements AutoCloseable {
             Map<QueueKey, RederivedQueue> re = rederived();
             if (re != null) {
                 q = re.get(key);
+            } else if (layout.rocksDbQueues()) {
+                q = layout.rocksDbQueueStore().queue(topic, queueId, config.consumeQueueUnitsPerFile());
             } else if (keysOnDisk().contains(key)) {
                 String dir = layout.queueDirPath(topic, queueId);
                 q = new ConsumeQueueFiles(layout.files, dir, layout.listConsumeQueueDir(dir), topic, queueId);

@@ -52,6 +52,7 @@ public final class VerifyMain {
             if (args.length > 8) layoutKeys.put("dLegerSelfId", args[8]);
             StoreLayout layout = new StoreLayout(args[0], StoreConfig.defaults().withOverrides(layoutKeys));
             layout.checkIsStore();
+            layout.refuseRocksDbQueues("verified (rmq verify checks ConsumeQueue files)");
             Report report = new Report(args[0], out);
             String figures = new Verifier(layout, Long.parseLong(args[2]), Long.parseLong(args[3]), delays, report).run();
             report.write(figures);

@@ -56,6 +56,7 @@ final class RmqWrite implements Write {
         if (!new File(o.root).isDirectory()) return;
         StoreLayout layout = new StoreLayout(o.root, o.config);
         layout.checkSupported();
+        layout.refuseRocksDbQueues("written");
         String dledger = layout.dledgerDir();
         if (dledger != null) {
             throw new UnsupportedLayoutError("a DLedger store (" + new File(dledger).getName() + ") is written by its "

@@ -67,6 +67,14 @@ public final class StoreWatcher implements QueueTail.Verifier {
         layout.checkSupported();        // every trigger: a broker restarted in DLedger mode changes the layout
         if (!layout.files.mapped()) layout.files.close();     // files replaced since the last trigger are opened anew
         TreeSet<QueueKey> out = new TreeSet<>();
+        if (layout.rocksDbQueues()) {                       // the database's queues as they are now
+            for (QueueKey k : layout.listQueues()) {
+                boolean wanted = queues != null ? queues.contains(k)
+                        : topics != null ? topics.contains(k.topic) : pattern.matcher(k.topic).matches();
+                if (wanted) out.add(k);
+            }
+            return new ArrayList<>(out);
+        }
         StoreFiles files = layout.files;
         String cq = layout.pathOf("consumequeue");
         if (queues != null) {
@@ -97,7 +105,8 @@ public final class StoreWatcher implements QueueTail.Verifier {
     QueueTail tail(QueueKey key) {
         QueueTail t = tails.get(key);
         if (t == null) {
-            t = new QueueTail(layout.files, layout.queueDirPath(key.topic, key.queueId), key.topic, key.queueId);
+            t = layout.rocksDbQueues() ? new QueueTail(layout, key.topic, key.queueId)
+                    : new QueueTail(layout.files, layout.queueDirPath(key.topic, key.queueId), key.topic, key.queueId);
             tails.put(key, t);
         }
         return t;

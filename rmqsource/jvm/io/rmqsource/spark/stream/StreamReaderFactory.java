@@ -84,8 +84,14 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
             clEnd = Math.max(clEnd, s.startOffset + s.sizeBytes);
         }
         if (clMin == Long.MAX_VALUE) clMin = 0;
-        List<Segment> cq = Segments.listDirectory(files, layout.queueDirPath(part.topic, part.queueId));
-        long first = cq.isEmpty() ? part.end : cq.get(0).startOffset / io.rmqsource.format.ConsumeQueue.UNIT_SIZE;
+        long first;
+        if (layout.rocksDbQueues()) {
+            io.rmqsource.store.QueueUnits q = layout.rocksDbQueueStore().queue(part.topic, part.queueId, 300_000);
+            first = q == null || q.maxOffset() == 0 ? part.end : q.firstFileStartOffset();
+        } else {
+            List<Segment> cq = Segments.listDirectory(files, layout.queueDirPath(part.topic, part.queueId));
+            first = cq.isEmpty() ? part.end : cq.get(0).startOffset / io.rmqsource.format.ConsumeQueue.UNIT_SIZE;
+        }
         long start = part.start;
         if (start < first) {
             // ConsumeQueue files below ``first`` were deleted by retention.

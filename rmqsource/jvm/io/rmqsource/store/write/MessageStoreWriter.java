@@ -99,6 +99,7 @@ public final class MessageStoreWriter implements AutoCloseable {
         // A store of another layout (or a DLedger store) is written by its own engine: refuse before
         // creating anything.
         layout.checkSupported();
+        layout.refuseRocksDbQueues("written");
         String dledger = layout.dledgerDir();
         if (dledger != null) {
             throw new UnsupportedLayoutError("a DLedger store (" + Path.of(dledger).getFileName()

@@ -1,0 +1,125 @@
+"""ConsumeQueues kept in RocksDB (``storeType=defaultRocksDB``): the queue source the file queues' readers use.
+
+:class:`RocksDbQueueStore` answers what ``consumequeue/{topic}/{queueId}/`` answers for file queues: the
+queues (every (topic, queueId) with a ``max`` entry in the ``offset`` column family) and, per queue, a
+:class:`RocksDbConsumeQueue` with the interface of :class:`~rmqsource.store.consumequeue.ConsumeQueueBase`
+(max offset, first offset, units of a range), so getMessage, planning, lag, lookups and streams above it
+never know which they got.  Key and value layout: ``rmqsource/format/rocksdb_queue.py``.  The database is
+opened read-only (``rmqsource/io/rocksdb.py``); twin: RocksDbQueues.java.
+
+The broker's own answers, for comparison (RocketMQ ``RocksDBConsumeQueueStore``): max offset = the
+``max`` entry's queue offset + 1; min offset = its lazily corrected ``min`` entry, i.e. the first unit
+whose record is at or above the CommitLog's min offset, which is what
+:meth:`ConsumeQueueBase.min_offset` finds from the units (5.x rule).  A queue's units start at the
+lowest key present (compaction may drop expired ones): that is its ``first_file_start_offset``.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..errors import CorruptRecordError
+from ..format.consumequeue import CQ_UNIT_DTYPE, PRE_BLANK_SIZE
+from ..format.rocksdb_queue import (CQ_VALUE_SIZE, DEFAULT_CF, OFFSET_CF, cq_queue_prefix, decode_offset_key,
+                                    decode_offset_value, encode_cq_key, queue_offset_of_cq_key, values_to_units)
+from ..io.rocksdb import ReadOnlyRocksDb, open_read_only
+from .consumequeue import ConsumeQueueBase
+
+# Units per "file" a RocksDB queue reports: it has no files; getMessage reads at most this many per call
+# (the file queues' default, so a read is cut where it is cut over files of the default size).
+DEFAULT_UNITS_PER_FILE = 300_000
+_END_OF_QUEUE = b"\xff" * 8
+
+
+class RocksDbQueueStore:
+    """The ConsumeQueues of one RocksDB database (read-only)."""
+
+    def __init__(self, folder: str | os.PathLike, db: Optional[ReadOnlyRocksDb] = None, *,
+                 units_per_file: int = DEFAULT_UNITS_PER_FILE):
+        self.folder = Path(folder)
+        self.db = db if db is not None else open_read_only(self.folder)
+        self.units_per_file = units_per_file
+
+    @cached_property
+    def max_entries(self) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, queueId) -> (CommitLog offset, queue offset) of each queue's last unit."""
+        out = {}
+        for k, v in self.db.items(OFFSET_CF):
+            key = decode_offset_key(k)
+            value = decode_offset_value(v)
+            if key is None or value is None or not key.is_max or key.queue_id < 0:
+                continue                 # the dispatch checkpoint (8 bytes), min hints, foreign keys
+            out[(key.topic, key.queue_id)] = value
+        return out
+
+    def list_queues(self) -> list[tuple[str, int]]:
+        return sorted(self.max_entries)
+
+    def queue(self, topic: str, queue_id: int) -> Optional["RocksDbConsumeQueue"]:
+        last = self.max_entries.get((topic, int(queue_id)))
+        if last is None:
+            return None
+        return RocksDbConsumeQueue(self, topic, int(queue_id), last[1] + 1)
+
+
+class RocksDbConsumeQueue(ConsumeQueueBase):
+    """One queue's units in the ``default`` column family."""
+
+    def __init__(self, store: RocksDbQueueStore, topic: str, queue_id: int, max_offset: int):
+        self.store = store
+        self.topic = topic
+        self.queue_id = queue_id
+        self.units_per_file = store.units_per_file
+        self._max_offset = max_offset
+        self._prefix = cq_queue_prefix(topic, queue_id)
+
+    @property
+    def max_offset(self) -> int:
+        return self._max_offset
+
+    @cached_property
+    def first_file_start_offset(self) -> int:
+        """The lowest queue offset with a unit (units below were compacted away, or never written)."""
+        keys = self.store.db.keys_range(DEFAULT_CF, self._prefix, self._prefix + _END_OF_QUEUE, 1)
+        return queue_offset_of_cq_key(keys[0]) if keys else self._max_offset
+
+    @cached_property
+    def max_physic_offset(self) -> int:
+        units = self._read(self._max_offset - 1, 1) if self._max_offset > 0 else ()
+        if len(units) == 0 or int(units[0]["size"]) == PRE_BLANK_SIZE:
+            return -1
+        return int(units[0]["phy_offset"]) + int(units[0]["size"])
+
+    def locate(self, offset: int) -> tuple[str, int]:
+        return f"{self.store.folder} (RocksDB ConsumeQueue {self.topic}:{self.queue_id}, unit {offset})", 0
+
+    def has_file_for(self, offset: int) -> bool:
+        return offset >= self.first_file_start_offset
+
+    def close(self) -> None:
+        pass
+
+    def _read(self, start: int, count: int) -> np.ndarray:
+        """Units [start, start + count) present without a gap from ``start`` (none when ``start`` is missing)."""
+        if count <= 0 or start < 0:
+            return np.empty(0, dtype=CQ_UNIT_DTYPE)
+        keys, values = self.store.db.range(DEFAULT_CF, encode_cq_key(self.topic, self.queue_id, start),
+                                           encode_cq_key(self.topic, self.queue_id, start + count), count)
+        if not keys or queue_offset_of_cq_key(keys[0]) != start:
+            return np.empty(0, dtype=CQ_UNIT_DTYPE)
+        n = len(keys)
+        if queue_offset_of_cq_key(keys[-1]) != start + n - 1:
+            # Keys are unique and sorted: a gap lies before the last one; keep the run from ``start``.
+            n = next(i for i in range(1, n) if queue_offset_of_cq_key(keys[i]) != start + i)
+            values = values[:n]
+        for i, v in enumerate(values):
+            if len(v) != CQ_VALUE_SIZE:
+                raise CorruptRecordError(f"RocksDB ConsumeQueue {self.topic}:{self.queue_id} unit {start + i} has a "
+                                         f"{len(v)}-byte value, expected {CQ_VALUE_SIZE}", file=str(self.store.folder),
+                                         offset=0)
+        return values_to_units(b"".join(values))

@@ -1,0 +1,141 @@
+#!/usr/bin/env python
+"""RocksDB ConsumeQueues (storeType=defaultRocksDB) against file ConsumeQueues: the same topic, the same CommitLog.
+
+Writes one store with file queues (``rmq put``: one topic, 4 queues, tags TagA..TagD, 256-byte bodies), then a
+twin whose ``consumequeue/`` is a RocksDB database holding the same units in the broker's key/value layout
+(``rmqsource/format/rocksdb_queue.py``; written here with rocksdict, as the broker writes it with rocksdbjni),
+the CommitLog hard-linked.  Both are read in the same run, alternating, best of --repeat:
+
+1. topic read (``rmq export --topic``: every message of the topic, all columns, to Arrow IPC)
+2. tag query (``rmq export --topic --tag TagB``: tagsCode filter on the units, only matches read)
+3. queue units alone (every unit of every queue through the store layer's ``read_units``)
+
+Prints seconds and the ratio RocksDB / files (target: within 1.2x for 1 and 2).
+
+Usage: bench_rocksdb_queue.py [--messages N] [--dir /tmp/rmq-bench-rocksdb] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+TOPIC = "BenchTopic"
+QUEUES = 4
+
+
+def write_file_store(root: Path, messages: int) -> None:
+    from rmqsource.cli import main
+    body = base64.b64encode(b"x" * 256).decode()
+    lines = "".join(json.dumps({"topic": TOPIC, "queueId": i % QUEUES, "tags": f"Tag{'ABCD'[i % 4]}",
+                                "keys": f"k-{i}", "body": body}) + "\n" for i in range(messages))
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["put", str(root)], stdout=io.StringIO(), stdin=io.BytesIO(lines.encode()))
+    assert code == 0, code
+
+
+def write_rocksdb_twin(files: Path, twin: Path) -> int:
+    """The twin: the same CommitLog (hard links) and the file queues' units in a RocksDB database."""
+    from rocksdict import Options, Rdict
+    from rmqsource.format.rocksdb_queue import encode_cq_key, encode_cq_value, encode_offset_key, \
+        encode_offset_value
+    from rmqsource.store.reader import MessageStoreReader
+    twin.mkdir(parents=True)
+    (twin / "commitlog").mkdir()
+    for seg in (files / "commitlog").iterdir():
+        os.link(seg, twin / "commitlog" / seg.name)
+    for name in ("checkpoint",):
+        if (files / name).exists():
+            shutil.copyfile(files / name, twin / name)
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    db = Rdict(str(twin / "consumequeue"), options=opts)
+    offsets = db.create_column_family("offset", Options(raw_mode=True))
+    n = 0
+    with MessageStoreReader(files) as reader:
+        for topic, qid in reader.queue_keys():
+            q = reader.consume_queue(topic, qid)
+            units = q.read_units(0, q.max_offset)
+            for off, u in enumerate(units):
+                db[encode_cq_key(topic, qid, off)] = encode_cq_value(int(u["phy_offset"]), int(u["size"]),
+                                                                     int(u["tags_code"]), 0)
+            last = units[-1]
+            offsets[encode_offset_key(topic, qid, max_entry=True)] = encode_offset_value(int(last["phy_offset"]),
+                                                                                         len(units) - 1)
+            n += len(units)
+    db.flush()
+    db.close()
+    os.unlink(twin / "consumequeue" / "rocksdict-config.json")
+    return n
+
+
+def export(store: Path, out: Path, *extra: str) -> None:
+    from rmqsource.cli import main
+    code = main(["export", "--format", "arrow", "--topic", TOPIC, *extra, str(store), str(out)],
+                stdout=io.StringIO())
+    assert code == 0, code
+
+
+def units_only(store: Path) -> int:
+    from rmqsource.io.rocksdb import close_all
+    from rmqsource.store.reader import MessageStoreReader
+    close_all()                         # a cold open each time, as a new process
+    total = 0
+    with MessageStoreReader(store) as reader:
+        for key in reader.queue_keys():
+            q = reader.consume_queue(*key)
+            total += len(q.read_units(0, q.max_offset))
+    return total
+
+
+def best(fn, repeat: int) -> float:
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument("--dir", default="/tmp/rmq-bench-rocksdb")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    base = Path(a.dir)
+    files, twin = base / f"files-{a.messages}", base / f"rocksdb-{a.messages}"
+    if not (twin / "consumequeue" / "CURRENT").is_file():
+        shutil.rmtree(base, ignore_errors=True)
+        t = time.perf_counter()
+        write_file_store(files, a.messages)
+        n = write_rocksdb_twin(files, twin)
+        print(f"wrote {a.messages:,} messages and a RocksDB twin of {n:,} units in {time.perf_counter() - t:.1f} s")
+    out = base / "out.arrow"
+    cases = [
+        ("topic read (export --topic, all columns)", lambda s: export(s, out)),
+        ("tag query (export --topic --tag TagB)", lambda s: export(s, out, "--tag", "TagB")),
+        ("queue units alone (read_units, cold open)", units_only),
+    ]
+    print(f"{'case':44s} {'files s':>9s} {'rocksdb s':>10s} {'ratio':>7s}")
+    for name, fn in cases:
+        fn(files), fn(twin)                         # warm the page cache for both
+        tf, tr = [], []
+        for _ in range(a.repeat):                   # alternate, so both see the same machine
+            tf.append(best(lambda: fn(files), 1))
+            tr.append(best(lambda: fn(twin), 1))
+        f, r = min(tf), min(tr)
+        print(f"{name:44s} {f:9.3f} {r:10.3f} {r / f:6.2f}x")
+    print(f"python {sys.version.split()[0]}, {a.messages:,} messages, {QUEUES} queues, best of {a.repeat}")
+
+
+if __name__ == "__main__":
+    main()

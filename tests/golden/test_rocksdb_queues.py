@@ -1,0 +1,302 @@
+"""ConsumeQueues kept in RocksDB (``storeType=defaultRocksDB``): every read path against the broker's own view.
+
+The real-broker corpora whose ``store/consumequeue/`` is a RocksDB database are found by listing
+../shared/golden-broker (``RMQ_GOLDEN_BROKER_ROOT``); each is copied first and never opened in place.
+Judged against ``expected/storeview.jsonl`` (the broker's engine reading its own queues: min/max per queue,
+each unit's queueOffset, CommitLog offset, size and tags code) and ``expected/admin.json`` topicStats:
+
+* the Python store layer (MessageStoreReader over RocksDbQueueStore) and the JVM one (StoreReader over
+  RocksDbQueues, through QueueDumpMain) reproduce every queue and unit, and agree with each other;
+* neither writes a byte into the database folder (every file's bytes, names and mtimes compared);
+* a file-queue twin (the CommitLog dispatched by rmqsource into file ConsumeQueues) reads the same units;
+* per-topic Spark reads (the session's mode) and a tag-filtered read equal the engine's entries; a stream
+  reads a topic to its end;
+* without rocksdict the Python path refuses with one line naming the extra and the jar; put, recover and
+  verify refuse the store with one line and leave it unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from golden import GOLDEN_ROOT, copy_store, tree_bytes
+from rmqsource.cli import main
+
+pytestmark = pytest.mark.golden
+
+BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
+# RocketMQ's own topics that grow during shutdown, after storeview.jsonl was taken (../README.md): a reader
+# sees a few more units there, and the units the view lists are unchanged.
+GROWS_AFTER_VIEW = ("rmq_sys_REVIVE_LOG_", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                    "TRANS_CHECK_MAX_TIME_TOPIC")
+USER_TOPIC_PREFIX = "rb_topic_"
+
+
+def rocksdb_runs() -> list[Path]:
+    if not BROKER_ROOT.is_dir():
+        return []
+    return [p for p in sorted(BROKER_ROOT.iterdir()) if (p / "store" / "consumequeue" / "CURRENT").is_file()]
+
+
+RUNS = rocksdb_runs()
+needs_runs = pytest.mark.skipif(not RUNS, reason=f"no RocksDB-queue broker run under {BROKER_ROOT}")
+run_param = pytest.mark.parametrize("run_dir", RUNS, ids=lambda p: p.name)
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory) -> dict[Path, Path]:
+    """One writable copy of each run's store (module-wide: reads only)."""
+    return {r: copy_store(r / "store", tmp_path_factory.mktemp(r.name) / "store") for r in RUNS}
+
+
+def storeview(run_dir: Path) -> tuple[dict, dict, list[dict]]:
+    """(queues {(topic, qid): (min, max)}, units {(topic, qid, off): (pos, size, code)}, entry records)."""
+    queues, units, entries = {}, {}, []
+    with open(run_dir / "expected" / "storeview.jsonl", encoding="utf-8") as f:
+        for rec in map(json.loads, f):
+            key = (rec["topic"], rec["queueId"])
+            if rec["record"] == "queue":
+                queues[key] = (rec["minOffset"], rec["maxOffset"])
+            elif rec["record"] == "entry":
+                units[key + (rec["queueOffset"],)] = (rec["cqPos"], rec["cqSize"], rec["cqTagsCode"])
+                entries.append(rec)
+    return queues, units, entries
+
+
+def assert_reproduces_storeview(run_dir: Path, queues: dict, units: dict) -> None:
+    exp_queues, exp_units, _ = storeview(run_dir)
+    assert sorted(queues) == sorted(exp_queues)
+    for key, (mn, mx) in exp_queues.items():
+        got_min, got_max = queues[key]
+        assert got_min == mn, key
+        if key[0].startswith(GROWS_AFTER_VIEW):
+            assert got_max >= mx, key
+        else:
+            assert got_max == mx, key
+        # every unit from min to max is there, none missing in between
+        assert [o for (t, q, o) in units if (t, q) == key] == list(range(got_min, got_max)), key
+    for key, unit in exp_units.items():
+        assert units[key] == unit, key
+    assert len(exp_units) > 1000
+
+
+def python_view(store: Path, *, rocksdb: bool = True) -> tuple[dict, dict]:
+    from rmqsource.store.reader import MessageStoreReader
+    queues, units = {}, {}
+    with MessageStoreReader(store) as reader:
+        assert reader.layout.rocksdb_queues == rocksdb
+        for info in reader.queue_infos():
+            key = (info.topic, info.queue_id)
+            queues[key] = (info.min_offset, info.max_offset)
+            q = reader.consume_queue(*key)
+            got = q.read_units(info.min_offset, info.max_offset - info.min_offset)
+            for i, u in enumerate(got):
+                units[key + (info.min_offset + i,)] = (int(u["phy_offset"]), int(u["size"]), int(u["tags_code"]))
+    return queues, units
+
+
+def jvm_view(store: Path) -> tuple[dict, dict]:
+    from rmqsource.commands.verify_jvm import find_java
+    from rmqsource.spark.jar import jar_path, pyspark_jars_dir
+    jar, java = jar_path(), find_java()
+    if jar is None or java is None:
+        pytest.skip("the JVM store layer needs the rmq jar (rmq jar --build) and java")
+    cp = os.pathsep.join([str(jar), str(pyspark_jars_dir() / "*")])
+    proc = subprocess.run([java, "-cp", cp, "io.rmqsource.tools.QueueDumpMain", str(store)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    queues, units = {}, {}
+    for rec in map(json.loads, proc.stdout.splitlines()):
+        key = (rec["topic"], rec["queueId"])
+        if rec["record"] == "queue":
+            queues[key] = (rec["minOffset"], rec["maxOffset"])
+        else:
+            units[key + (rec["queueOffset"],)] = (rec["cqPos"], rec["cqSize"], rec["cqTagsCode"])
+    return queues, units
+
+
+def snapshot(folder: Path):
+    """Every file's bytes, every path and every file's mtime: a read leaves no trace."""
+    return (tree_bytes(folder), sorted(str(p.relative_to(folder)) for p in folder.rglob("*")),
+            {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")})
+
+
+def run_cli(argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv], stdout=out, stdin=io.BytesIO(b""))
+    return code, out.getvalue(), err.getvalue()
+
+
+# ------------------------------------------------------------------ store layers
+
+@needs_runs
+@run_param
+def test_python_store_layer_reproduces_the_broker_view(run_dir, copies):
+    assert_reproduces_storeview(run_dir, *python_view(copies[run_dir]))
+
+
+@needs_runs
+@run_param
+def test_jvm_store_layer_reproduces_the_broker_view_and_the_python_one(run_dir, copies):
+    jvm = jvm_view(copies[run_dir])
+    assert_reproduces_storeview(run_dir, *jvm)
+    assert jvm == python_view(copies[run_dir])
+
+
+@needs_runs
+@run_param
+def test_queue_bounds_equal_the_admin_topic_stats(run_dir, copies):
+    stats = json.loads((run_dir / "expected" / "admin.json").read_text(encoding="utf-8"))["topicStats"]
+    queues, _ = python_view(copies[run_dir])
+    checked = 0
+    for topic, rows in stats.items():
+        for row in rows:
+            key = (topic, row["queueId"])
+            if key not in queues:
+                assert row["maxOffset"] == 0, key          # a queue the admin API lists with nothing in it
+                continue
+            mn, mx = queues[key]
+            assert mn == row["minOffset"], key
+            assert mx == row["maxOffset"] or (topic.startswith(GROWS_AFTER_VIEW) and mx > row["maxOffset"]), key
+            checked += 1
+    assert checked >= 16
+
+
+@needs_runs
+@run_param
+def test_reads_never_write_the_database(run_dir, tmp_path):
+    """Python (read-only open through a shadow folder), the CLI and the JVM (openReadOnly) change nothing."""
+    store = copy_store(run_dir / "store", tmp_path / "store")
+    before = snapshot(store)
+    python_view(store)
+    for argv in (["queues", store], ["topics", store], ["get", store, "rb_topic_0", "0", "0", "8"]):
+        code, _, err = run_cli(argv)
+        assert code == 0, err
+    jvm_view(store)
+    assert snapshot(store) == before
+
+
+@needs_runs
+@run_param
+def test_a_file_queue_twin_reads_the_same_units(run_dir, tmp_path):
+    """The CommitLog dispatched by rmqsource into file ConsumeQueues (``rmq recover`` of a copy without the
+    database) gives every queue's units as the RocksDB ones, but LMQ queues (rmqsource's dispatch does not
+    multi-dispatch ``INNER_MULTI_DISPATCH``)."""
+    store = copy_store(run_dir / "store", tmp_path / "store")
+    rocks_queues, rocks_units = python_view(store)
+    shutil.rmtree(store / "consumequeue")
+    code, _, err = run_cli(["recover", store])
+    assert code == 0, err
+    twin_queues, twin_units = python_view(store, rocksdb=False)
+    non_lmq = {k: v for k, v in rocks_queues.items() if not k[0].startswith("%LMQ%")}
+    assert twin_queues == non_lmq
+    assert twin_units == {k: v for k, v in rocks_units.items() if not k[0].startswith("%LMQ%")}
+
+
+
+# ------------------------------------------------------------------ refusals
+
+@needs_runs
+def test_without_rocksdict_the_python_path_refuses_with_one_line(copies, monkeypatch):
+    from rmqsource.io import rocksdb
+    rocksdb.close_all()
+    monkeypatch.setitem(sys.modules, "rocksdict", None)      # import rocksdict -> ImportError
+    store = copies[RUNS[0]]
+    code, out, err = run_cli(["topics", store])
+    assert code == 1 and out == "", err
+    (line,) = err.splitlines()
+    assert line.startswith(f"rmq topics: error: {store / 'consumequeue'}: reading RocksDB ConsumeQueues"), line
+    assert "pip install 'rmqsource[rocksdb]'" in line and "rmq jar --build" in line, line
+
+
+@needs_runs
+@pytest.mark.parametrize("argv", [["put"], ["recover"], ["verify", "--engine", "python"]],
+                         ids=["put", "recover", "verify"])
+def test_writes_recover_and_verify_refuse_with_one_line(argv, tmp_path):
+    store = copy_store(RUNS[0] / "store", tmp_path / "store")
+    before = snapshot(store)
+    code, out, err = run_cli([*argv, store])
+    assert code == 1, (out, err)
+    (line,) = err.splitlines()
+    assert f"{store / 'consumequeue'}: RocksDB ConsumeQueue (storeType=defaultRocksDB)" in line, line
+    assert snapshot(store) == before
+
+
+def test_a_damaged_database_is_one_typed_error(tmp_path):
+    """Marker files of a database RocksDB cannot open: one UnsupportedLayoutError naming the folder."""
+    from rmqsource.errors import UnsupportedLayoutError
+    from rmqsource.store.reader import MessageStoreReader
+    store = tmp_path / "store"
+    (store / "commitlog").mkdir(parents=True)
+    (store / "consumequeue").mkdir()
+    (store / "consumequeue" / "CURRENT").write_bytes(b"MANIFEST-000005\n")
+    (store / "consumequeue" / "MANIFEST-000005").write_bytes(b"x")
+    with pytest.raises(UnsupportedLayoutError) as e:
+        with MessageStoreReader(store) as reader:
+            reader.queue_keys()
+    assert e.value.file == str(store / "consumequeue")
+    assert "cannot open the RocksDB ConsumeQueue database read-only" in str(e.value)
+
+
+# ------------------------------------------------------------------ Spark (the session's mode)
+
+def user_topics(entries: list[dict]) -> list[str]:
+    return sorted({e["topic"] for e in entries if e["topic"].startswith(USER_TOPIC_PREFIX)})
+
+
+def rows_of(df) -> list[tuple]:
+    return sorted((r["queueId"], r["queueOffset"], r["commitLogOffset"], r["storeSize"], r["tagsCode"])
+                  for r in df.select("queueId", "queueOffset", "commitLogOffset", "storeSize", "tagsCode").collect())
+
+
+def expected_rows(entries: list[dict], topic: str, tags=None) -> list[tuple]:
+    return sorted((e["queueId"], e["queueOffset"], e["cqPos"], e["cqSize"], e["cqTagsCode"]) for e in entries
+                  if e["topic"] == topic and (tags is None or e.get("tags") == tags))
+
+
+@pytest.mark.spark
+@needs_runs
+@run_param
+def test_spark_topic_reads_equal_the_engine_entries(spark, run_dir, copies):
+    _, _, entries = storeview(run_dir)
+    store = str(copies[run_dir])
+    topics = user_topics(entries)
+    assert len(topics) >= 4
+    for topic in topics:
+        df = spark.read.format("rmq").option("topics", topic).load(store)
+        assert rows_of(df) == expected_rows(entries, topic), topic
+    # a tag-filtered read (pushed down to the tags code, then the exact TAGS)
+    topic = topics[0]
+    df = spark.read.format("rmq").option("topics", topic).load(store).where("tags = 'TagA'")
+    want = expected_rows(entries, topic, "TagA")
+    assert want and rows_of(df) == want
+
+
+@pytest.mark.spark
+@needs_runs
+@run_param
+def test_spark_stream_reads_a_topic_to_its_end(spark, run_dir, copies, tmp_path):
+    _, _, entries = storeview(run_dir)
+    topic = user_topics(entries)[0]
+    seen = []
+    q = (spark.readStream.format("rmq").option("topics", topic).option("startingOffsets", "earliest")
+         .load(str(copies[run_dir])).writeStream
+         .foreachBatch(lambda df, _: seen.extend(rows_of(df)))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(300)
+        assert not q.isActive and q.exception() is None
+    finally:
+        q.stop()
+    assert sorted(seen) == expected_rows(entries, topic)
