@@ -281,3 +281,51 @@ def test_damaged_rocksdb_config_is_an_error_not_empty(v2_store, tmp_path):
     (root / "config" / "rdb" / "CURRENT").write_text("MANIFEST-999999\n")
     with pytest.raises(StoreError, match="cannot open the RocksDB config read-only"):
         load_committed_offsets(root)
+
+
+# ------------------------------------------------------------------ the 5.2 RocksDB config layout
+
+def write_v1_config(folder: Path, table: dict[str, dict[int, int]], counter: int) -> None:
+    """config/consumerOffsets as RocksDBConsumerOffsetManager writes it: default CF + kvDataVersion CF."""
+    import rocksdict
+    opts = rocksdict.Options(raw_mode=True)
+    opts.create_if_missing(True)
+    db = rocksdict.Rdict(str(folder), options=opts)
+    try:
+        version = db.create_column_family(rc.V1_DATA_VERSION_CF, rocksdict.Options(raw_mode=True))
+        version[rc.V1_DATA_VERSION_KEY] = json.dumps({"counter": counter, "stateVersion": 0,
+                                                      "timestamp": 1}).encode()
+        for key, queues in table.items():
+            db[key.encode()] = json.dumps({"offsetTable": {str(q): o for q, o in queues.items()}}).encode()
+        db.flush()
+    finally:
+        db.close()
+    (folder / "rocksdict-config.json").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("kind", ["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def test_v1_rocksdb_layout_and_its_merge_with_a_newer_json(kind, tmp_path, request):
+    root = tmp_path / "store"
+    (root / "config").mkdir(parents=True)
+    write_v1_config(root / "config" / "consumerOffsets", {"T@g": {0: 5, 1: 9}, "%LMQ%q@g": {0: 2}}, counter=10)
+
+    def read() -> dict:
+        if kind == "python":
+            return {(e.group, e.topic, e.queue_id): e.offset for e in load_committed_offsets(root).entries}
+        from jvm_twins import jvm_or_skip
+        src = jvm_or_skip(request).io.rmqsource.store.ConsumerOffsetSource.locate(str(root))
+        return {(r["group"], r["topic"], r["queueId"]): r["offset"]
+                for r in map(json.loads, src.entriesJson().splitlines())}
+
+    before = checksums(root)
+    assert locate_offset_source(root).kind == "rocksdb-v1"
+    assert read() == {("g", "T", 0): 5, ("g", "T", 1): 9, ("g", "%LMQ%q", 0): 2}
+    assert checksums(root) == before
+    doc = {"dataVersion": {"counter": 3, "stateVersion": 0, "timestamp": 1}, "offsetTable": {"T@g": {"0": 1}}}
+    (root / "config" / "consumerOffset.json").write_text(json.dumps(doc))
+    assert read()[("g", "T", 0)] == 5              # older JSON: RocksDB wins
+    doc["dataVersion"]["counter"] = 11
+    (root / "config" / "consumerOffset.json").write_text(json.dumps(doc))
+    assert read() == {("g", "T", 0): 1}            # newer JSON replaces the table, as on the broker's load
+    (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps({"offsetTable": {"%LMQ%z@h": {"0": 4}}}))
+    assert read() == {("g", "T", 0): 1, ("h", "%LMQ%z", 0): 4}
