@@ -163,8 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_topics)
 
     p = sub.add_parser("lag", parents=[common], help="consumer-group progress and lag per queue",
-                       description="Committed offsets of consumer groups (config/consumerOffset.json) against "
-                                   "each queue's max offset, like mqadmin consumerProgress.")
+                       description="Committed offsets of consumer groups, wherever the broker keeps them "
+                                   "(config/consumerOffset.json, lmqConsumerOffset.json, RocksDB config/rdb of "
+                                   "configManagerVersion=v2, the 5.2 RocksDB config), against each queue's max "
+                                   "offset, like mqadmin consumerProgress. POP groups are marked.")
     p.add_argument("store", metavar="STORE")
     p.add_argument("--group", help="only this consumer group")
     p.set_defaults(func=cmd_lag)

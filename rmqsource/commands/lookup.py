@@ -287,16 +287,20 @@ def store_time_at(reader, topic: str, queue_id: int, offset: int, min_offset: in
 
 
 def cmd_lag(args, out: Output) -> int:
-    from ..store.lag import group_lag
+    import sys
+    from ..store.lag import group_lag_with_source
     from ..store.reader import MessageStoreReader
     config = load_config(args)
     problems: list[str] = []
-    rows = group_lag(args.store, config, args.group, problems=problems)
+    rows, committed = group_lag_with_source(args.store, config, args.group, problems=problems)
+    source = committed.source
     for p in problems:
-        print(f"rmq lag: warning: {p}", file=__import__("sys").stderr)
+        print(f"rmq lag: warning: {p}", file=sys.stderr)
+    for note in committed.notes:
+        print(f"rmq lag: note: {note}", file=sys.stderr)
     if args.group is not None and not rows:
         print(f"rmq lag: group {args.group!r} has no committed offsets in {args.store} "
-              f"(config/consumerOffset.json)", file=__import__("sys").stderr)
+              f"({source.description})", file=sys.stderr)
         return EXIT_NOT_FOUND
     with MessageStoreReader(args.store, config) as reader:
         for r in rows:
@@ -305,15 +309,22 @@ def cmd_lag(args, out: Output) -> int:
                                           if off is not None else None)
     if out.json:
         for r in rows:
+            r["offsetSource"] = source.kind
             out.json_line(r)
         return EXIT_OK
-    table = [[r["group"], short_topic(r["topic"]), r["queueId"], r["brokerOffset"],
-              "-" if r["consumerOffset"] is None else r["consumerOffset"], r["diff"],
+    out.line(f"Offsets from: {source.description}")
+    table = [[r["group"] + (" (POP)" if r["requestMode"] == "POP" else ""), short_topic(r["topic"]), r["queueId"],
+              r["brokerOffset"], "-" if r["consumerOffset"] is None else r["consumerOffset"], r["diff"],
               format_ms(r["lastConsumedStoreTime"])] for r in rows]
     if table:
         out.lines(format_table(["#Group", "#Topic", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
                                 "#LastConsumed (UTC)"], table, [False, False, True, True, True, True, False]))
+    elif source.kind == "none":
+        out.line("(no consumer groups: the store has no committed offsets anywhere)")
     else:
-        out.line("(no consumer groups)")
+        out.line(f"(no consumer groups in {source.description})")
+    if any(r["requestMode"] == "POP" for r in rows):
+        out.line("(POP) consumes by POP (config/messageRequestMode.json): messages popped and not yet acked "
+                 "(in flight) are not counted in its Diff, as in the broker's consumeStats")
     out.line(f"Diff Total: {sum(r['diff'] for r in rows)}")
     return EXIT_OK

@@ -69,6 +69,7 @@ STREAM_OPTIONS = {
     "maxtriggerdelay": "maxTriggerDelay",
     "subexpression": "subExpression",
     "consumergroup": "consumerGroup",
+    "commitoffsets": "commitOffsets",
     "reportlatestoffset": "reportLatestOffset",
 }
 BATCH, STREAM = "batch", "stream"

@@ -21,7 +21,10 @@ failOnDataLoss, decompress, batchSize, maxRecordsPerPartition, store config
 keys):
 
 * ``startingOffsets``: ``latest`` (default), ``earliest``, ``group`` (the
-  committed offsets of ``consumerGroup`` in ``config/consumerOffset.json``;
+  committed offsets of ``consumerGroup`` wherever the broker keeps them:
+  ``config/consumerOffset.json``, ``lmqConsumerOffset.json``, RocksDB
+  ``config/rdb`` (config v2) or the 5.2 RocksDB config, see
+  :mod:`rmqsource.store.offset_source`;
   a group with no commit fails unless ``startingOffsetsFallback`` =
   ``earliest``/``latest`` says where to start, like Kafka's
   ``auto.offset.reset``; queues of a group that has commits elsewhere start
@@ -39,7 +42,11 @@ keys):
   ConsumeQueue tagsCode hashes skip units first, then the exact TAGS string
   is checked on each record.
 * ``consumerGroup``: ``commit(end)`` merges the offsets into the store's
-  ``config/consumerOffset.json`` (RocketMQ format, never backwards).
+  ``config/consumerOffset.json`` (RocketMQ format, never backwards).  Refused
+  before anything is read when the broker keeps the offsets in RocksDB
+  (rmqsource does not write the broker's RocksDB).
+* ``commitOffsets`` (default true): ``false`` reads the group's offsets
+  (``startingOffsets=group``) but commits nothing.
 * ``reportLatestOffset`` (default true): report the queues' max offsets to
   the query progress.
 
@@ -78,6 +85,7 @@ from ..errors import DataLossError, OptionError
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout, open_queue
+from ..store.offset_source import load_committed_offsets, locate_offset_source, refuse_group_commit
 from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
                      SupportsTriggerAvailableNow)
 from .options import EARLIEST, LATEST
@@ -152,7 +160,7 @@ def _check_group_start(o: StreamOptions, keys: set, committed: dict) -> None:
     if not have and o.starting_fallback is None:
         topics = ", ".join(sorted({t for t, _ in keys})) or "(no queues)"
         raise OptionError(f"startingOffsets=group: consumer group {o.consumer_group!r} has no committed offsets for "
-                          f"{topics} in {o.root} (config/consumerOffset.json); set startingOffsetsFallback=earliest "
+                          f"{topics} in {o.root} ({locate_offset_source(o.root).description}); set startingOffsetsFallback=earliest "
                           f"or latest to start anyway (like Kafka's auto.offset.reset)")
     if o.starting_fallback == "none":
         missing = sorted(keys - set(committed))
@@ -209,12 +217,13 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _initial_offset(self) -> dict:
         w = self.watcher
         o = self.opts
-        if o.consumer_group:
-            ConsumerOffsets(o.root, config=o.read.store_config).check_writable()   # fail before reading anything
+        if o.commits:          # fail before reading anything
+            refuse_group_commit(o.root)
+            ConsumerOffsets(o.root, config=o.read.store_config).check_writable()
         cl_min = w.commit_log_min()
         committed: dict[Key, int] = {}
         if o.starting == GROUP:
-            table = ConsumerOffsets(o.root, config=o.read.store_config).offsets_for_group(o.consumer_group)
+            table = load_committed_offsets(o.root).offsets_for_group(o.consumer_group)
             committed = {(t, int(q)): int(v) for t, qs in table.items() for q, v in qs.items()}
         keys = set(w.keys())
         if o.starting == GROUP:
@@ -377,7 +386,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _commit_group(self, offsets: dict[Key, int]) -> None:
         """Merge offsets into config/consumerOffset.json for ``consumerGroup`` (never backwards)."""
         o = self.opts
-        if not o.consumer_group or not offsets:
+        if not o.commits or not offsets:
             return
         last = getattr(self, "_committed", None) or {}
         if all(last.get(k, -1) >= v for k, v in offsets.items()):

@@ -31,7 +31,13 @@ class StreamOptions:
     sub_tags: Optional[frozenset] = None      # None = "*"
     sub_expression: str = "*"
     consumer_group: Optional[str] = None
+    commit_offsets: bool = True               # with consumer_group: commit each batch's end (False: only read)
     report_latest: bool = True
+
+    @property
+    def commits(self) -> bool:
+        """True when batches' ends are committed under consumerGroup."""
+        return bool(self.consumer_group) and self.commit_offsets
 
     @property
     def root(self) -> str:
@@ -122,6 +128,8 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
         if not group or "@" in group:
             raise OptionError(f"option consumerGroup must be a non-empty name without '@', got {group!r}")
         kw["consumer_group"] = group
+    if "commitoffsets" in ours:
+        kw["commit_offsets"] = parse_bool("commitOffsets", ours["commitoffsets"])
     if kw.get("starting") == GROUP and not kw.get("consumer_group"):
         raise OptionError("startingOffsets=group needs the option consumerGroup")
     if "reportlatestoffset" in ours:

@@ -1,10 +1,18 @@
-"""Consumer-group lag per queue: committed offset (config/consumerOffset.json) vs the queue's max offset.
+"""Consumer-group lag per queue: committed offset vs the queue's max offset.
 
-Like RocketMQ's ``mqadmin consumerProgress``: for every ``topic@group`` entry
-of ``consumerOffset.json`` (optionally only one group), one row per queue of
-that topic present in the store or in the file:
+Like RocketMQ's ``mqadmin consumerProgress``: for every committed ``(group, topic)``
+wherever the broker keeps them (:mod:`rmqsource.store.offset_source`: consumerOffset.json,
+lmqConsumerOffset.json, RocksDB ``config/rdb`` of config v2, the 5.2 RocksDB config;
+optionally only one group), one row per queue of that topic present in the store or in
+the offsets:
 
-``{"group", "topic", "queueId", "brokerOffset", "consumerOffset", "minOffset", "diff"}``
+``{"group", "topic", "queueId", "brokerOffset", "consumerOffset", "minOffset", "diff", "requestMode"}``
+
+``requestMode`` is ``POP`` for the (topic, group) pairs ``config/messageRequestMode.json``
+names with mode POP (and their POP retry topics), else ``PULL``.  A POP group's committed
+offset moves when messages are popped, so messages popped and not yet acked (in flight,
+kept as checkpoints in the revive log) are not lag: exactly what the broker's
+``consumeStats`` reports for such a group.
 
 ``brokerOffset`` is the queue's max offset (next offset to be written),
 ``consumerOffset`` the committed next offset to consume (None when the group
@@ -25,10 +33,10 @@ from typing import Optional
 from ..errors import OptionError
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue
-from .consumer_offsets import ConsumerOffsets
 from .layout import StoreLayout, open_queue
+from .offset_source import CommittedOffsets, load_committed_offsets, pop_pairs, request_mode
 
-__all__ = ["group_lag", "lag_rows_text"]
+__all__ = ["group_lag", "group_lag_with_source", "lag_rows_text"]
 
 
 def _queue_bounds(layout: StoreLayout, config: StoreConfig, topic: str, queue_id: int,
@@ -57,13 +65,22 @@ def group_lag(root: str | os.PathLike, config: Optional[StoreConfig] = None, gro
     An entry whose topic cannot be a queue of this store (``"../../etc@g1"``) gets no rows; a line
     saying why goes to ``problems`` when given, and the other entries are reported as usual.
     """
+    return group_lag_with_source(root, config, group, exact=exact, problems=problems)[0]
+
+
+def group_lag_with_source(root: str | os.PathLike, config: Optional[StoreConfig] = None,
+                          group: Optional[str] = None, *, exact: bool = False,
+                          problems: Optional[list] = None) -> tuple[list[dict], CommittedOffsets]:
+    """:func:`group_lag` and the committed offsets it used (their source: which file or database)."""
     config = config or StoreConfig()
     root = os.fspath(root)
     layout = StoreLayout.for_config(root, config)
-    layout.check_is_store()
     if group is not None and (not group or "@" in group):
         raise OptionError(f"group must be a non-empty name without '@', got {group!r}")
-    entries = ConsumerOffsets(root, config=config).all_entries()
+    committed_offsets = load_committed_offsets(root)     # before the queues: an unreadable source says so first
+    layout.check_is_store()
+    pops = pop_pairs(root)
+    entries = list(committed_offsets.entries)
     if group is not None:
         entries = [e for e in entries if e.group == group]
     committed: dict[tuple[str, str], dict[int, int]] = {}
@@ -102,15 +119,16 @@ def group_lag(root: str | os.PathLike, config: Optional[StoreConfig] = None, gro
                 bounds_of = {qid: queue_bounds(topic, qid) for qid in qids}
             except OptionError as exc:        # not a topic name this store can hold
                 if problems is not None:
-                    problems.append(f"{os.path.join(root, 'config', 'consumerOffset.json')}: entry "
+                    problems.append(f"{committed_offsets.source.path}: entry "
                                     f"{(topic + '@' + grp)[:200]!r} skipped: {exc}")
                 continue
             for qid, (mn, mx) in bounds_of.items():
                 off = offsets.get(qid)
                 base = mn if off is None else max(off, mn)
                 rows.append({"group": grp, "topic": topic, "queueId": qid, "brokerOffset": mx,
-                             "consumerOffset": off, "minOffset": mn, "diff": max(0, mx - base)})
-        return rows
+                             "consumerOffset": off, "minOffset": mn, "diff": max(0, mx - base),
+                             "requestMode": request_mode(topic, grp, pops)})
+        return rows, committed_offsets
     finally:
         if reader is not None:
             reader.close()

@@ -187,6 +187,7 @@ def test_stream_and_sink_defaults_are_the_parsers():
         "maxTriggerDelay": [_duration(stream["max_trigger_delay_ms"])],
         "subExpression": [stream["sub_expression"]],
         "reportLatestOffset": [_shown(stream["report_latest"])],
+        "commitOffsets": [_shown(stream["commit_offsets"])],
         "lockTimeout": [f"{int(sink['lock_timeout_s'])}s"],
         "queueNums": [str(DEFAULT_QUEUE_NUMS)],
         "preserveStoreFields": [_shown(sink["preserve_store_fields"])],

@@ -94,6 +94,23 @@ FORMAT_PAIRS: dict[tuple[str, str], tuple] = {
     ("RecordEncoder", "BLANK_HEADER_BYTES"): ("rmqsource.limits", "END_FILE_MIN_BLANK_BYTES"),
     # tagsCode
     ("TagsCode", "SCHEDULE_TOPIC"): ("rmqsource.format.tagscode", "SCHEDULE_TOPIC"),
+    # consumer offsets in RocksDB (config v2 typed keys, 5.2 layout column families)
+    ("RocksDbConfig", "TABLE_PREFIX"): ("rmqsource.format.rocksdb_config", "TABLE_PREFIX"),
+    ("RocksDbConfig", "CTRL_1"): ("rmqsource.format.rocksdb_config", "CTRL_1"),
+    ("RocksDbConfig", "CTRL_2"): ("rmqsource.format.rocksdb_config", "CTRL_2"),
+    ("RocksDbConfig", "DATA_VERSION_KEY"): ("rmqsource.format.rocksdb_config", "DATA_VERSION_KEY"),
+    ("RocksDbConfig", "MAX_NAME_BYTES"): ("rmqsource.format.rocksdb_config", "MAX_NAME_BYTES"),
+    ("RocksDbConfig", "SERIALIZATION_JSON"): ("rmqsource.format.rocksdb_config", "SERIALIZATION_JSON"),
+    ("RocksDbConfig", "RECORD_DATA"): ("rmqsource.format.rocksdb_config", "RecordPrefix.DATA", int),
+    ("RocksDbConfig", "RECORD_DATA_VERSION"): ("rmqsource.format.rocksdb_config", "RecordPrefix.DATA_VERSION", int),
+    ("RocksDbConfig", "TABLE_CONSUMER_OFFSET"): ("rmqsource.format.rocksdb_config", "TableId.CONSUMER_OFFSET", int),
+    ("RocksDbConfig", "TABLE_PULL_OFFSET"): ("rmqsource.format.rocksdb_config", "TableId.PULL_OFFSET", int),
+    ("RocksDbConfig", "TABLE_TOPIC"): ("rmqsource.format.rocksdb_config", "TableId.TOPIC", int),
+    ("RocksDbConfig", "TABLE_SUBSCRIPTION_GROUP"): ("rmqsource.format.rocksdb_config", "TableId.SUBSCRIPTION_GROUP", int),
+    ("RocksDbConfig", "V1_DATA_VERSION_CF"): ("rmqsource.format.rocksdb_config", "V1_DATA_VERSION_CF"),
+    ("RocksDbConfig", "V1_DATA_VERSION_KEY"): ("rmqsource.format.rocksdb_config", "V1_DATA_VERSION_KEY"),
+    ("RocksDbConfig", "V1_SINGLE_DB_OFFSET_CF"): ("rmqsource.format.rocksdb_config", "V1_SINGLE_DB_OFFSET_CF"),
+    ("RocksDbConfig", "V1_SINGLE_DB_VERSION_CF"): ("rmqsource.format.rocksdb_config", "V1_SINGLE_DB_VERSION_CF"),
 }
 
 # Java format fields with no Python value to compare (the reason says why).

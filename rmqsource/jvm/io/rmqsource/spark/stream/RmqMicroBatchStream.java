@@ -8,6 +8,7 @@ import io.rmqsource.spark.StoreAccess;
 import io.rmqsource.spark.compat.ReadLimits;
 import io.rmqsource.spark.read.RmqPlanner;
 import io.rmqsource.spark.stream.StreamReaderFactory.StreamRange;
+import io.rmqsource.store.ConsumerOffsetSource;
 import io.rmqsource.store.ConsumerOffsetsFile;
 import io.rmqsource.store.QueueKey;
 import io.rmqsource.store.QueueTail;
@@ -98,14 +99,15 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     public Offset initialOffset() {
         StoreWatcher w = watcher;
         RmqStreamOptions o = opts;
-        if (o.consumerGroup != null) {
-            new ConsumerOffsetsFile(o.root(), o.read.storeConfig).checkWritable();   // fail before reading anything
+        if (o.commits()) {          // fail before reading anything
+            ConsumerOffsetSource.refuseGroupCommit(o.root());
+            new ConsumerOffsetsFile(o.root(), o.read.storeConfig).checkWritable();
         }
         long clMin = w.commitLogMin();
         Map<QueueKey, Long> groupOffsets = new HashMap<>();
         if (RmqStreamOptions.GROUP.equals(o.starting)) {
-            ConsumerOffsetsFile file = new ConsumerOffsetsFile(o.root(), o.read.storeConfig);
-            for (Map.Entry<String, TreeMap<Integer, Long>> t : file.offsetsForGroup(o.consumerGroup).entrySet()) {
+            ConsumerOffsetSource source = ConsumerOffsetSource.locate(o.root());
+            for (Map.Entry<String, TreeMap<Integer, Long>> t : source.offsetsForGroup(o.consumerGroup).entrySet()) {
                 for (Map.Entry<Integer, Long> q : t.getValue().entrySet()) {
                     groupOffsets.put(new QueueKey(t.getKey(), q.getKey()), q.getValue());
                 }
@@ -185,7 +187,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
             for (QueueKey k : keys) topics.add(k.topic);
             throw new OptionError("startingOffsets=group: consumer group " + Repr.of(o.consumerGroup)
                     + " has no committed offsets for " + (topics.isEmpty() ? "(no queues)" : String.join(", ", topics))
-                    + " in " + o.root() + " (config/consumerOffset.json); set startingOffsetsFallback=earliest or latest"
+                    + " in " + o.root() + " (" + ConsumerOffsetSource.locate(o.root()).description() + "); set startingOffsetsFallback=earliest or latest"
                     + " to start anyway (like Kafka's auto.offset.reset)");
         }
         if (RmqStreamOptions.NONE.equals(o.startingFallback)) {
@@ -367,7 +369,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
 
     /** Merges offsets into config/consumerOffset.json for consumerGroup (never backwards). */
     private void commitGroup(Map<QueueKey, Long> offs) {
-        if (opts.consumerGroup == null || offs.isEmpty()) return;
+        if (!opts.commits() || offs.isEmpty()) return;
         boolean news = false;
         for (Map.Entry<QueueKey, Long> e : offs.entrySet()) news |= committed.getOrDefault(e.getKey(), -1L) < e.getValue();
         if (!news) return;

@@ -41,7 +41,14 @@ public final class RmqStreamOptions implements Serializable {
     public Set<String> subTags;
     public String subExpression = "*";
     public String consumerGroup;
+    /** With consumerGroup: commit each batch's end (false: only read the group's offsets). */
+    public boolean commitOffsets = true;
     public boolean reportLatest = true;
+
+    /** True when batches' ends are committed under consumerGroup. */
+    public boolean commits() {
+        return consumerGroup != null && commitOffsets;
+    }
 
     public String root() {
         return read.paths.get(0);
@@ -153,6 +160,11 @@ public final class RmqStreamOptions implements Serializable {
                 throw new OptionError("option consumerGroup must be a non-empty name without '@', got " + Repr.of(group));
             }
             o.consumerGroup = group;
+        }
+        if (ours.containsKey("commitoffsets")) {
+            o.commitOffsets = RmqOptions.parseBool("commitOffsets", ours.get("commitoffsets"));
+        }
+        if (o.consumerGroup != null) {
             if (io.rmqsource.io.StoreFiles.isUri(o.root())) {
                 throw new OptionError("option consumerGroup commits into the store's config/consumerOffset.json; "
                         + o.root() + " is on another file system, read-only to rmqsource");

@@ -1,0 +1,171 @@
+package io.rmqsource.format;
+
+import io.rmqsource.errors.FormatError;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Consumer offsets the broker keeps in RocksDB: key/value codecs, pure (the twin of
+ * rmqsource/format/rocksdb_config.py, whose docstring states the layouts).
+ *
+ * <p>Config v2 ({@code config/rdb/}, column family {@code default}): keys
+ * {@code [1 u8][table-id u16][record u8]...}; offsets (table 1 CONSUMER_OFFSET, 2 PULL_OFFSET, record 2 DATA)
+ * {@code [group-len u16][group][0x01][topic-len u16][topic][0x01][queue-id i32]} -> {@code [offset i64]};
+ * data version (record 1) {@code "data_version"} -> {@code [state i64][timestamp i64][counter i64]}; all
+ * big-endian. Config v1 in RocksDB ({@code config/consumerOffsets/}, {@code config/metadata/}): key
+ * {@code topic@group}, value {@code {"offsetTable":{queueId:offset}}}; version column family
+ * {@code kvDataVersion}, key {@code kvDataVersionKey}, value the DataVersion JSON.
+ */
+public final class RocksDbConfig {
+    private RocksDbConfig() {}
+
+    public static final int TABLE_PREFIX = 1;
+    public static final int CTRL_1 = 1;
+    public static final int CTRL_2 = 2;
+    public static final short TABLE_CONSUMER_OFFSET = 1;
+    public static final short TABLE_PULL_OFFSET = 2;
+    public static final short TABLE_TOPIC = 3;
+    public static final short TABLE_SUBSCRIPTION_GROUP = 4;
+    public static final int RECORD_DATA_VERSION = 1;
+    public static final int RECORD_DATA = 2;
+    public static final int SERIALIZATION_JSON = 1;
+    public static final byte[] DATA_VERSION_KEY = "data_version".getBytes(StandardCharsets.US_ASCII);
+    public static final int MAX_NAME_BYTES = 0x7FFF;
+    public static final String V1_DATA_VERSION_CF = "kvDataVersion";
+    public static final byte[] V1_DATA_VERSION_KEY = "kvDataVersionKey".getBytes(StandardCharsets.US_ASCII);
+    public static final String V1_SINGLE_DB_OFFSET_CF = "consumerOffset";
+    public static final String V1_SINGLE_DB_VERSION_CF = "consumerOffsetVersion";
+
+    /** One table-1/2 key: group, topic, queue id. */
+    public static final class OffsetKey {
+        public final short table;
+        public final String group;
+        public final String topic;
+        public final int queueId;
+
+        OffsetKey(short table, String group, String topic, int queueId) {
+            this.table = table;
+            this.group = group;
+            this.topic = topic;
+            this.queueId = queueId;
+        }
+    }
+
+    /** The 4-byte prefix of every key of {@code table}'s {@code record} kind. */
+    public static byte[] tablePrefix(short table, int record) {
+        return new byte[] {(byte) TABLE_PREFIX, (byte) (table >> 8), (byte) table, (byte) record};
+    }
+
+    private static String hex(byte[] key) {
+        return HexFormat.of().formatHex(key, 0, Math.min(key.length, 120));
+    }
+
+    private static String name(ByteBuffer b, byte[] key, String what, String file) {
+        if (b.remaining() < 2) {
+            throw new FormatError("offset key " + hex(key) + ": " + what + " length past the key's end", file, b.position());
+        }
+        int n = b.getShort() & 0xFFFF;
+        if (n == 0 || n > MAX_NAME_BYTES || n > b.remaining()) {
+            throw new FormatError("offset key " + hex(key) + ": " + what + " length " + n + " does not fit the "
+                    + key.length + "-byte key", file, b.position() - 2);
+        }
+        byte[] bytes = new byte[n];
+        b.get(bytes);
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (CharacterCodingException e) {
+            throw new FormatError("offset key " + hex(key) + ": " + what + " is not UTF-8", file, b.position() - n);
+        }
+    }
+
+    /** A consumer-offset or pull-offset key (table 1 or 2); FormatError for anything else. */
+    public static OffsetKey decodeOffsetKey(byte[] key, String file) {
+        if (key.length < 4 + 2 + 1 + 1 + 2 + 1 + 1 + 4) {
+            throw new FormatError("offset key " + hex(key) + " is " + key.length
+                    + " bytes, shorter than any offset key", file, -1);
+        }
+        ByteBuffer b = ByteBuffer.wrap(key);
+        int tp = b.get() & 0xFF;
+        short table = b.getShort();
+        int record = b.get() & 0xFF;
+        if (tp != TABLE_PREFIX || (table != TABLE_CONSUMER_OFFSET && table != TABLE_PULL_OFFSET) || record != RECORD_DATA) {
+            throw new FormatError("key " + hex(key) + " is not a consumer/pull offset record (prefix " + tp
+                    + ", table " + table + ", record " + record + ")", file, -1);
+        }
+        String group = name(b, key, "group", file);
+        if (!b.hasRemaining() || b.get() != CTRL_1) {
+            throw new FormatError("offset key " + hex(key) + ": no CTRL_1 after the group", file, b.position() - 1);
+        }
+        String topic = name(b, key, "topic", file);
+        if (!b.hasRemaining() || b.get() != CTRL_1) {
+            throw new FormatError("offset key " + hex(key) + ": no CTRL_1 after the topic", file, b.position() - 1);
+        }
+        if (b.remaining() != 4) {
+            throw new FormatError("offset key " + hex(key) + ": " + b.remaining()
+                    + " bytes after the topic, expected a 4-byte queue id", file, b.position());
+        }
+        int qid = b.getInt();
+        if (qid < 0) {
+            throw new FormatError("offset key " + hex(key) + ": queue id " + qid + " < 0", file, b.position() - 4);
+        }
+        return new OffsetKey(table, group, topic, qid);
+    }
+
+    public static byte[] encodeOffsetKey(String group, String topic, int queueId, short table) {
+        byte[] g = group.getBytes(StandardCharsets.UTF_8);
+        byte[] t = topic.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate(4 + 2 + g.length + 1 + 2 + t.length + 1 + 4);
+        b.put(tablePrefix(table, RECORD_DATA)).putShort((short) g.length).put(g).put((byte) CTRL_1)
+                .putShort((short) t.length).put(t).put((byte) CTRL_1).putInt(queueId);
+        return b.array();
+    }
+
+    public static long decodeOffsetValue(byte[] value, String file) {
+        if (value == null || value.length != 8) {
+            throw new FormatError("offset value is " + (value == null ? 0 : value.length)
+                    + " bytes, expected an 8-byte big-endian long", file, -1);
+        }
+        return ByteBuffer.wrap(value).getLong();
+    }
+
+    /** A 5.2-layout record's {queueId: offset} from its wrapper JSON {"offsetTable": {...}}. */
+    public static Map<Integer, Long> decodeV1OffsetValue(byte[] key, byte[] value, String file) {
+        String topicAtGroup = new String(key, StandardCharsets.UTF_8);
+        Map<Object, Object> doc = FastJson.parse(value, file);
+        Object table = doc.get("offsetTable");
+        if (!(table instanceof Map)) {
+            throw new FormatError("consumer offset record " + topicAtGroup + ": value has no offsetTable object", file, -1);
+        }
+        Map<Integer, Long> out = new LinkedHashMap<>();
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) table).entrySet()) {
+            try {
+                int q = Integer.parseInt(String.valueOf(e.getKey()).strip());
+                Object v = e.getValue();
+                if (v instanceof Boolean || q < 0) throw new NumberFormatException();
+                long off = v instanceof Number ? ((Number) v).longValue() : Long.parseLong(String.valueOf(v).strip());
+                out.put(q, off);
+            } catch (NumberFormatException ex) {
+                throw new FormatError("consumer offset record " + topicAtGroup + ": " + e.getKey() + ": "
+                        + e.getValue() + " is not queueId: offset", file, -1);
+            }
+        }
+        return out;
+    }
+
+    /** kvDataVersion JSON's counter; 0 when absent or unreadable (the broker's new DataVersion()). */
+    public static long decodeV1DataVersionCounter(byte[] value) {
+        if (value == null || value.length == 0) return 0;
+        try {
+            Object c = FastJson.parse(value, "kvDataVersion").get("counter");
+            return c instanceof Number && !(c instanceof Boolean) ? ((Number) c).longValue() : 0;
+        } catch (RuntimeException e) {
+            return 0;
+        }
+    }
+}
