@@ -183,6 +183,7 @@ SMALL_MEMORY_WRITE = textwrap.dedent("""
 
 
 @pytest.mark.spark
+@pytest.mark.e2e
 def test_jvm_sink_spills_staged_records_when_spark_grants_no_memory(tmp_path):
     """The JVM sink stages a task's records in the task's execution memory: with 64 MiB for Spark (about
     38 MiB of execution memory) a 80 MB partition spills to the executor's local directory (the spill file
