@@ -149,7 +149,7 @@ public final class RealBroker {
         expected.mkdirs();
         storeDir.mkdirs();
         rnd = new Random(Long.parseLong(args.getOrDefault("seed", "7")));
-        int messages = Integer.parseInt(args.getOrDefault("messages", "300"));
+        int messages = Integer.parseInt(args.getOrDefault("messages", "400"));
         boolean kill = args.containsKey("kill");
 
         Set<Integer> taken = new HashSet<>();
@@ -476,7 +476,7 @@ public final class RealBroker {
         String[] kinds = kill
             ? new String[] {"plain", "normal", "props", "multikey", "big", "batch"}
             : new String[] {"plain", "plain", "plain", "normal", "normal", "normal", "multikey", "multikey", "props",
-                "props", "big", "tiny", "batch", "batch", "batch", "delay", "delay_parked", "timer", "timer_parked",
+                "props", "big", "big", "tiny", "order", "order", "order", "batch", "batch", "batch", "delay", "delay_parked", "timer", "timer_parked",
                 "tx_commit", "tx_rollback"};
         return kinds[rnd.nextInt(kinds.length)];
     }
@@ -493,7 +493,13 @@ public final class RealBroker {
         int s = seq++;
         String text;
         if (kind.equals("big")) {
-            text = body(s, kind, 5000 + rnd.nextInt(7000));
+            // 8-96 KiB that deflate only halves: a few of them roll the 1 MiB CommitLog files.
+            StringBuilder sb = new StringBuilder(body(s, kind, 0));
+            int len = 8192 + rnd.nextInt(88 * 1024);
+            while (sb.length() < len) {
+                sb.append(rnd.nextInt(10) == 0 ? ' ' : (char) ('a' + rnd.nextInt(16)));
+            }
+            text = sb.toString();
         } else if (kind.equals("tiny")) {
             text = "x";
         } else {
@@ -531,7 +537,7 @@ public final class RealBroker {
 
     void sendOne(DefaultMQProducer producer, TransactionMQProducer txProducer, List<String> topics, boolean kill) {
         String kind = pickKind(kill);
-        String topic = topics.get(rnd.nextInt(topics.size()));
+        String topic = kind.equals("order") ? topics.get(0) : topics.get(rnd.nextInt(topics.size()));
         counts.merge(kind, 1, Integer::sum);
         long now = System.currentTimeMillis();
         if (kind.equals("batch")) {
@@ -606,7 +612,15 @@ public final class RealBroker {
         }
         Map<String, Object> line = sentLine(seq - 1, kind, m, now);
         try {
-            SendResult r = kind.startsWith("tx_") ? txProducer.sendMessageInTransaction(m, null) : producer.send(m);
+            SendResult r;
+            if (kind.startsWith("tx_")) {
+                r = txProducer.sendMessageInTransaction(m, null);
+            } else if (kind.equals("order")) {
+                // One queue gets more than a ConsumeQueue file's 60 units: its CQ files roll.
+                r = producer.send(m, (mqs, msg, arg) -> mqs.get(1 % mqs.size()), null);
+            } else {
+                r = producer.send(m);
+            }
             Map<String, Object> res = result(r);
             if (r instanceof org.apache.rocketmq.client.producer.TransactionSendResult) {
                 var ts = (org.apache.rocketmq.client.producer.TransactionSendResult) r;
