@@ -253,13 +253,15 @@ def expected_rows(run: Path, stored_records: list, topic: str) -> Counter:
 
 
 def test_spark_read_of_each_topic_is_its_send_ok_messages(broker_run, stored, spark):
-    for topic in user_topics(broker_run):
-        df = (spark.read.format("rmq").option("topics", topic).option("decompress", "true")
-              .option("config", str(broker_run / "broker.properties")).load(str(broker_run / "store")))
-        rows = df.select("uniqKey", "queueId", "queueOffset", "body").collect()
-        got = Counter((r.uniqKey, r.queueId, r.queueOffset, bytes(r.body)) for r in rows)
+    topics = user_topics(broker_run)
+    df = (spark.read.format("rmq").option("topics", ",".join(topics)).option("decompress", "true")
+          .option("config", str(broker_run / "broker.properties")).load(str(broker_run / "store")))
+    rows = df.select("topic", "uniqKey", "queueId", "queueOffset", "body").collect()
+    for topic in topics:
+        got = Counter((r.uniqKey, r.queueId, r.queueOffset, bytes(r.body)) for r in rows if r.topic == topic)
         want = expected_rows(broker_run, stored[topic], topic)
         assert got == want, (topic, sorted(got - want)[:5], sorted(want - got)[:5])
+    assert {r.topic for r in rows} == set(topics)
 
 
 def test_rmq_verify_is_clean(broker_run):
@@ -302,3 +304,15 @@ def test_killed_broker_keeps_every_acknowledged_send(killed_broker_run):
                             f"at {pos.get((s['topic'], s['uniqKey']), (None,))[:3]}, broker said {want[:3]}")
     dup = [(t, u, n) for t, c in counts.items() for u, n in c.items() if n > 1]
     assert not problems and not dup, "\n".join(problems[:30] + [str(d) for d in dup[:10]])
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "rmq verify calls the end of the data in a SIGKILLed broker's CommitLog an error (segment-end: 'records "
+    "end inside a segment that is not the last (zero bytes); recovery would drop every later segment') when "
+    "the broker had pre-allocated the next 1 MiB file: that file is all zero bytes, and RocketMQ's "
+    "recoverAbnormally stops at the zero bytes and deletes it without losing a record"))
+def test_rmq_verify_of_killed_store_flags_only_the_unclean_shutdown(killed_broker_run):
+    code, out = run_cli("verify", "--json", "--config", killed_broker_run / "broker.properties",
+                        killed_broker_run / "store")
+    problems = [json.loads(l) for l in out.splitlines() if l.strip().startswith('{"severity"')]
+    assert [p["check"] for p in problems] == ["unclean-shutdown"], out
