@@ -78,7 +78,7 @@ public final class RealBroker {
     final Object sentLock = new Object();
     final Object consumedLock = new Object();
     final Map<String, Integer> deliveries = new ConcurrentHashMap<>();
-    final Set<String> allSeen = ConcurrentHashMap.newKeySet();
+    final Set<String> allSeen = ConcurrentHashMap.newKeySet();          // send sequence numbers
     final Set<String> expectedForAll = ConcurrentHashMap.newKeySet();
     final Map<String, Integer> counts = new TreeMap<>();
     String nsAddr;
@@ -574,7 +574,7 @@ public final class RealBroker {
                     line.put("batch", b);
                     line.put("result", res);
                     if (r.getSendStatus().name().equals("SEND_OK")) {
-                        expectedForAll.add((String) res.get("msgId"));
+                        expectedForAll.add(String.valueOf(first + i));
                     }
                 } else {
                     line.put("error", error(err));
@@ -629,7 +629,7 @@ public final class RealBroker {
             }
             line.put("result", res);
             if (due && r.getSendStatus().name().equals("SEND_OK")) {
-                expectedForAll.add(r.getMsgId());
+                expectedForAll.add(String.valueOf(seq - 1));
             }
         } catch (Throwable t) {
             line.put("error", error(t));
@@ -750,7 +750,9 @@ public final class RealBroker {
             }
         }
         if (group.equals("rb_all")) {
-            allSeen.add(uniq);
+            // By send sequence, not msgId: before 5.5.0 a batch's items share one UNIQ_KEY (apache/rocketmq#9416).
+            String rbSeq = m.getUserProperty("rb_seq");
+            allSeen.add(rbSeq != null ? rbSeq : m.getKeys().split(" ")[0].substring(2));
         }
     }
 
