@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command. Creates the environment (and the JVM scan's jar when a JDK is present), then:
-#   scripts/test.sh            the default run: every tier but `e2e`, `slow` and `objectstore`
+#   scripts/test.sh            the default run: every tier but `e2e`, `slow`, `objectstore` and `broker`
 #   scripts/test.sh --unit     the inner loop: tests/unit and tests/golden less what starts a JVM or Spark
 #   scripts/test.sh --e2e      the end-to-end tier: Spark applications of their own with killed tasks and
 #                              drivers, full disks and restarts; a standalone cluster, Spark Connect, notebooks
+#   scripts/test.sh --broker   the broker tier: Apache RocketMQ's own NameServer and Broker on loopback
+#                              (Maven fetches them once into ~/.cache/rmqsource/broker), checked against rmq
 #   scripts/test.sh ARGS...    pytest with ARGS (e.g. -m slow for the slow tier, tests/spark/test_x.py -k y)
 # With the jar built, pytest runs twice: everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm),
 # then, on the pure Python data source (RMQ_SPARK_MODE=python), the selected Spark tests whose answer
@@ -24,8 +26,11 @@ fi
 if [ "${1:-}" = "--e2e" ]; then
   shift
   set -- -m "e2e and not slow and not objectstore" "$@"
+elif [ "${1:-}" = "--broker" ]; then
+  shift
+  set -- -m "broker and not slow" "$@"
 elif [ "$#" -eq 0 ]; then
-  set -- -m "not e2e and not slow and not objectstore"
+  set -- -m "not e2e and not slow and not objectstore and not broker"
 fi
 if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
   exec python -m pytest "${parallel[@]}" "$@"

@@ -20,7 +20,7 @@ import pytest
 # The shared helpers (support/) and every tier's folder: some tests reuse another tier's checks
 # (the JVM writer's golden tests take the Python writer's comparisons, the positioned-read tests re-run
 # the batch tests) by importing its module.
-TIER_FOLDERS = ("unit", "golden", "crash", "jvm", "spark", "fuzz")
+TIER_FOLDERS = ("unit", "golden", "crash", "jvm", "spark", "fuzz", "broker")
 sys.path[:0] = [os.path.join(os.path.dirname(__file__), d) for d in ("support",) + TIER_FOLDERS]
 
 from rmqsource.spark.jar import MODE_ENV, JarError, has_native_scan, session_conf, session_jar, spark_mode  # noqa: E402

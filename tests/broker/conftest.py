@@ -1,0 +1,192 @@
+"""The broker tier: Apache RocketMQ's own NameServer and Broker, started in a JVM of their own.
+
+The harness (tests/broker/harness: a Maven project, package io.rmqsource.brokertest) is built once per
+RocketMQ version into a cache outside the repository, ``~/.cache/rmqsource/broker/<version>/``
+(``RMQ_BROKER_CACHE`` moves it): ``lib/`` holds the RocketMQ jars Maven resolved from Maven Central,
+``classes/`` the harness compiled with javac against them. Without Maven the tier is skipped; with Maven a
+failed fetch or build is an error. A user of rmqsource never needs any of this.
+
+Each scenario starts one broker (``run_broker``): a temporary store with small files (1 MiB CommitLog files,
+60-unit ConsumeQueue files, small IndexFiles), a workload through the official client, then a clean
+shutdown (or SIGKILL after the acknowledged sends, ``kill=True``). Its folder has the layout of
+../shared/golden-broker's runs: ``store/``, ``broker.properties``, ``expected/{sent,consumed}.jsonl``,
+``expected/admin.json``, ``harness.log``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+HARNESS = HERE / "harness"
+MAIN_CLASS = "io.rmqsource.brokertest.RealBroker"
+DEFAULT_VERSION = "5.5.0"
+RUN_TIMEOUT_S = 300
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("RMQ_BROKER_CACHE") or Path.home() / ".cache" / "rmqsource" / "broker")
+
+
+def _sources_digest(version: str) -> str:
+    h = hashlib.sha256(version.encode())
+    for p in sorted([HARNESS / "pom.xml", *HARNESS.rglob("*.java")]):
+        h.update(p.relative_to(HARNESS).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _run(cmd, what: str, cwd=None) -> None:
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = (p.stdout + p.stderr)[-4000:]
+        raise RuntimeError(f"{what} failed (exit {p.returncode}): {' '.join(map(str, cmd))}\n{tail}")
+
+
+def build_harness(version: str) -> str:
+    """The harness's class path for ``version``: Maven resolves the jars once, javac compiles on change."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        pytest.skip("the broker tier needs Maven (mvn on PATH) to fetch Apache RocketMQ from Maven Central")
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.skip("the broker tier needs a JDK (javac on PATH) to compile its harness")
+    root = cache_root() / version
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:          # xdist workers build one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lib = root / "lib"
+        if not (lib / ".complete").is_file():
+            tmp = root / "lib.partial"
+            shutil.rmtree(tmp, ignore_errors=True)
+            _run([mvn, "-q", "-B", "-f", str(HARNESS / "pom.xml"), f"-Drocketmq.version={version}",
+                  "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"],
+                 f"fetching RocketMQ {version} from Maven Central")
+            if not any(tmp.glob("rocketmq-broker-*.jar")):
+                raise RuntimeError(f"Maven resolved no rocketmq-broker jar for {version} into {tmp}")
+            shutil.rmtree(lib, ignore_errors=True)
+            tmp.rename(lib)
+            (lib / ".complete").write_text(version + "\n")
+        classes = root / "classes"
+        digest = _sources_digest(version)
+        stamp = classes / ".digest"
+        if not (stamp.is_file() and stamp.read_text() == digest):
+            shutil.rmtree(classes, ignore_errors=True)
+            classes.mkdir()
+            _run([javac, "-encoding", "UTF-8", "--release", "17", "-nowarn", "-cp", f"{lib}/*", "-d", str(classes),
+                  *map(str, sorted(HARNESS.rglob("*.java")))], f"compiling the broker harness against {version}")
+            stamp.write_text(digest)
+    return f"{classes}{os.pathsep}{lib}/*"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java") or "java"
+
+
+def _log_tail(run_dir: Path, n: int = 60) -> str:
+    log = run_dir / "harness.log"
+    if not log.is_file():
+        return ""
+    lines = [l for l in log.read_text(errors="replace").splitlines() if not l.startswith(("\t", "    at "))]
+    lines = [l for l in lines if "|-INFO in" not in l]
+    return "\n".join(lines[-n:])
+
+
+def run_broker(classpath: str, run_dir: Path, *, seed: int = 7, messages: int = 400, kill: bool = False,
+               kill_after: int = 150, settings: dict | None = None) -> Path:
+    """One broker run into ``run_dir``; with ``kill`` SIGKILLs the JVM once ``kill_after`` sends were acked."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}",
+           "-cp", classpath, MAIN_CLASS,
+           "--store", str(run_dir / "store"), "--out", str(run_dir), "--seed", str(seed),
+           "--messages", str(messages)]
+    if kill:
+        cmd += ["--kill", "--kill-after", str(kill_after)]
+    for k, v in (settings or {}).items():
+        cmd += ["--set", f"{k}={v}"]
+    with open(run_dir / "harness.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
+        try:
+            if kill:
+                acked = run_dir / "expected" / "ACKED"
+                deadline = time.monotonic() + RUN_TIMEOUT_S
+                while not acked.exists():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"the harness exited ({proc.returncode}) before ACKED:\n{_log_tail(run_dir)}")
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"no ACKED after {RUN_TIMEOUT_S} s:\n{_log_tail(run_dir)}")
+                    time.sleep(0.05)
+                time.sleep(0.3)                     # sends go on: the kill lands among them
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+                (run_dir / "expected" / "KILLED").write_text(str(proc.returncode))
+            else:
+                rc = proc.wait(RUN_TIMEOUT_S)
+                if rc != 0 or not (run_dir / "expected" / "DONE").exists():
+                    raise RuntimeError(f"the broker harness failed (exit {rc}):\n{_log_tail(run_dir)}")
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    return run_dir
+
+
+def store_checksums(store: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(store.rglob("*")):
+        if p.is_file():
+            out[p.relative_to(store).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def versions() -> list[str]:
+    return [v for v in os.environ.get("RMQ_BROKER_VERSIONS", DEFAULT_VERSION).split(",") if v]
+
+
+@pytest.fixture(scope="session")
+def broker_classpath():
+    built: dict[str, str] = {}
+
+    def get(version: str) -> str:
+        if version not in built:
+            built[version] = build_harness(version)
+        return built[version]
+    return get
+
+
+@pytest.fixture(scope="session", params=versions())
+def broker_run(request, broker_classpath, tmp_path_factory):
+    """A broker run with default settings, shut down cleanly; ``.checksums``: its store files right after."""
+    version = request.param
+    reuse = os.environ.get("RMQ_BROKER_RUN")
+    if reuse:                                    # re-check a finished run without starting a broker
+        run_dir = Path(reuse)
+        if (run_dir / "checksums.txt").is_file():
+            return run_dir
+    else:
+        run_dir = run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-{version}"))
+    run_dir.joinpath("checksums.txt").write_text(
+        "".join(f"{d}  {p}\n" for p, d in store_checksums(run_dir / "store").items()))
+    return run_dir
+
+
+@pytest.fixture(scope="session", params=versions())
+def killed_broker_run(request, broker_classpath, tmp_path_factory):
+    version = request.param
+    reuse = os.environ.get("RMQ_BROKER_KILLED_RUN")
+    if reuse:
+        return Path(reuse)
+    return run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-killed-{version}"), kill=True)

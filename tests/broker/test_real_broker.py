@@ -1,0 +1,336 @@
+"""rmqsource against a real Apache RocketMQ broker started for the test (see conftest.py).
+
+The broker's own answers (send results, deliveries, admin topicStats and consumeStats) are the reference;
+rmqsource reads the stopped broker's store through per-topic reads and the public store API
+(MessageStoreReader, ``rmq lag``, ``rmq verify``, ``format("rmq")`` with ``topics``), so the checks hold
+whether or not whole-store reads include RocketMQ's own topics.
+
+Kinds (harness RealBroker): ``plain normal multikey props big tiny order batch`` are stored where the send
+result says (queueId, queueOffset, offsetMsgId); ``delay`` (level 1-2), ``timer`` (2-3 s) and
+``tx_commit`` are stored first elsewhere (SCHEDULE_TOPIC_XXXX, rmq_sys_wheel_timer, the half topic) and then
+put under their topic by the broker, at a position the send result does not give; ``delay_parked``
+(level 18), ``timer_parked`` (hours ahead) and ``tx_rollback`` never reach their topic.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import zlib
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from rmqsource import cli
+from rmqsource.store.config import StoreConfig
+from rmqsource.store.reader import MessageStoreReader
+
+from conftest import store_checksums
+
+DIRECT = {"plain", "normal", "multikey", "props", "big", "tiny", "order", "batch"}
+REPUT = {"delay", "timer", "tx_commit"}
+NEVER = {"delay_parked", "timer_parked", "tx_rollback"}
+# Properties the client adds to a delivered message after decoding it: not in the store.
+CLIENT_ADDED = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "POP_CK", "1ST_POP_TIME"}
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    out = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break                                # a killed harness's torn last line
+            raise
+    return out
+
+
+def sends(run: Path) -> list[dict]:
+    return [s for s in read_jsonl(run / "expected" / "sent.jsonl") if s["record"] == "send"]
+
+
+def send_ok(run: Path) -> list[dict]:
+    return [s for s in sends(run) if s["result"] and s["result"]["status"] == "SEND_OK"]
+
+
+def admin(run: Path) -> dict:
+    return json.loads((run / "expected" / "admin.json").read_text(encoding="utf-8"))
+
+
+def config(run: Path) -> StoreConfig:
+    return StoreConfig.from_properties_file(run / "broker.properties")
+
+
+def user_topics(run: Path) -> list[str]:
+    return sorted({s["topic"] for s in sends(run)})
+
+
+def body_of(record) -> bytes:
+    return zlib.decompress(record.body) if record.sys_flag & 1 else record.body
+
+
+def user_props(props: dict) -> dict:
+    return {k: v for k, v in props.items() if k.startswith("rb_")}
+
+
+def seq_of(properties: dict) -> int:
+    """The send's sequence number: ``rb_seq``, or for ``plain`` sends (no user property) the key ``k-<seq>``."""
+    if "rb_seq" in properties:
+        return int(properties["rb_seq"])
+    return int(properties["KEYS"].split()[0].split("-")[1])
+
+
+def per_item_uniq_keys(run: Path) -> bool:
+    """Before 5.5.0 every item of a batch is stored with the batch's UNIQ_KEY (apache/rocketmq#9416): the
+    per-item msgIds the producer got are in no record."""
+    version = admin(run)["harness"]["rocketmqVersion"]          # V5_3_3
+    return tuple(int(x) for x in version[1:].split("_")[:2]) >= (5, 5)
+
+
+def topic_records(reader: MessageStoreReader, topic: str) -> list:
+    """Every message of ``topic`` through its ConsumeQueues (a per-topic read)."""
+    out = []
+    for t, qid in reader.queue_keys():
+        if t != topic:
+            continue
+        for result in reader.get_loop("rmq-broker-test", topic, qid, 0, 1 << 30):
+            out.extend(m.record for m in result.messages)
+    return out
+
+
+@pytest.fixture(scope="module")
+def stored(broker_run):
+    """{topic: [record, ...]} of the user topics and the parking topics, read once."""
+    with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
+        topics = user_topics(broker_run) + ["SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer"]
+        return {t: topic_records(reader, t) for t in topics}
+
+
+def test_workload_ran(broker_run):
+    kinds = Counter(s["kind"] for s in send_ok(broker_run))
+    assert set(kinds) >= DIRECT | REPUT | NEVER, kinds
+    assert admin(broker_run)["harness"]["drainComplete"]
+    assert len(list((broker_run / "store" / "commitlog").iterdir())) >= 2, "the CommitLog should roll"
+
+
+def test_every_send_ok_found_once_where_the_broker_said(broker_run, stored):
+    problems = []
+    per_item = per_item_uniq_keys(broker_run)
+    by_seq = {t: Counter(seq_of(r.properties) for r in recs) for t, recs in stored.items()}
+    records = {(t, seq_of(r.properties)): r for t, recs in stored.items() for r in recs}
+    for s in send_ok(broker_run):
+        res, topic, uniq = s["result"], s["topic"], s["uniqKey"]
+        n = by_seq[topic][s["seq"]]
+        if s["kind"] in NEVER:
+            if n:
+                problems.append(f"seq {s['seq']} {s['kind']}: under {topic} {n} times, expected never")
+            continue
+        if n != 1:
+            problems.append(f"seq {s['seq']} {s['kind']} uniqKey {uniq}: found {n} times under {topic}")
+            continue
+        r = records[(topic, s["seq"])]
+        want = {"body": base64.b64decode(s["body_b64"]), "tags": s["tags"], "keys": " ".join(s["keys"]),
+                "user": s["userProperties"], "uniq": res["msgId"]}
+        got = {"body": body_of(r), "tags": r.tags, "keys": r.keys, "user": user_props(r.properties),
+               "uniq": r.uniq_key}
+        if s["kind"] == "batch" and not per_item:
+            want["uniq"] = got["uniq"] = None
+        if s["kind"] in DIRECT:
+            want.update(queueId=res["queueId"], queueOffset=res["queueOffset"], offsetMsgId=res["offsetMsgId"])
+            got.update(queueId=r.queue_id, queueOffset=r.queue_offset, offsetMsgId=r.msg_id)
+        else:
+            want["realTopic"] = None
+            got["realTopic"] = None if r.properties.get("REAL_TOPIC") in (None, topic) else r.properties["REAL_TOPIC"]
+        if got != want:
+            diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+            problems.append(f"seq {s['seq']} {s['kind']} {topic}: (rmqsource, broker) {diff}")
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_parked_messages_wait_in_the_broker_topics(broker_run, stored):
+    """Level-18 delays sit in SCHEDULE_TOPIC_XXXX queue 17, far timers in rmq_sys_wheel_timer, both
+    naming their real topic."""
+    parked = {(r.properties.get("REAL_TOPIC"), seq_of(r.properties)): r
+              for t in ("SCHEDULE_TOPIC_XXXX", "rmq_sys_wheel_timer") for r in stored[t]}
+    missing = []
+    for s in send_ok(broker_run):
+        if s["kind"] in ("delay_parked", "timer_parked"):
+            r = parked.get((s["topic"], s["seq"]))
+            if r is None or body_of(r) != base64.b64decode(s["body_b64"]):
+                missing.append((s["seq"], s["kind"], s["uniqKey"]))
+            elif s["kind"] == "delay_parked":
+                assert (r.topic, r.queue_id) == ("SCHEDULE_TOPIC_XXXX", 17)
+    assert not missing
+
+
+def test_queue_offsets_equal_topic_stats(broker_run):
+    stats = admin(broker_run)["topicStats"]
+    got, want = {}, {}
+    with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
+        for topic in user_topics(broker_run):
+            for q in stats[topic]:
+                want[(topic, q["queueId"])] = (q["minOffset"], q["maxOffset"])
+                cq = reader.consume_queue(topic, q["queueId"])
+                mx = reader.queue_max_offset(cq) if cq else 0
+                got[(topic, q["queueId"])] = (reader.queue_min_offset(cq, mx) if cq else 0, mx)
+    assert got == want
+
+
+def test_internal_queue_offsets_equal_topic_stats(broker_run):
+    """RocketMQ's own topics too (delay levels, timer wheel, transaction half/op), where they have queues."""
+    stats = admin(broker_run)["topicStats"]
+    diffs = []
+    with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
+        on_disk = set(reader.queue_keys())
+        for topic, queues in stats.items():
+            for q in queues:
+                cq = reader.consume_queue(topic, q["queueId"]) if (topic, q["queueId"]) in on_disk else None
+                mx = reader.queue_max_offset(cq) if cq else 0
+                mn = reader.queue_min_offset(cq, mx) if cq else 0
+                if (mn, mx) != (q["minOffset"], q["maxOffset"]):
+                    diffs.append(f"{topic}/{q['queueId']}: rmqsource {(mn, mx)}, topicStats "
+                                 f"{(q['minOffset'], q['maxOffset'])}")
+    assert not diffs, "\n".join(diffs)
+
+
+def run_cli(*argv) -> tuple[int, str]:
+    out = io.StringIO()
+    code = cli.main([str(a) for a in argv], stdout=out)
+    return code, out.getvalue()
+
+
+def test_rmq_lag_equals_consume_stats(broker_run):
+    stats = admin(broker_run)["consumeStats"]
+    code, out = run_cli("lag", "--json", "--config", broker_run / "broker.properties", broker_run / "store")
+    assert code == 0, out
+    rows = [json.loads(l) for l in out.splitlines() if l.strip()]
+    for group, gs in stats.items():
+        want = {(q["topic"], q["queueId"]): (q["brokerOffset"], q["consumerOffset"], q["diff"]) for q in gs["queues"]}
+        got = {(r["topic"], r["queueId"]): (r["brokerOffset"], r["consumerOffset"], r["diff"])
+               for r in rows if r["group"] == group and (r["topic"], r["queueId"]) in want}
+        assert got == want, group
+        assert sum(v[2] for v in got.values()) == gs["totalDiff"], group
+    assert stats["rb_all"]["totalDiff"] == 0
+    assert stats["rb_lag"]["totalDiff"] > 0, "rb_lag was stopped half-way: it should lag"
+
+
+def test_consumed_messages_equal_store(broker_run):
+    deliveries = [c for c in read_jsonl(broker_run / "expected" / "consumed.jsonl") if c["record"] == "consume"]
+    assert {c["group"] for c in deliveries} == {"rb_all", "rb_lag"}
+    problems = []
+    with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
+        for c in deliveries:
+            res = reader.get_message(c["group"], c["storeTopic"], c["queueId"], c["queueOffset"], 1)
+            if len(res.messages) != 1:
+                problems.append(f"{c['group']} {c['storeTopic']}/{c['queueId']}@{c['queueOffset']}: {res.status}")
+                continue
+            r = res.messages[0].record
+            got = {"commitLogOffset": r.phy_offset, "offsetMsgId": r.msg_id, "uniqKey": r.uniq_key,
+                   "tags": r.tags, "keys": r.keys, "bornTimestamp": r.born_timestamp_ms,
+                   "storeTimestamp": r.store_timestamp_ms, "reconsumeTimes": r.reconsume_times,
+                   "storeSize": r.store_size, "bodyCRC": r.body_crc, "queueOffset": r.queue_offset,
+                   "properties": dict(sorted(r.properties.items())), "body_b64": base64.b64encode(body_of(r)).decode()}
+            # The client inflates a compressed body and clears sysFlag bit 0 (COMPRESSED_FLAG); the
+            # compression type bits stay.
+            got["sysFlag"] = r.sys_flag & ~1
+            want = {k: c[k] for k in got if k != "properties"}
+            want["properties"] = {k: v for k, v in sorted(c["properties"].items()) if k not in CLIENT_ADDED}
+            if got != want:
+                diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+                problems.append(f"{c['group']} {c['storeTopic']}/{c['queueId']}@{c['queueOffset']}: "
+                                f"(rmqsource, consumer) {diff}")
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_lag_group_committed_what_it_polled(broker_run):
+    polled = defaultdict(set)
+    for c in read_jsonl(broker_run / "expected" / "consumed.jsonl"):
+        if c["group"] == "rb_lag":
+            polled[(c["topic"], c["queueId"])].add(c["queueOffset"])
+    for q in admin(broker_run)["consumeStats"]["rb_lag"]["queues"]:
+        assert polled[(q["topic"], q["queueId"])] == set(range(q["consumerOffset"])), q
+
+
+def expected_rows(run: Path, stored_records: list, topic: str) -> Counter:
+    """What a read of ``topic`` must return, as (seq, queueId, queueOffset, body) from the sends: the
+    positions of the re-put kinds come from the store (their send results name the parking queue)."""
+    pos = {seq_of(r.properties): (r.queue_id, r.queue_offset) for r in stored_records}
+    out = Counter()
+    for s in send_ok(run):
+        if s["topic"] != topic or s["kind"] in NEVER:
+            continue
+        qid, off = ((s["result"]["queueId"], s["result"]["queueOffset"]) if s["kind"] in DIRECT
+                    else pos.get(s["seq"], (None, None)))
+        out[(s["seq"], qid, off, base64.b64decode(s["body_b64"]))] += 1
+    return out
+
+
+def test_spark_read_of_each_topic_is_its_send_ok_messages(broker_run, stored, spark):
+    topics = user_topics(broker_run)
+    df = (spark.read.format("rmq").option("topics", ",".join(topics)).option("decompress", "true")
+          .option("config", str(broker_run / "broker.properties")).load(str(broker_run / "store")))
+    rows = df.select("topic", "properties", "queueId", "queueOffset", "body").collect()
+    for topic in topics:
+        got = Counter((seq_of(r.properties), r.queueId, r.queueOffset, bytes(r.body)) for r in rows
+                      if r.topic == topic)
+        want = expected_rows(broker_run, stored[topic], topic)
+        assert got == want, (topic, sorted(got - want)[:5], sorted(want - got)[:5])
+    assert {r.topic for r in rows} == set(topics)
+
+
+def test_rmq_verify_is_clean(broker_run):
+    code, out = run_cli("verify", "--config", broker_run / "broker.properties", broker_run / "store")
+    assert code == 0, out
+
+
+def test_reads_left_the_store_unchanged(broker_run):
+    """Runs after every read of this module: a read never changes a broker file."""
+    before = dict(line.split("  ", 1)[::-1] for line in
+                  (broker_run / "checksums.txt").read_text().splitlines())
+    assert store_checksums(broker_run / "store") == before
+
+
+def test_killed_broker_keeps_every_acknowledged_send(killed_broker_run):
+    """SIGKILL while the producer is still sending, after ``kill_after`` sends were acknowledged.
+
+    The broker runs with its default flushDiskType=ASYNC_FLUSH: an acknowledged message is in the CommitLog's
+    mapped pages, which survive the death of the process (not of the machine), so every send the harness
+    logged as SEND_OK must be found once, where the send result said. The ConsumeQueues may lag the CommitLog
+    (dispatch is asynchronous): the reader recovers them as the broker would on restart.
+    """
+    run = killed_broker_run
+    assert (run / "expected" / "KILLED").is_file()
+    acked = send_ok(run)
+    assert len(acked) >= 150
+    with MessageStoreReader(run / "store", config(run)) as reader:
+        assert reader.abort_file_existed
+        stored = {t: topic_records(reader, t) for t in user_topics(run)}
+    problems = []
+    counts = {t: Counter(seq_of(r.properties) for r in recs) for t, recs in stored.items()}
+    pos = {(t, seq_of(r.properties)): (r.queue_id, r.queue_offset, r.msg_id, body_of(r))
+           for t, recs in stored.items() for r in recs}
+    for s in acked:
+        n = counts[s["topic"]][s["seq"]]
+        res = s["result"]
+        want = (res["queueId"], res["queueOffset"], res["offsetMsgId"], base64.b64decode(s["body_b64"]))
+        got = pos.get((s["topic"], s["seq"]), (None, None, None, None))
+        if n != 1 or got != want:
+            problems.append(f"seq {s['seq']} {s['topic']}: found {n} times, at {got[:3]}, broker said {want[:3]}")
+    dup = [(t, u, n) for t, c in counts.items() for u, n in c.items() if n > 1]
+    assert not problems and not dup, "\n".join(problems[:30] + [str(d) for d in dup[:10]])
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "rmq verify calls the end of the data in a SIGKILLed broker's CommitLog an error (segment-end: 'records "
+    "end inside a segment that is not the last (zero bytes); recovery would drop every later segment') when "
+    "the broker had pre-allocated the next 1 MiB file: that file is all zero bytes, and RocketMQ's "
+    "recoverAbnormally stops at the zero bytes and deletes it without losing a record"))
+def test_rmq_verify_of_killed_store_flags_only_the_unclean_shutdown(killed_broker_run):
+    code, out = run_cli("verify", "--json", "--config", killed_broker_run / "broker.properties",
+                        killed_broker_run / "store")
+    problems = [json.loads(l) for l in out.splitlines() if l.strip().startswith('{"severity"')]
+    assert [p["check"] for p in problems] == ["unclean-shutdown"], out
