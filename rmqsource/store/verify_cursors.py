@@ -33,6 +33,21 @@ def _pread_all(path: str, size: int, position: int) -> bytes:
         os.close(fd)
 
 
+def first_non_zero(path: str, start: int, end: int) -> Optional[int]:
+    """Position of the first non-zero byte in [start, end) of the file (bytes past its length count as
+    zero), or None.  JVM twin: ``io.rmqsource.verify.FileReads.firstNonZero``."""
+    pos = start
+    while pos < end:
+        chunk = _pread_all(path, min(1 << 20, end - pos), pos)
+        if not chunk:
+            return None
+        nz = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8))
+        if nz.size:
+            return pos + int(nz[0])
+        pos += len(chunk)
+    return None
+
+
 class QueueCursor:
     """Valid units of one ConsumeQueue, in order, with their queue offsets."""
 
@@ -137,22 +152,12 @@ class QueueCursor:
         rep = self.report
         is_last = seg is self.segments[-1]
         start = unit_pos * CQ_UNIT_SIZE
-        end = self.file_size
-        pos = start
-        for _ in range((end - start) // (1 << 20) + 2):
-            if pos >= end:
-                break
-            chunk = _pread_all(seg.path, min(1 << 20, end - pos), pos)
-            if not chunk:
-                break
-            nz = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8))
-            if nz.size:
-                where = pos + int(nz[0])
-                rep.add(Problem("consumequeue", "cq-garbage", rep.rel(seg.path), where - where % CQ_UNIT_SIZE,
-                                f"non-zero bytes after the last valid unit of {self.topic}/{self.queue_id} "
-                                f"(the unit at {start} is not valid)", "zeros", "non-zero bytes"))
-                return
-            pos += len(chunk)
+        where = first_non_zero(seg.path, start, self.file_size)
+        if where is not None:
+            rep.add(Problem("consumequeue", "cq-garbage", rep.rel(seg.path), where - where % CQ_UNIT_SIZE,
+                            f"non-zero bytes after the last valid unit of {self.topic}/{self.queue_id} "
+                            f"(the unit at {start} is not valid)", "zeros", "non-zero bytes"))
+            return
         if not is_last:
             rep.add(Problem("consumequeue", "cq-hole", rep.rel(seg.path), start,
                             f"{self.topic}/{self.queue_id}: units end inside a file that is not the queue's last",

@@ -27,6 +27,7 @@ from ..format.record import (MAGIC_V1, MAGIC_V2, TRANSACTION_MASK, TRANSACTION_P
                              TRANSACTION_ROLLBACK_TYPE, decode_record)
 from ..format.tagscode import SCHEDULE_TOPIC, consume_queue_tags_code
 from .commitlog import CommitLog
+from .verify_cursors import first_non_zero
 from .verify_report import Problem
 
 
@@ -43,9 +44,10 @@ class CommitLogWalk:
     def _walk_commitlog(self, cl: CommitLog) -> int:
         """Check every segment; returns the end of the valid data."""
         end = cl.min_offset
-        for si, seg in enumerate(cl.segments):
+        segments = _up_to_the_last_holding_data(cl.segments)
+        for si, seg in enumerate(segments):
             seg_len = max(seg.size_bytes, cl.segment_size)
-            last = si == len(cl.segments) - 1
+            last = si == len(segments) - 1
             fd = os.open(seg.path, os.O_RDONLY)
             try:
                 walk = self._walk_dledger_segment if seg.dledger else self._walk_segment
@@ -201,25 +203,16 @@ class CommitLogWalk:
                                     f"would drop every later segment", "a blank end-of-segment record",
                                     detail or "no record"))
         else:
-            self._check_tail_zero(fd, rel, p, seg_len)
+            self._check_tail_zero(seg.path, rel, p, seg_len)
         return seg.start_offset + p
 
-    def _check_tail_zero(self, fd: int, rel: str, start: int, seg_len: int) -> None:
-        pos = start
-        for _ in range((seg_len - start) // CHUNK_BYTES + 2):
-            if pos >= seg_len:
-                return
-            chunk = os.pread(fd, min(CHUNK_BYTES, seg_len - pos), pos)
-            if not chunk:
-                return
-            nz = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8))
-            if nz.size:
-                self.report.add(Problem(
-                    "commitlog", "tail-garbage", rel, pos + int(nz[0]),
-                    f"non-zero bytes after the CommitLog's valid end at {start} (a torn or garbage tail; "
-                    f"rmq recover zero-fills it)", "zeros", "non-zero bytes"))
-                return
-            pos += len(chunk)
+    def _check_tail_zero(self, path: str, rel: str, start: int, seg_len: int) -> None:
+        where = first_non_zero(path, start, seg_len)
+        if where is not None:
+            self.report.add(Problem(
+                "commitlog", "tail-garbage", rel, where,
+                f"non-zero bytes after the CommitLog's valid end at {start} (a torn or garbage tail; "
+                f"rmq recover zero-fills it)", "zeros", "non-zero bytes"))
 
     def _check_records(self, pb, positions: np.ndarray, seg, chunk_pos: int) -> None:
         if len(positions) == 0:
@@ -407,3 +400,13 @@ def _cat(parts: list) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=np.int64)
     return parts[0].astype(np.int64, copy=False) if len(parts) == 1 else np.concatenate(parts).astype(np.int64)
+
+
+def _up_to_the_last_holding_data(segments: list) -> list:
+    """The segments up to the last one holding a non-zero byte (the first one at least).  A broker creates
+    the next CommitLog file before it is needed (RocketMQ's AllocateMappedFileService): all zeros, it holds
+    no record, and the broker's recovery deletes it; it is not a later segment the data failed to reach."""
+    n = len(segments)
+    while n > 1 and first_non_zero(segments[n - 1].path, 0, segments[n - 1].size_bytes) is None:
+        n -= 1
+    return segments[:n]

@@ -324,11 +324,6 @@ def test_killed_broker_keeps_every_acknowledged_send(killed_broker_run):
     assert not problems and not dup, "\n".join(problems[:30] + [str(d) for d in dup[:10]])
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "rmq verify calls the end of the data in a SIGKILLed broker's CommitLog an error (segment-end: 'records "
-    "end inside a segment that is not the last (zero bytes); recovery would drop every later segment') when "
-    "the broker had pre-allocated the next 1 MiB file: that file is all zero bytes, and RocketMQ's "
-    "recoverAbnormally stops at the zero bytes and deletes it without losing a record"))
 def test_rmq_verify_of_killed_store_flags_only_the_unclean_shutdown(killed_broker_run):
     code, out = run_cli("verify", "--json", "--config", killed_broker_run / "broker.properties",
                         killed_broker_run / "store")

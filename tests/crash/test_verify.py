@@ -265,6 +265,31 @@ def test_last_segment_cut_at_a_record_end_ends_the_data(tmp_path, engine):
     assert problems(report, "segment-size") == [(f"commitlog/{last.name}", 0)]
 
 
+def test_a_preallocated_next_commitlog_file_is_not_a_later_segment(tmp_path, engine):
+    """A broker creates its next CommitLog file before it is needed: all zeros after the file the records end in.
+    The data ends where the records end, with nothing lost (RocketMQ's recovery deletes such a file); the same
+    file with one byte of data in it is a later segment the data does not reach: an error."""
+    corpus = CORPORA[0]
+    config = load_config(corpus)
+    store = copy_store(corpus / "store", tmp_path / "store")
+    before = verify_store(store, config)
+    end = before.stats["commitLogEnd"]
+    segs = sorted((store / "commitlog").iterdir())
+    seg_size = os.path.getsize(segs[0])
+    nxt = store / "commitlog" / f"{int(segs[-1].name) + seg_size:020d}"
+    with open(nxt, "wb") as f:
+        f.truncate(seg_size)                    # sparse, as a broker's pre-allocated file is before warm-up
+    report = walk(engine)(store, config)
+    assert report.ok, [p.text() for p in report.problems]
+    assert report.stats["commitLogEnd"] == end
+    assert [p.check for p in report.problems] == [p.check for p in before.problems]
+    with open(nxt, "r+b") as f:
+        f.seek(seg_size // 2)
+        f.write(b"\x01")
+    report = walk(engine)(store, config)
+    assert problems(report, "segment-end") == [(f"commitlog/{segs[-1].name}", end - int(segs[-1].name))]
+
+
 def _copy_sparse(src: Path, dst: Path) -> None:
     """Copy a store writing only its non-zero pages: every zero page of every file becomes a hole."""
     page = 4096

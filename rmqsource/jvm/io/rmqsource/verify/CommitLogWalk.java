@@ -65,7 +65,7 @@ final class CommitLogWalk {
     /** Checks every segment; returns the end of the valid data. */
     long walk() {
         long end = clMin;
-        List<Segment> segs = cl.list();
+        List<Segment> segs = upToTheLastHoldingData(cl.list());
         for (int si = 0; si < segs.size(); si++) {
             Segment seg = segs.get(si);
             boolean last = si == segs.size() - 1;
@@ -77,6 +77,17 @@ final class CommitLogWalk {
             }
         }
         return end;
+    }
+
+    /**
+     * The segments up to the last one holding a non-zero byte (the first one at least). A broker creates the
+     * next CommitLog file before it is needed (RocketMQ's AllocateMappedFileService): all zeros, it holds no
+     * record, and the broker's recovery deletes it; it is not a later segment the data failed to reach.
+     */
+    private static List<Segment> upToTheLastHoldingData(List<Segment> segs) {
+        int n = segs.size();
+        while (n > 1 && FileReads.firstNonZero(segs.get(n - 1).path, 0, segs.get(n - 1).sizeBytes) < 0) n--;
+        return segs.subList(0, n);
     }
 
     // DLedger walk state: entries carry index and term across files.
