@@ -539,6 +539,8 @@ def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
                 topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
                 if pushed.topics is not None:
                     topics = [t for t in topics if t in pushed.topics]
+                if opts.internal_topics_excluded:
+                    topics = [t for t in topics if not is_internal_topic(t)]
                 for topic in topics:
                     for key in pushed.uniq_keys:
                         found, _, _ = lookup_reader.query_offsets(topic, key, LOOKUP_MAX_HITS, 0, (1 << 63) - 1)

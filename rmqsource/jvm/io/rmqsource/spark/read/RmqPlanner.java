@@ -615,6 +615,7 @@ public final class RmqPlanner {
                 List<String> topics = queueRanges != null ? new ArrayList<>(rangeTopics) : reader.topics();
                 for (String topic : topics) {
                     if (pushed.topics != null && !pushed.topics.contains(topic)) continue;
+                    if (opts.internalTopicsExcluded() && SystemTopics.isInternal(topic)) continue;
                     for (String key : pushed.uniqKeys) {
                         for (long p : index.queryOffsets(topic, key, LOOKUP_MAX_HITS, 0, Long.MAX_VALUE)) {
                             if (ref.commitLogMin <= p && p < ref.commitLogMax) offsets.add(p);
