@@ -203,7 +203,7 @@ def test_include_transactional_adds_prepared_and_rollback(spark):
     corpus = CORPORA[0]
     inputs = read_jsonl(corpus / "inputs.jsonl")
     tx = [i for i in inputs if i["sysFlag"] & 0xC in (0x4, 0xC)]
-    df = rmq(spark, corpus, includeTransactional="true")
+    df = rmq(spark, corpus, includeTransactional="true", excludeInternalTopics="false")    # every record stored
     counts = {r["transactionType"]: r["count"] for r in df.groupBy("transactionType").count().collect()}
     assert counts["PREPARED_TYPE"] + counts["ROLLBACK_TYPE"] == len(tx)
     assert counts["PREPARED_TYPE"] == sum(1 for i in tx if i["sysFlag"] & 0xC == 0x4)
