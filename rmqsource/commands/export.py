@@ -41,6 +41,8 @@ def _batches(args, columns=None, topics=None) -> Iterator[pa.RecordBatch]:
         options["topics"] = ",".join(topics)
     if getattr(args, "queues", None):
         options["queues"] = ",".join(args.queues)
+    if getattr(args, "include_internal_topics", False):
+        options["excludeInternalTopics"] = "false"
     opts = replace(parse_options(options), store_config=load_config(args))
     tags = None
     if getattr(args, "tag", None):
@@ -199,7 +201,8 @@ def add_parsers(sub, common, int_arg) -> None:
     p = sub.add_parser("export", parents=[common], help="write messages to Parquet / JSON lines / Arrow (no Spark)",
                        description="Export the store's messages with the Spark source's schema and decode, "
                                    "without Spark. Filters: --topic, --queue, --tag, --begin/--end (store time), "
-                                   "--from-offset/--to-offset (queue offsets).")
+                                   "--from-offset/--to-offset (queue offsets). A whole-store export leaves out "
+                                   "RocketMQ's own topics unless --include-internal-topics.")
     p.add_argument("store", metavar="STORE")
     p.add_argument("out", metavar="OUT", help="output file (written to OUT.tmp*, renamed when complete)")
     p.add_argument("--format", choices=FORMATS, help="default: from OUT's suffix")
@@ -210,6 +213,9 @@ def add_parsers(sub, common, int_arg) -> None:
     p.add_argument("--end", metavar="TIME", help="store time until (exclusive)")
     p.add_argument("--from-offset", type=int_arg("--from-offset", 0), metavar="N", help="queue offsets from N")
     p.add_argument("--to-offset", type=int_arg("--to-offset", 0), metavar="N", help="queue offsets below N")
+    p.add_argument("--include-internal-topics", action="store_true",
+                   help="also RocketMQ's own topics (SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, rmq_sys_*, %%RETRY%%*, %%DLQ%%*), "
+                        "left out of a whole-store export by default; a --topic or --queue is always read")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("print", parents=[common], help="print a topic's messages in a time range (printMsg)",

@@ -203,7 +203,7 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                 rows = None if keep.all() else np.flatnonzero(keep)
         if rows is not None and len(rows) == 0:
             return ()
-        return finish_rows(spec, part.store, buf, h, rows, codes, valid, topics, words=pb.words)
+        return finish_rows(spec, part.store, buf, h, rows, codes, valid, topics, words=pb.words, whole_store=True)
 
     if seg.dledger:
         yield from _scan_dledger_segment(spec, part, seg, fd, emit)

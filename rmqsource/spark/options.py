@@ -50,6 +50,7 @@ OPTIONS = {
     "maxinflatedbatchbytes": "maxInflatedBatchBytes",
     "maxinflatedtaskbytes": "maxInflatedTaskBytes",
     "includetransactional": "includeTransactional",
+    "excludeinternaltopics": "excludeInternalTopics",
     "maxrecordsperpartition": "maxRecordsPerPartition",
     "minpartitions": "minPartitions",
     "maxbytesperpartition": "maxBytesPerPartition",
@@ -184,6 +185,7 @@ class ReadOptions:
     max_inflated_batch_bytes: int = limits.DEFAULT_MAX_INFLATED_BATCH_BYTES
     max_inflated_task_bytes: int = limits.DEFAULT_MAX_INFLATED_TASK_BYTES
     include_transactional: bool = False
+    exclude_internal_topics: bool = True
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
     min_partitions: int = 0
     max_bytes_per_partition: Optional[int] = None      # None: commit_log_bytes_per_partition chooses
@@ -203,6 +205,12 @@ class ReadOptions:
     def topic_mode(self) -> bool:
         """Reads through the ConsumeQueues (a topic, pattern or queue list was given)."""
         return self.topics is not None or self.topic_pattern is not None or self.queues is not None
+
+    @property
+    def internal_topics_excluded(self) -> bool:
+        """RocketMQ's own topics (format/system_topics.py) are left out: excludeInternalTopics, and no
+        topic or queue named (a named one is always read; a topicPattern follows the option)."""
+        return self.exclude_internal_topics and self.topics is None and self.queues is None
 
 
 def parse_bool(name: str, value: str) -> bool:
@@ -383,6 +391,8 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
         kw["max_inflated_task_bytes"] = parse_int("maxInflatedTaskBytes", opts["maxinflatedtaskbytes"], 1)
     if "includetransactional" in opts:
         kw["include_transactional"] = parse_bool("includeTransactional", opts["includetransactional"])
+    if "excludeinternaltopics" in opts:
+        kw["exclude_internal_topics"] = parse_bool("excludeInternalTopics", opts["excludeinternaltopics"])
     if "maxrecordsperpartition" in opts:
         kw["max_records_per_partition"] = parse_int("maxRecordsPerPartition", opts["maxrecordsperpartition"], 1)
     if "minpartitions" in opts:

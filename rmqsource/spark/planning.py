@@ -27,6 +27,7 @@ from .compat import InputPartition        # a stand-in where pyspark has no Pyth
 from ..errors import DataLossError, OptionError, RmqError
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.msgid import decode_offset_msg_id
+from ..format.system_topics import is_internal_topic
 from ..store.config import StoreConfig
 from ..store.reader import MessageStoreReader
 from .options import EARLIEST, LATEST, ReadOptions
@@ -227,8 +228,10 @@ def _ensure_min_partitions(ranges: list, min_partitions: int, size_of, split_one
 # --------------------------------------------------------------------------- queue selection
 
 def select_queues(opts: ReadOptions, pushed: Pushed, readers: list[MessageStoreReader]) -> list[list[tuple[str, int]]]:
-    """Per store: the (topic, queueId) to read; unknown names fail with OptionError."""
+    """Per store: the (topic, queueId) to read; unknown names fail with OptionError.  RocketMQ's own
+    topics are dropped here unless named (``ReadOptions.internal_topics_excluded``)."""
     per_store = [r.queue_keys() for r in readers]
+    excluded = opts.internal_topics_excluded
     all_keys = set(k for ks in per_store for k in ks)
     all_topics = sorted({t for t, _ in all_keys})
     stores = ", ".join(opts.paths)
@@ -244,6 +247,10 @@ def select_queues(opts: ReadOptions, pushed: Pushed, readers: list[MessageStoreR
         if not matched:
             raise OptionError(f"topicPattern {opts.topic_pattern!r} matches no topic in {stores} "
                               f"(topics: {', '.join(all_topics) or 'none'})")
+        if excluded and all(is_internal_topic(t) for t in matched):
+            raise OptionError(f"topicPattern {opts.topic_pattern!r} matches only RocketMQ's own topics in {stores} "
+                              f"({', '.join(matched)}), left out by excludeInternalTopics=true; set it to false "
+                              f"or name them in topics")
         wanted = lambda k: rx.fullmatch(k[0]) is not None  # noqa: E731
     elif opts.queues is not None:
         for t, q in opts.queues:
@@ -267,7 +274,7 @@ def select_queues(opts: ReadOptions, pushed: Pushed, readers: list[MessageStoreR
                                           f"queue {t}:{qid} does not exist in {stores}")
     out = []
     for keys in per_store:
-        sel = [k for k in keys if wanted(k)]
+        sel = [k for k in keys if wanted(k) and not (excluded and is_internal_topic(k[0]))]
         if pushed.topics is not None:
             sel = [k for k in sel if k[0] in pushed.topics]
         if pushed.queue_ids is not None:
@@ -532,6 +539,8 @@ def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
                 topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
                 if pushed.topics is not None:
                     topics = [t for t in topics if t in pushed.topics]
+                if opts.internal_topics_excluded:
+                    topics = [t for t in topics if not is_internal_topic(t)]
                 for topic in topics:
                     for key in pushed.uniq_keys:
                         found, _, _ = lookup_reader.query_offsets(topic, key, LOOKUP_MAX_HITS, 0, (1 << 63) - 1)

@@ -198,4 +198,5 @@ def read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
             if rng and rng[0] <= int(h.queue_offset[r]) < rng[1] and valid[r]:
                 keep.append(r)
         rows = np.array(keep, dtype=np.int64)
-    yield from finish_rows(spec, part.store, buf, h, rows, codes, valid, topics, words=buf.words)
+    yield from finish_rows(spec, part.store, buf, h, rows, codes, valid, topics, words=buf.words,
+                           whole_store=part.queues is None)

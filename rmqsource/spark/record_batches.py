@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from ..format import columnar as col
 from ..format.compression import inflate_body
+from ..format.system_topics import internal_topic_mask
 from ..format.record import COMPRESSED_FLAG, TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..store.reader import MessageStoreReader
 from .planning import StoreRef
@@ -58,8 +59,13 @@ def topics_of(buf, h: col.Headers) -> pa.Array:
 
 def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Headers, rows: Optional[np.ndarray],
                 tags_code: Optional[np.ndarray], tags_valid: Optional[np.ndarray],
-                topics: Optional[pa.Array] = None, *, words: Optional[np.ndarray] = None) -> Iterator[pa.RecordBatch]:
+                topics: Optional[pa.Array] = None, *, words: Optional[np.ndarray] = None,
+                whole_store: bool = False) -> Iterator[pa.RecordBatch]:
     """Exact string filters, then the output batch for ``rows`` of ``h`` (None: all rows).
+
+    ``whole_store``: the rows come from a CommitLog walk or point reads, not from planned queues, so
+    RocketMQ's own topics are dropped here when the read leaves them out (topic reads drop their
+    queues at planning).
 
     Usually one batch; with ``decompress`` a batch is cut early once its bodies reach
     ``maxInflatedBatchBytes`` (rows keep their order).
@@ -88,6 +94,12 @@ def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Heade
             topics = topics_of(buf.data, h)
         keep = np.asarray(pc.is_in(topics, value_set=pa.array(sorted(p.topics), type=pa.string()))
                           .to_numpy(zero_copy_only=False), dtype=bool)
+    if whole_store and spec.options.internal_topics_excluded:
+        if topics is None:
+            topics = topics_of(buf.data, h)
+        own = internal_topic_mask(topics)
+        if own.any():
+            keep = ~own if keep is None else keep & ~own
     if p.tags is not None or p.uniq_keys is not None or p.msg_ids is not None:
         keep = np.ones(len(h), dtype=bool) if keep is None else keep
         if p.tags is not None or p.uniq_keys is not None:

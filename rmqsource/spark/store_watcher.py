@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import CorruptRecordError
 from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE, count_valid_prefix, units_from_bytes
 from ..format.record import Kind
+from ..format.system_topics import is_internal_topic
 from ..io.segments import common_segment_size, list_segments
 from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
@@ -45,7 +46,9 @@ class StoreWatcher:
             return key in self._queues
         if self._topics is not None:
             return topic in self._topics
-        return self._pattern.fullmatch(topic) is not None
+        if self._pattern.fullmatch(topic) is None:
+            return False
+        return not (self.opts.read.internal_topics_excluded and is_internal_topic(topic))
 
     def keys(self) -> list[Key]:
         # Every trigger: the store may have gained a folder of a layout not read, or (a broker restarted in

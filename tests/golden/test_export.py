@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsource import cli
+from rmqsource.format.system_topics import is_internal_topic
 from rmqsource.spark.schema import ARROW_SCHEMA
 
 from golden import case_id, corpora, expected_get_files, read_jsonl
@@ -53,15 +54,20 @@ def assert_row_is_engine_message(row: dict, want: dict) -> None:
     assert row["tagsCode"] == want["cq"]["tagsCode"], key
 
 
+@pytest.mark.parametrize("internal", [False, True], ids=["default", "include-internal-topics"])
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
-def test_parquet_export_equals_engine_get(corpus, tmp_path):
+def test_parquet_export_equals_engine_get(corpus, internal, tmp_path):
+    """A whole-store export gives the engine's messages of every user topic; RocketMQ's own topics
+    (SCHEDULE_TOPIC_XXXX, %RETRY%...) only with --include-internal-topics."""
     out = tmp_path / "all.parquet"
-    code, text = run(["export", corpus / "store", out, "--config", corpus / "store.properties"])
+    flag = ["--include-internal-topics"] if internal else []
+    code, text = run(["export", corpus / "store", out, "--config", corpus / "store.properties", *flag])
     assert code == 0, text
     table = pq.read_table(out)
     assert table.schema.remove_metadata().equals(ARROW_SCHEMA)
     rows = table.to_pylist()
-    want = expected_rows(corpus)
+    want = {k: w for k, w in expected_rows(corpus).items() if internal or not is_internal_topic(k[0])}
+    assert internal or len(want) < len(expected_rows(corpus))      # the corpora hold delay and retry topics
     got = {(r["topic"], r["queueId"], r["queueOffset"]): r for r in rows}
     assert len(got) == len(rows) and set(got) == set(want)
     for key, w in want.items():
@@ -132,3 +138,47 @@ def test_print_topic_time_range(corpus):
     assert run(["print", corpus / "store", "OrderTopic", "--begin", 0, "--end", 1,
                 "--config", corpus / "store.properties"])[0] == 3
     assert run(["print", corpus / "store", "NoSuchTopic", "--config", corpus / "store.properties"])[0] == 3
+
+
+def _broker_runs() -> list:
+    """Broker-written stores with file ConsumeQueues (a RocksDB one is not read), read in place."""
+    import os
+    from golden import GOLDEN_ROOT
+    root = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
+    if not root.is_dir():
+        return []
+    return [p for p in sorted(root.iterdir())
+            if (p / "expected" / "storeview.jsonl").is_file() and (p / "broker.properties").is_file()
+            and "storeType=defaultRocksDB" not in (p / "broker.properties").read_text(encoding="utf-8").replace(" ", "")]
+
+
+@pytest.mark.parametrize("run", _broker_runs(), ids=lambda p: p.name)
+def test_export_of_a_broker_store_leaves_out_internal_topics(run, tmp_path):
+    """On a real broker's store, a whole-store export gives exactly the engine's ConsumeQueue entries of the
+    user topics (expected/storeview.jsonl); --include-internal-topics adds RocketMQ's own records."""
+    from collections import Counter
+    view = [d for d in read_jsonl(run / "expected" / "storeview.jsonl") if d["record"] == "entry"]
+    user = {(d["topic"], d["queueId"], d["queueOffset"]): d for d in view if not is_internal_topic(d["topic"])}
+    assert user and len(user) < len(view)
+    code, text = run_cli_export(run, tmp_path / "user.parquet")
+    assert code == 0, text
+    rows = pq.read_table(tmp_path / "user.parquet").to_pylist()
+    got = {(r["topic"], r["queueId"], r["queueOffset"]): r for r in rows}
+    assert len(got) == len(rows) and set(got) == set(user)
+    for key, d in user.items():
+        assert (got[key]["commitLogOffset"], got[key]["storeSize"], got[key]["uniqKey"]) == \
+            (d["commitLogOffset"], d["storeSize"], d["uniqKey"]), key
+    code, text = run_cli_export(run, tmp_path / "all.parquet", "--include-internal-topics")
+    assert code == 0, text
+    every = Counter(pq.read_table(tmp_path / "all.parquet", columns=["topic"]).column("topic").to_pylist())
+    assert Counter({t: n for t, n in every.items() if not is_internal_topic(t)}) == Counter(k[0] for k in user)
+    own = Counter(d["topic"] for d in view if is_internal_topic(d["topic"]))
+    assert all(every[t] >= n for t, n in own.items()), (every, own)     # the revive log may grow at shutdown
+    # a named internal topic is exported
+    code, text = run_cli_export(run, tmp_path / "trace.parquet", "--topic", "RMQ_SYS_TRACE_TOPIC")
+    assert code == 0, text
+    assert pq.read_table(tmp_path / "trace.parquet").num_rows == own["RMQ_SYS_TRACE_TOPIC"] > 0
+
+
+def run_cli_export(store_run: Path, out: Path, *extra) -> tuple[int, str]:
+    return run(["export", store_run / "store", out, *extra])

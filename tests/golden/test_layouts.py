@@ -26,6 +26,7 @@ import pytest
 from golden import DLEDGER_GOLDEN_ROOT, GOLDEN_ROOT, copy_store, crash_cases, default_layout_corpora, tree_bytes
 from rmqsource.cli import main
 from rmqsource.errors import UnsupportedLayoutError
+from rmqsource.format.system_topics import is_internal_topic
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.writer import MessageStoreWriter
@@ -117,10 +118,11 @@ def jvm_built() -> bool:
     return jvm_command() is not None
 
 
-def engine_message_count(corpus: Path) -> int:
-    """Messages in the engine's ConsumeQueues (sum of the queues' maxOffset in expected/recover.json)."""
+def engine_message_count(corpus: Path, *, internal: bool = True) -> int:
+    """Messages in the engine's ConsumeQueues (sum of the queues' maxOffset in expected/recover.json);
+    ``internal=False``: in user topics only (what a whole-store read gives by default)."""
     doc = json.loads((corpus / "expected" / "recover.json").read_text())
-    return sum(q["maxOffset"] - q["minOffset"] for q in doc["queues"])
+    return sum(q["maxOffset"] - q["minOffset"] for q in doc["queues"] if internal or not is_internal_topic(q["topic"]))
 
 
 @pytest.mark.parametrize("corpus,store", DLEDGER, ids=DLEDGER_IDS)
@@ -145,7 +147,8 @@ def test_every_read_command_reads_a_dledger_store(corpus, store, tmp_path):
     if store.parent == corpus:
         code, out, err = run_cli(["topics", "--config", str(corpus / "store.properties"), str(store)])
         assert f"messages {engine_message_count(corpus)}  commitLogMaxOffset 1181362" in out, out
-        assert sum(1 for _ in open(tmp_path / "out.jsonl", encoding="utf-8")) == engine_message_count(corpus)
+        exported = sum(1 for _ in open(tmp_path / "out.jsonl", encoding="utf-8"))
+        assert exported == engine_message_count(corpus, internal=False) < engine_message_count(corpus)
     assert snapshot(store) == before
 
 
@@ -416,6 +419,7 @@ def spark_reads(spark, store: Path, msg_id: str, ckpt: Path) -> dict:
         "topic": lambda: load(topics="TopicTest").collect(),
         "msgId": lambda: load().where(f"msgId = '{msg_id}'").collect(),
         "count": lambda: load().count(),
+        "countAll": lambda: load(excludeInternalTopics="false").count(),
         "readStream": stream,
     }
 
@@ -426,9 +430,10 @@ def test_spark_reads_a_dledger_store(spark, corpus, tmp_path):
     """Every read path of the session's mode gives the engine's counts (the old code: 396 of 1142)."""
     store = corpus / "store"
     reads = spark_reads(spark, store, a_msg_id(corpus), tmp_path / "ckpt")
-    total = engine_message_count(corpus)
+    total = engine_message_count(corpus, internal=False)
     assert len(reads["batch"]()) == total
     assert reads["count"]() == total
+    assert reads["countAll"]() == engine_message_count(corpus) > total
     topic = json.loads((corpus / "expected" / "recover.json").read_text())["queues"]
     assert len(reads["topic"]()) == sum(q["maxOffset"] for q in topic if q["topic"] == "TopicTest")
     (row,) = reads["msgId"]()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rmqsource.format.system_topics import is_internal_topic
+
 from golden import GOLDEN_ROOT, case_id, copy_store, corpora, corpus_of, crash_cases, read_jsonl, written_prefix
 from test_spark_batch import assert_rows_equal_engine_get, expected_messages, plan_of, rmq, rows_of
 
@@ -140,6 +142,7 @@ def as_remote(result, local: Path, uri: str):
 def test_golden_corpus_in_a_bucket_reads_equal_engine_get(s3_spark, s3, corpus, mode):
     expected = expected_messages(corpus / "expected")
     opts = {} if mode == "whole_store" else {"topicPattern": ".*", "maxRecordsPerPartition": "50"}
+    opts["excludeInternalTopics"] = "false"          # every record the engine serves (SCHEDULE_TOPIC_XXXX, %RETRY%)
     uri = uri_of(s3, corpus / "store")
     rows = rows_of(rmq(s3_spark, corpus, uri, **opts))
     assert_rows_equal_engine_get(rows, expected)
@@ -165,7 +168,7 @@ def test_tag_filters_equal_engine_and_local_reads(s3_spark, s3, corpus):
     tags = Counter(v["tags"] for v in expected.values() if v["tags"])
     for tag, _ in tags.most_common(3):
         want = sorted(k for k, v in expected.items() if v["tags"] == tag)
-        for opts in ({}, {"topics": ",".join(sorted({k[0] for k in want}))}):
+        for opts in ({"excludeInternalTopics": "false"}, {"topics": ",".join(sorted({k[0] for k in want}))}):
             df = rmq(s3_spark, corpus, uri, **opts).where(f"tags = '{tag}'")
             got = sorted((r.topic, r.queueId, r.queueOffset) for r in df.select("topic", "queueId", "queueOffset").collect())
             assert got == want, (tag, opts)
@@ -181,10 +184,10 @@ def test_msgid_and_uniqkey_lookups_equal_local(s3_spark, s3, corpus):
     expected = expected_messages(corpus / "expected")
     found = [v["result"]["message"] for v in read_jsonl(corpus / "expected" / "view.jsonl") if v["result"]["found"]]
     for target in (found[0], found[-1]):
-        df = rmq(s3_spark, corpus, uri).where(f"msgId = '{target['msgId']}'")
+        df = rmq(s3_spark, corpus, uri, excludeInternalTopics="false").where(f"msgId = '{target['msgId']}'")
         rows = df.select("commitLogOffset", "msgId", "body").collect()
         assert [(r.commitLogOffset, r.msgId) for r in rows] == [(target["commitLogOffset"], target["msgId"])]
-        local = rmq(s3_spark, corpus, corpus / "store").where(f"msgId = '{target['msgId']}'")
+        local = rmq(s3_spark, corpus, corpus / "store", excludeInternalTopics="false").where(f"msgId = '{target['msgId']}'")
         assert rows == local.select("commitLogOffset", "msgId", "body").collect()
         # A lookup runs on the driver where it runs for a local store (no scan of the store).
         assert ("LocalTableScan" in plan_of(df)) == ("LocalTableScan" in plan_of(local))
@@ -193,7 +196,7 @@ def test_msgid_and_uniqkey_lookups_equal_local(s3_spark, s3, corpus):
         if v["properties"].get("UNIQ_KEY"):
             by_key.setdefault(v["properties"]["UNIQ_KEY"], []).append(k)
     key, hits = max(by_key.items(), key=lambda kv: len(kv[1]))
-    got = rmq(s3_spark, corpus, uri).where(f"uniqKey = '{key}'").select("topic", "queueId", "queueOffset").collect()
+    got = rmq(s3_spark, corpus, uri, excludeInternalTopics="false").where(f"uniqKey = '{key}'").select("topic", "queueId", "queueOffset").collect()
     assert sorted(tuple(r) for r in got) == sorted(hits)
     assert rmq(s3_spark, corpus, uri).where("msgId = '0A00000500002A9F00000000FFFFFFFF'").count() == 0
 
@@ -202,11 +205,12 @@ def test_msgid_and_uniqkey_lookups_equal_local(s3_spark, s3, corpus):
 def test_counts_equal_engine_and_are_pushed_down(s3_spark, s3, corpus):
     uri = uri_of(s3, corpus / "store")
     want = Counter((t, q) for t, q, _ in expected_messages(corpus / "expected"))
-    df = rmq(s3_spark, corpus, uri, topicPattern=".*")
+    df = rmq(s3_spark, corpus, uri, topicPattern=".*", excludeInternalTopics="false")
     counted = df.groupBy("topic", "queueId").count()
     assert "PushedAggregation" in plan_of(counted), plan_of(counted)
     assert {(r.topic, r.queueId): r["count"] for r in counted.collect()} == {k: v for k, v in want.items() if v}
-    assert rmq(s3_spark, corpus, uri).count() == sum(want.values())
+    assert rmq(s3_spark, corpus, uri, excludeInternalTopics="false").count() == sum(want.values())
+    assert rmq(s3_spark, corpus, uri).count() == sum(n for (t, _), n in want.items() if not is_internal_topic(t))
     assert df.count() == sum(want.values())
 
 
@@ -219,7 +223,7 @@ def test_explain_shows_the_jvm_scan_with_pushed_filters(s3_spark, s3):
     assert "EqualTo(tags,TagA)" in plan and "EqualTo(queueId,1)" in plan, plan
     assert "ReadSchema: struct<topic:string,queueOffset:bigint>" in plan, plan
     want = sorted((k[0], k[2]) for k, v in expected_messages(corpus / "expected").items()
-                  if v["tags"] == "TagA" and k[1] == 1)
+                  if v["tags"] == "TagA" and k[1] == 1 and not is_internal_topic(k[0]))
     assert sorted(tuple(r) for r in df.collect()) == want and want
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from rmqsource.format.system_topics import is_internal_topic
+
 from golden import (case_id, copy_store, corpora, corpus_of, crash_cases, expected_get_files, is_dledger,
                     read_jsonl)
 
@@ -132,10 +134,16 @@ def assert_rows_equal_engine_get(rows: list, expected: dict) -> None:
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
-@pytest.mark.parametrize("mode", ["whole_store", "topics"])
+@pytest.mark.parametrize("mode", ["whole_store", "whole_store_all", "topics_all"])
 def test_reads_equal_engine_get(spark, corpus, mode):
+    """Every record the engine serves, RocketMQ's own topics (SCHEDULE_TOPIC_XXXX, %RETRY%) included with
+    excludeInternalTopics=false; a default whole-store read gives those of the user topics."""
     expected = expected_messages(corpus / "expected")
-    opts = {} if mode == "whole_store" else {"topicPattern": ".*", "maxRecordsPerPartition": "50"}
+    opts = {"whole_store": {}, "whole_store_all": {"excludeInternalTopics": "false"},
+            "topics_all": {"topicPattern": ".*", "maxRecordsPerPartition": "50", "excludeInternalTopics": "false"}}[mode]
+    if mode == "whole_store":
+        expected = {k: v for k, v in expected.items() if not is_internal_topic(k[0])}
+        assert len(expected) < len(expected_messages(corpus / "expected"))
     rows = rows_of(rmq(spark, corpus, **opts))
     assert_rows_equal_engine_get(rows, expected)
 
@@ -177,7 +185,7 @@ def test_crash_stores_read_as_recovered_view(spark, case):
     for topic, qid, path in expected_get_files(case / "expected"):
         for line in read_jsonl(path)[:-1]:
             want[(topic, qid, line["queueOffset"])] = line
-    for opts in ({}, {"topicPattern": ".*"}):
+    for opts in ({"excludeInternalTopics": "false"}, {"topicPattern": ".*", "excludeInternalTopics": "false"}):
         rows = rows_of(rmq(spark, corpus, case / "store", **opts))
         got = {(r["topic"], r["queueId"], r["queueOffset"]): r for r in rows}
         assert len(got) == len(rows)
@@ -195,7 +203,7 @@ def test_include_transactional_adds_prepared_and_rollback(spark):
     corpus = CORPORA[0]
     inputs = read_jsonl(corpus / "inputs.jsonl")
     tx = [i for i in inputs if i["sysFlag"] & 0xC in (0x4, 0xC)]
-    df = rmq(spark, corpus, includeTransactional="true")
+    df = rmq(spark, corpus, includeTransactional="true", excludeInternalTopics="false")    # every record stored
     counts = {r["transactionType"]: r["count"] for r in df.groupBy("transactionType").count().collect()}
     assert counts["PREPARED_TYPE"] + counts["ROLLBACK_TYPE"] == len(tx)
     assert counts["PREPARED_TYPE"] == sum(1 for i in tx if i["sysFlag"] & 0xC == 0x4)
@@ -250,7 +258,7 @@ def test_partitioning_options():
     r, _ = reader_for({**base, "queues": "SCHEDULE_TOPIC_XXXX:0", "minPartitions": "3"})
     assert len(r.partitions()) == 3
     # whole store: small maxBytesPerPartition splits segments at record boundaries
-    r, _ = reader_for({**base, "maxBytesPerPartition": "65536"})
+    r, _ = reader_for({**base, "maxBytesPerPartition": "65536", "excludeInternalTopics": "false"})
     parts = r.partitions()
     assert len(parts) > 8
     t = read_all(r)
@@ -269,7 +277,7 @@ def test_tag_pushdown_reads_only_matching_records(monkeypatch):
     fetched = []
     real = queue_range.fetch_records
     monkeypatch.setattr(queue_range, "fetch_records", lambda rd, phys, sizes: (fetched.append(len(phys)), real(rd, phys, sizes))[1])
-    base = {"path": str(corpus / "store"), "config": str(corpus / "store.properties")}
+    base = {"path": str(corpus / "store"), "config": str(corpus / "store.properties"), "excludeInternalTopics": "false"}
     f = EqualTo(("tags",), "TagA")
     r, rejected = reader_for(base, [f])
     assert rejected == []
@@ -309,7 +317,7 @@ def test_range_pushdown_equals_spark_filtering(spark):
     lo, hi = offs[100], offs[300]
     times = sorted(v["storeTimestamp"] for v in expected.values())
     tlo = times[50]
-    df = rmq(spark, corpus).where(f"commitLogOffset >= {lo} and commitLogOffset < {hi} "
+    df = rmq(spark, corpus, excludeInternalTopics="false").where(f"commitLogOffset >= {lo} and commitLogOffset < {hi} "
                                   f"and storeTimestamp >= timestamp_millis({tlo})")
     got = sorted(r.commitLogOffset for r in df.select("commitLogOffset").collect())
     want = sorted(v["commitLogOffset"] for v in expected.values()
@@ -343,19 +351,25 @@ def test_uniqkey_pushdown_uses_index(spark):
         if u:
             by_key.setdefault(u, []).append(k)
     key, hits = max(by_key.items(), key=lambda kv: len(kv[1]))
-    base = {"path": str(corpus / "store"), "config": str(corpus / "store.properties")}
+    base = {"path": str(corpus / "store"), "config": str(corpus / "store.properties"), "excludeInternalTopics": "false"}
     r, rejected = reader_for(base, [EqualTo(("uniqKey",), key)])
     parts = r.partitions()
     assert rejected == [] and parts and all(type(p).__name__ == "Lookup" for p in parts)
-    got = sorted((r.topic, r.queueId, r.queueOffset) for r in rmq(spark, corpus).where(f"uniqKey = '{key}'").collect())
+    got = sorted((r.topic, r.queueId, r.queueOffset)
+                 for r in rmq(spark, corpus, excludeInternalTopics="false").where(f"uniqKey = '{key}'").collect())
     assert got == sorted(hits)
+    # by default the copies in RocketMQ's own topics (the %RETRY% one) are left out of a whole-store lookup
+    own = sorted(h for h in hits if not is_internal_topic(h[0]))
+    assert own != sorted(hits)
+    assert sorted((r.topic, r.queueId, r.queueOffset)
+                  for r in rmq(spark, corpus).where(f"uniqKey = '{key}'").collect()) == own
 
 
 def test_keys_array_contains(spark):
     corpus = CORPORA[0]
     expected = expected_messages(corpus / "expected")
     want = sorted(k for k, v in expected.items() if v["keys"] and "bulk-key-70" in v["keys"].split(" "))
-    df = rmq(spark, corpus).where("array_contains(keys, 'bulk-key-70')")
+    df = rmq(spark, corpus, excludeInternalTopics="false").where("array_contains(keys, 'bulk-key-70')")
     got = sorted((r.topic, r.queueId, r.queueOffset) for r in df.collect())
     assert got == want and len(got) >= 70
 
@@ -379,7 +393,7 @@ def test_reads_without_pushdown_enabled(spark):
 
 def test_projection_by_user_schema(spark):
     corpus = CORPORA[0]
-    df = (spark.read.format("rmq").schema("queueOffset bigint, topic string")
+    df = (spark.read.format("rmq").schema("queueOffset bigint, topic string").option("excludeInternalTopics", "false")
           .option("config", str(corpus / "store.properties")).load(str(corpus / "store")))
     t = df.toArrow()
     assert t.column_names == ["queueOffset", "topic"]
@@ -392,12 +406,13 @@ def test_several_stores_in_one_read(spark):
     if len(CORPORA) < 2:
         pytest.skip("needs two corpora")
     a, b = CORPORA[0], CORPORA[1]
-    df = (spark.read.format("rmq").option("brokerName", "broker-a,broker-b")
+    df = (spark.read.format("rmq").option("brokerName", "broker-a,broker-b").option("excludeInternalTopics", "false")
           .load([str(a / "store"), str(b / "store")]))
     counts = {r.broker: r["count"] for r in df.groupBy("broker").count().collect()}
     assert counts == {"broker-a": len(expected_messages(a / "expected")),
                       "broker-b": len(expected_messages(b / "expected"))}
-    df2 = spark.read.format("rmq").option("brokerName", "x,y").load(f"{a / 'store'},{b / 'store'}")
+    df2 = (spark.read.format("rmq").option("brokerName", "x,y").option("excludeInternalTopics", "false")
+           .load(f"{a / 'store'},{b / 'store'}"))
     assert df2.count() == sum(counts.values())
 
 

@@ -106,7 +106,8 @@ def remote(connect_server):
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_connect_session_reads_golden_store(remote, corpus):
-    df = remote.read.format("rmq").option("config", str(corpus / "store.properties")).load(str(corpus / "store"))
+    df = (remote.read.format("rmq").option("config", str(corpus / "store.properties"))
+          .option("excludeInternalTopics", "false").load(str(corpus / "store")))
     rows = df.toArrow().to_pylist()
     want = expected_messages(corpus / "expected")
     got = {(r["topic"], r["queueId"], r["queueOffset"]): r for r in rows}
@@ -130,6 +131,6 @@ def test_connect_session_filters_by_tag(remote):
     want = {k for k, w in expected_messages(corpus / "expected").items() if w["tags"] == "TagA"}
     assert want
     df = (remote.read.format("rmq").option("config", str(corpus / "store.properties"))
-          .load(str(corpus / "store")).where("tags = 'TagA'").select("topic", "queueId", "queueOffset"))
+          .option("excludeInternalTopics", "false").load(str(corpus / "store")).where("tags = 'TagA'").select("topic", "queueId", "queueOffset"))
     got = {(r["topic"], r["queueId"], r["queueOffset"]) for r in df.toArrow().to_pylist()}
     assert got == want

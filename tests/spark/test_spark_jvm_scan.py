@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from rmqsource.format.system_topics import is_internal_topic
+
 from golden import copy_store, corpora, corpus_of, crash_cases, read_jsonl
 from test_spark_batch import expected_messages, plan_of, rmq, torn_record
 
@@ -64,7 +66,7 @@ def test_a_column_not_asked_for_is_never_decoded(jvm, tmp_path):
     with open(seg, "r+b") as f:                # garbage inside the body: lengths and CRC field untouched
         f.seek(pos + 88)
         f.write(b"\xff" * min(body_len, 16))
-    df = rmq(jvm, corpus, store, decompress="true")
+    df = rmq(jvm, corpus, store, decompress="true", excludeInternalTopics="false")
     n = df.select("queueOffset", "tags", "properties").count()
     assert n == len(expected)
     with pytest.raises(Exception) as exc:
@@ -74,7 +76,7 @@ def test_a_column_not_asked_for_is_never_decoded(jvm, tmp_path):
 
 def test_user_schema_selects_columns_and_checks_types(jvm):
     corpus = CORPORA[0]
-    df = (jvm.read.format("rmq").schema("storeTimestamp timestamp, msgId string")
+    df = (jvm.read.format("rmq").schema("storeTimestamp timestamp, msgId string").option("excludeInternalTopics", "false")
           .option("config", str(corpus / "store.properties")).load(str(corpus / "store")))
     assert df.columns == ["storeTimestamp", "msgId"]
     assert "ReadSchema: struct<storeTimestamp:timestamp,msgId:string>" in plan_of(df)
@@ -92,7 +94,7 @@ def test_user_schema_selects_columns_and_checks_types(jvm):
 def test_count_pushdown_equals_engine_and_full_read(jvm, case):
     corpus = corpus_of(case) if case in CRASH else case
     want = Counter((t, q) for t, q, _ in expected_keys(case / "expected"))
-    df = rmq(jvm, corpus, case / "store", topicPattern=".*", failOnDataLoss="false")
+    df = rmq(jvm, corpus, case / "store", topicPattern=".*", failOnDataLoss="false", excludeInternalTopics="false")
     counted = df.groupBy("topic", "queueId").count()
     assert "PushedAggregation" in plan_of(counted), plan_of(counted)
     got = {(r.topic, r.queueId): r["count"] for r in counted.collect()}
@@ -109,7 +111,7 @@ def test_count_is_not_pushed_where_it_would_need_records(jvm):
     corpus = CORPORA[0]
     tagged = rmq(jvm, corpus, topics="TopicTest").where("tags = 'TagA'")
     assert "PushedAggregation" not in plan_of(tagged.groupBy("queueId").count())
-    whole = rmq(jvm, corpus).where("storeTimestamp > timestamp'2000-01-01 00:00:00'")
+    whole = rmq(jvm, corpus, excludeInternalTopics="false").where("storeTimestamp > timestamp'2000-01-01 00:00:00'")
     assert "LocalTableScan" not in plan_of(whole.groupBy("topic").count())
     keys = expected_keys(corpus / "expected")
     assert whole.count() == len(keys)
@@ -135,19 +137,22 @@ def test_whole_store_count_from_consume_queue_offsets(jvm, case):
     """A whole-store count (grouped or not) is answered on the driver from ConsumeQueue offsets when
     the units tile the CommitLog, and always equals the count of the rows a read gives."""
     corpus = corpus_of(case) if case in CRASH else case
-    df = rmq(jvm, corpus, case / "store")
-    for cols in (("topic",), ("topic", "queueId"), ("broker", "storePath")):
-        counted = df.groupBy(*cols).count()
-        assert {tuple(r)[:-1]: r[-1] for r in counted.collect()} == _read_counts(df, *cols)
-    total = df.count()
-    assert total == sum(_read_counts(df, "queueId").values())
-    pushed = _counted_on_driver(df.groupBy("topic").count())
-    if case in CORPORA:
-        # Written by the real engine: every record has its unit, transaction halves and blanks between.
-        assert pushed
-        assert total == len(expected_keys(case / "expected"))
-    if case.name == "no_consumequeue":
-        assert not pushed                   # units re-derived from the CommitLog prove nothing
+    for internal in (False, True):
+        # by default the count leaves out RocketMQ's own topics' queues (SCHEDULE_TOPIC_XXXX, %RETRY%), as the read
+        df = rmq(jvm, corpus, case / "store", excludeInternalTopics="false" if internal else "true")
+        for cols in (("topic",), ("topic", "queueId"), ("broker", "storePath")):
+            counted = df.groupBy(*cols).count()
+            assert {tuple(r)[:-1]: r[-1] for r in counted.collect()} == _read_counts(df, *cols)
+        total = df.count()
+        assert total == sum(_read_counts(df, "queueId").values())
+        pushed = _counted_on_driver(df.groupBy("topic").count())
+        if case in CORPORA:
+            # Written by the real engine: every record has its unit, transaction halves and blanks between.
+            assert pushed
+            keys = expected_keys(case / "expected")
+            assert total == len([k for k in keys if internal or not is_internal_topic(k[0])])
+        if case.name == "no_consumequeue":
+            assert not pushed                   # units re-derived from the CommitLog prove nothing
 
 
 def test_whole_store_count_is_read_when_a_record_has_no_unit(jvm, tmp_path):
@@ -172,7 +177,8 @@ def test_two_counts_on_one_dataframe(jvm):
     """No scan state survives a query: the filtered count does not leak into the next one."""
     corpus = CORPORA[0]
     expected = expected_messages(corpus / "expected")
-    for d in (rmq(jvm, corpus), rmq(jvm, corpus, topicPattern=".*")):
+    for d in (rmq(jvm, corpus, excludeInternalTopics="false"),
+              rmq(jvm, corpus, topicPattern=".*", excludeInternalTopics="false")):
         tagged = d.where("tags = 'TagA'").count()
         total = d.count()
         assert tagged == sum(1 for m in expected.values() if m["tags"] == "TagA") > 0
@@ -238,7 +244,7 @@ def test_msgid_lookups_equal_engine_view(jvm, corpus):
     entry-header offset's engine answer is a 1-byte decodeError: rmqsource never serves header bytes."""
     views = read_jsonl(corpus / "expected" / "view.jsonl")
     ids = [v["msgId"] for v in views]
-    df = rmq(jvm, corpus, includeTransactional="true").where(F.col("msgId").isin(ids))
+    df = rmq(jvm, corpus, includeTransactional="true", excludeInternalTopics="false").where(F.col("msgId").isin(ids))
     rows = df.select("msgId", "commitLogOffset", "storeSize", "body").collect()
     got = {}
     for r in rows:

@@ -197,8 +197,8 @@ def test_stream_admits_what_the_engine_serves_after_a_dledger_crash(jvm_spark, t
         want |= {(topic, qid, line["queueOffset"], line["commitLogOffset"]) for line in read_jsonl(path)[:-1]}
     rows = []
     q = (spark.readStream.format("rmq").option("config", str(corpus / "store.properties"))
-         .option("topicPattern", ".*").option("startingOffsets", "earliest").load(str(case / "store"))
-         .select("topic", "queueId", "queueOffset", "commitLogOffset")
+         .option("topicPattern", ".*").option("startingOffsets", "earliest").option("excludeInternalTopics", "false")
+         .load(str(case / "store")).select("topic", "queueId", "queueOffset", "commitLogOffset")
          .writeStream.foreachBatch(lambda d, i: rows.extend(tuple(r) for r in d.collect()))
          .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
     torn = torn_record(case)

@@ -196,3 +196,24 @@ def test_lz4_and_zstd_bodies():
     # zstd-jni streams omit the content size: decode without it.
     cctx = zstandard.ZstdCompressor(write_content_size=False)
     assert inflate_body(cctx.compress(plain), 0x201) == plain
+
+
+def test_internal_topics_are_rocketmqs_own():
+    import pyarrow as pa
+    from rmqsource.format.system_topics import SYSTEM_TOPICS, internal_topic_mask, is_internal_topic
+    from rmqsource.spark.options import parse_options
+    own = [*SYSTEM_TOPICS, "rmq_sys_wheel_timer", "rmq_sys_REVIVE_LOG_DefaultCluster", "%RETRY%g", "%DLQ%g"]
+    users = ["TopicTest", "rb_topic_0", "RMQ_SYS", "rmq_sysX", "%LMQ%q", "DefaultCluster", "x%RETRY%", "tbw102", ""]
+    assert all(is_internal_topic(t) for t in own) and not any(is_internal_topic(t) for t in users)
+    arr = pa.array([*own, None, *users] * 3, type=pa.string())
+    assert internal_topic_mask(arr).tolist() == [t is not None and is_internal_topic(t) for t in arr.to_pylist()]
+    assert internal_topic_mask(pa.array([], type=pa.string())).tolist() == []
+    assert not internal_topic_mask(pa.array(users)).any()
+    # the option: on by default; a named topic or queue is always read, a pattern follows the option
+    assert parse_options({"path": "/s"}).internal_topics_excluded
+    assert parse_options({"path": "/s", "topicPattern": ".*"}).internal_topics_excluded
+    assert not parse_options({"path": "/s", "topics": "RMQ_SYS_TRACE_TOPIC"}).internal_topics_excluded
+    assert not parse_options({"path": "/s", "queues": "SCHEDULE_TOPIC_XXXX:2"}).internal_topics_excluded
+    assert not parse_options({"path": "/s", "excludeInternalTopics": "false"}).internal_topics_excluded
+    with pytest.raises(Exception, match="excludeInternalTopics must be true or false"):
+        parse_options({"path": "/s", "excludeinternaltopics": "maybe"})

@@ -111,6 +111,12 @@ FORMAT_PAIRS: dict[tuple[str, str], tuple] = {
     ("RocksDbConfig", "V1_DATA_VERSION_KEY"): ("rmqsource.format.rocksdb_config", "V1_DATA_VERSION_KEY"),
     ("RocksDbConfig", "V1_SINGLE_DB_OFFSET_CF"): ("rmqsource.format.rocksdb_config", "V1_SINGLE_DB_OFFSET_CF"),
     ("RocksDbConfig", "V1_SINGLE_DB_VERSION_CF"): ("rmqsource.format.rocksdb_config", "V1_SINGLE_DB_VERSION_CF"),
+    # RocketMQ's own topics (what a whole-store read leaves out by default)
+    ("SystemTopics", "SYSTEM_TOPICS"): ("rmqsource.format.system_topics", "SYSTEM_TOPICS", list),
+    ("SystemTopics", "SYSTEM_TOPIC_PREFIX"): ("rmqsource.format.system_topics", "SYSTEM_TOPIC_PREFIX"),
+    ("SystemTopics", "RETRY_GROUP_TOPIC_PREFIX"): ("rmqsource.names", "RETRY_GROUP_TOPIC_PREFIX"),
+    ("SystemTopics", "DLQ_GROUP_TOPIC_PREFIX"): ("rmqsource.names", "DLQ_GROUP_TOPIC_PREFIX"),
+    ("SystemTopics", "INTERNAL_TOPIC_PREFIXES"): ("rmqsource.format.system_topics", "INTERNAL_TOPIC_PREFIXES", list),
 }
 
 # Java format fields with no Python value to compare (the reason says why).
@@ -125,6 +131,7 @@ NOT_SHARED: dict[tuple[str, str], str] = {
     ("FastJson", "serialVersionUID"): "Java serialization id of an exception class",
     ("JavaHash", "POW31"): "a table of powers of 31 computed at class load (Python computes them inline)",
     ("MsgId", "HEX"): "hex digits for encoding (Python uses bytes.hex().upper())",
+    ("SystemTopics", "SYSTEM_TOPIC_SET"): "a lookup set built from SYSTEM_TOPICS (Python: a frozenset of it)",
 }
 
 # Format constants and limits restated by Java classes outside the format package (found by class name).

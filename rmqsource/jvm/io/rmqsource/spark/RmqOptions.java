@@ -56,6 +56,7 @@ public final class RmqOptions implements Serializable {
     public long maxInflatedBatchBytes = 256L * 1024 * 1024;
     public long maxInflatedTaskBytes = 32L * 1024 * 1024 * 1024;
     public boolean includeTransactional;
+    public boolean excludeInternalTopics = true;
     public long maxRecordsPerPartition = DEFAULT_MAX_RECORDS_PER_PARTITION;
     public int minPartitions;
     /** 0: chosen by {@link #commitLogBytesPerPartition}. */
@@ -76,6 +77,14 @@ public final class RmqOptions implements Serializable {
 
     public boolean topicMode() {
         return topics != null || topicPattern != null || queues != null;
+    }
+
+    /**
+     * RocketMQ's own topics (format/SystemTopics.java) are left out: excludeInternalTopics, and no topic
+     * or queue named (a named one is always read; a topicPattern follows the option).
+     */
+    public boolean internalTopicsExcluded() {
+        return excludeInternalTopics && topics == null && queues == null;
     }
 
     public static RmqOptions parse(Map<String, String> options) {
@@ -206,6 +215,9 @@ public final class RmqOptions implements Serializable {
         }
         if (opts.containsKey("includetransactional")) {
             o.includeTransactional = parseBool("includeTransactional", opts.get("includetransactional"));
+        }
+        if (opts.containsKey("excludeinternaltopics")) {
+            o.excludeInternalTopics = parseBool("excludeInternalTopics", opts.get("excludeinternaltopics"));
         }
         if (opts.containsKey("maxrecordsperpartition")) {
             o.maxRecordsPerPartition = parseInt("maxRecordsPerPartition", opts.get("maxrecordsperpartition"), 1,

@@ -189,8 +189,12 @@ final class CommitLogRangeReader extends RecordBatchReader {
         Topic topic = null;
         long code = 0;
         boolean valid = false;
-        if (tagsCodeNeeded) {
+        if (dropInternalTopics) {
             topic = topic(w.buf, record);
+            if (topic.internal) return;
+        }
+        if (tagsCodeNeeded) {
+            if (topic == null) topic = topic(w.buf, record);
             valid = unitTagsCode(topic, record);
             code = valid ? lastUnitTagsCode() : 0;
             if (spec.tagHashes != null && valid && !TagsCode.SCHEDULE_TOPIC.equals(topic.name)

@@ -58,6 +58,7 @@ final class LookupReader extends RecordBatchReader {
         decode(b, w.at(pos), total, -1, seg.path);
         if (record.phyOffset != phy || !rowMask(true)) return;
         Topic topic = topic(b, record);
+        if (part.queues == null && dropInternalTopics && topic.internal) return;
         boolean valid = unitTagsCode(topic, record);
         long code = valid ? lastUnitTagsCode() : 0;
         if (part.queues != null) {

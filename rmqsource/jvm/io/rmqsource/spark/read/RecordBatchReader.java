@@ -4,6 +4,7 @@ import io.rmqsource.errors.CorruptRecordError;
 import io.rmqsource.format.MsgId;
 import io.rmqsource.format.Properties;
 import io.rmqsource.format.Record;
+import io.rmqsource.format.SystemTopics;
 import io.rmqsource.spark.read.vector.RecordColumns;
 import io.rmqsource.store.MappedFaults;
 import io.rmqsource.store.QueueUnits;
@@ -37,6 +38,8 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     private final List<byte[]> topicValues;
     private final boolean parseProperties;
     private final boolean topicColumn;
+    /** Rows of a CommitLog walk or point reads in RocketMQ's own topics are dropped (topic reads drop their queues). */
+    protected final boolean dropInternalTopics;
     private final byte[] msgId = new byte[56];
     private boolean done;
     /** File position of index 0 of the buffer being decoded (0 for a mapped file; a window's start otherwise). */
@@ -57,6 +60,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         topicValues = p.topics != null ? PushedFilters.utf8(p.topics) : null;
         parseProperties = columns.needsProperties || tagValues != null || uniqKeyValues != null;
         topicColumn = columns.has(RecordColumns.TOPIC);
+        dropInternalTopics = spec.options.internalTopicsExcluded();
     }
 
     /** Appends rows until the batch is full or the input ends; false once the input is exhausted. */
@@ -105,11 +109,14 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     protected static final class Topic {
         final String name;
         final byte[] utf8;
+        /** One of RocketMQ's own topics (SystemTopics.isInternal), decided once per topic seen. */
+        final boolean internal;
         final Map<Integer, QueueUnits> queues = new HashMap<>();
 
         Topic(String name) {
             this.name = name;
             this.utf8 = name.getBytes(StandardCharsets.UTF_8);
+            this.internal = SystemTopics.isInternal(name);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.rmqsource.spark.read;
 
+import io.rmqsource.format.SystemTopics;
 import io.rmqsource.spark.RmqOptions;
 import io.rmqsource.spark.StoreAccess;
 import io.rmqsource.store.QueueKey;
@@ -51,6 +52,7 @@ final class RmqCountScan implements LocalScan {
             if (counts == null) return null;
             for (Map.Entry<QueueKey, Long> e : counts.entrySet()) {
                 if (e.getValue() == 0) continue;
+                if (opts.internalTopicsExcluded() && SystemTopics.isInternal(e.getKey().topic)) continue;
                 List<Object> key = new ArrayList<>();
                 for (String g : groupBy) {
                     key.add(RmqScanBuilder.groupValue(g, e.getKey().topic, e.getKey().queueId, opts.brokers.get(i),

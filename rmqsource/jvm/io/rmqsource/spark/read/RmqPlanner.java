@@ -6,6 +6,7 @@ import io.rmqsource.errors.Repr;
 import io.rmqsource.format.ConsumeQueue;
 import io.rmqsource.format.DLedgerFormat;
 import io.rmqsource.format.MsgId;
+import io.rmqsource.format.SystemTopics;
 import io.rmqsource.io.StoreFiles;
 import io.rmqsource.spark.RmqOptions;
 import io.rmqsource.spark.StoreAccess;
@@ -196,6 +197,7 @@ public final class RmqPlanner {
             for (QueueKey k : keys) allTopics.add(k.topic);
         }
         String stores = String.join(", ", opts.paths);
+        boolean excluded = opts.internalTopicsExcluded();
         java.util.function.Predicate<QueueKey> wanted;
         if (opts.topics != null) {
             for (String t : opts.topics) {
@@ -208,11 +210,22 @@ public final class RmqPlanner {
             wanted = k -> ts.contains(k.topic);
         } else if (opts.topicPattern != null) {
             Pattern rx = Pattern.compile(opts.topicPattern);
-            boolean any = false;
-            for (String t : allTopics) any |= rx.matcher(t).matches();
-            if (!any) {
+            List<String> matched = new ArrayList<>();
+            boolean ownOnly = true;
+            for (String t : allTopics) {
+                if (rx.matcher(t).matches()) {
+                    matched.add(t);
+                    ownOnly &= SystemTopics.isInternal(t);
+                }
+            }
+            if (matched.isEmpty()) {
                 throw new OptionError("topicPattern " + Repr.of(opts.topicPattern) + " matches no topic in " + stores
                         + " (topics: " + joinOrNone(allTopics) + ")");
+            }
+            if (excluded && ownOnly) {
+                throw new OptionError("topicPattern " + Repr.of(opts.topicPattern) + " matches only RocketMQ's own topics in "
+                        + stores + " (" + String.join(", ", matched) + "), left out by excludeInternalTopics=true; set it "
+                        + "to false or name them in topics");
             }
             wanted = k -> rx.matcher(k.topic).matches();
         } else if (opts.queues != null) {
@@ -251,7 +264,7 @@ public final class RmqPlanner {
         for (List<QueueKey> keys : perStore) {
             List<QueueKey> sel = new ArrayList<>();
             for (QueueKey k : keys) {
-                if (!wanted.test(k)) continue;
+                if (!wanted.test(k) || (excluded && SystemTopics.isInternal(k.topic))) continue;
                 if (pushed.topics != null && !pushed.topics.contains(k.topic)) continue;
                 if (pushed.queueIds != null && !pushed.queueIds.contains(k.queueId)) continue;
                 sel.add(k);
@@ -602,6 +615,7 @@ public final class RmqPlanner {
                 List<String> topics = queueRanges != null ? new ArrayList<>(rangeTopics) : reader.topics();
                 for (String topic : topics) {
                     if (pushed.topics != null && !pushed.topics.contains(topic)) continue;
+                    if (opts.internalTopicsExcluded() && SystemTopics.isInternal(topic)) continue;
                     for (String key : pushed.uniqKeys) {
                         for (long p : index.queryOffsets(topic, key, LOOKUP_MAX_HITS, 0, Long.MAX_VALUE)) {
                             if (ref.commitLogMin <= p && p < ref.commitLogMax) offsets.add(p);

@@ -2,6 +2,7 @@ package io.rmqsource.spark.stream;
 
 import io.rmqsource.format.ConsumeQueue;
 import io.rmqsource.format.Record;
+import io.rmqsource.format.SystemTopics;
 import io.rmqsource.io.StoreFiles;
 import io.rmqsource.spark.RmqOptions;
 import io.rmqsource.store.CommitLog;
@@ -86,7 +87,12 @@ public final class StoreWatcher implements QueueTail.Verifier {
             names.addAll(topics);
         } else {
             List<StoreFiles.Entry> all = files.list(cq);
-            if (all != null) for (StoreFiles.Entry t : all) if (pattern.matcher(t.name).matches()) names.add(t.name);
+            boolean excluded = opts.read.internalTopicsExcluded();
+            if (all != null) {
+                for (StoreFiles.Entry t : all) {
+                    if (pattern.matcher(t.name).matches() && !(excluded && SystemTopics.isInternal(t.name))) names.add(t.name);
+                }
+            }
         }
         for (String t : names) {
             if (!StoreLayout.isSafeDirName(t)) continue;
