@@ -68,10 +68,12 @@ public final class StoreWatcher implements QueueTail.Verifier {
         layout.checkSupported();        // every trigger: a broker restarted in DLedger mode changes the layout
         if (!layout.files.mapped()) layout.files.close();     // files replaced since the last trigger are opened anew
         TreeSet<QueueKey> out = new TreeSet<>();
+        boolean excluded = opts.read.internalTopicsExcluded();
         if (layout.rocksDbQueues()) {                       // the database's queues as they are now
             for (QueueKey k : layout.listQueues()) {
                 boolean wanted = queues != null ? queues.contains(k)
-                        : topics != null ? topics.contains(k.topic) : pattern.matcher(k.topic).matches();
+                        : topics != null ? topics.contains(k.topic)
+                        : pattern.matcher(k.topic).matches() && !(excluded && SystemTopics.isInternal(k.topic));
                 if (wanted) out.add(k);
             }
             return new ArrayList<>(out);
@@ -87,7 +89,6 @@ public final class StoreWatcher implements QueueTail.Verifier {
             names.addAll(topics);
         } else {
             List<StoreFiles.Entry> all = files.list(cq);
-            boolean excluded = opts.read.internalTopicsExcluded();
             if (all != null) {
                 for (StoreFiles.Entry t : all) {
                     if (pattern.matcher(t.name).matches() && !(excluded && SystemTopics.isInternal(t.name))) names.add(t.name);
