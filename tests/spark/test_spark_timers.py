@@ -139,3 +139,33 @@ def test_unknown_view_is_refused(spark):
     store = (RUNS[0] / "store") if RUNS else ENGINE[0] / "store"
     with pytest.raises(Exception, match=r"option view must be one of messages, timers"):
         spark.read.format("rmq").option("view", "bogus").load(str(store)).collect()
+
+
+@pytest.mark.skipif(not RUNS, reason="no real-broker corpus")
+def test_python_reader_pushes_topic_state_deliver_time_and_leaves_the_rest():
+    from rmqsource.spark.compat import FILTER_PUSHDOWN
+    if not FILTER_PUSHDOWN:
+        pytest.skip("this pyspark has no Python filter pushdown")
+    import pyarrow as pa
+    from pyspark.sql.datasource import EqualTo, GreaterThan, In
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from rmqsource.spark.source import RmqDataSource
+    from rmqsource.spark.timers import TIMERS_ARROW_SCHEMA, TimersPartition
+    store, config = RUNS[0] / "store", RUNS[0] / "broker.properties"
+    want = expected(store, config)
+    mine = sorted(w[7] for w in want if w[0] in ("rb_topic_0", "rb_topic_2") and w[5] == "delivered")
+    cut = mine[len(mine) // 2]
+    ds = RmqDataSource({"path": str(store), "view": "timers", "config": str(config)})
+    reader = ds.reader(from_arrow_schema(TIMERS_ARROW_SCHEMA))
+    other = EqualTo(("tags",), "TagA")
+    rejected = list(reader.pushFilters([In(("topic",), ("rb_topic_0", "rb_topic_2")), EqualTo(("state",), "delivered"),
+                                        GreaterThan(("deliverTime",), dt.datetime.fromtimestamp(cut / 1000, tz=UTC)),
+                                        other]))
+    assert rejected == [other]
+    parts = reader.partitions()
+    assert [type(p) for p in parts] == [TimersPartition] and parts[0].topics == ("rb_topic_0", "rb_topic_2")
+    t = pa.Table.from_batches([b for p in parts for b in reader.read(p)], schema=TIMERS_ARROW_SCHEMA)
+    rows = sorted(zip(t.column("topic").to_pylist(), t.column("commitLogOffset").to_pylist()))
+    assert rows == sorted((w[0], w[3]) for w in want
+                          if w[0] in ("rb_topic_0", "rb_topic_2") and w[5] == "delivered" and w[7] > cut)
+    assert rows
