@@ -46,6 +46,14 @@ ARROW_SCHEMA = pa.schema([
 
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
+# option view=timers (rmqsource.spark.timers): the message columns, then these three
+TIMERS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
+    pa.field("deliverTime", TIMESTAMP_TYPE),     # due time: TIMER_OUT_MS, or the schedule unit's tagsCode
+    pa.field("delayLevel", pa.int32()),          # DELAY of a delay-level message; null for a timer
+    pa.field("state", pa.string()),              # pending | delivered
+])
+TIMERS_COLUMNS = tuple(TIMERS_ARROW_SCHEMA.names)
+
 
 def _ddl_type(t: pa.DataType) -> str:
     if t == pa.string():
@@ -82,7 +90,6 @@ def requested_columns(spark_schema, view: str = "messages") -> tuple[str, ...]:
 
     schema, names = ARROW_SCHEMA, COLUMNS
     if view == "timers":
-        from .timers import TIMERS_ARROW_SCHEMA, TIMERS_COLUMNS
         schema, names = TIMERS_ARROW_SCHEMA, TIMERS_COLUMNS
     wanted = to_arrow_schema(spark_schema)
     for f in wanted:

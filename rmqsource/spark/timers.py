@@ -21,14 +21,8 @@ from ..store.timers import DELIVERED, PENDING, timer_entries
 from .planning import Lookup, RmqPartition, StoreRef, open_store
 from .pushdown import _intersect, _strings, _ts_range, _MAX, _MIN
 from .read_spec import ReadSpec
-from .schema import ARROW_SCHEMA, COLUMNS, TIMESTAMP_TYPE, ddl
+from .schema import ARROW_SCHEMA, COLUMNS, TIMERS_ARROW_SCHEMA, TIMERS_COLUMNS, TIMESTAMP_TYPE, ddl
 
-TIMERS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
-    pa.field("deliverTime", TIMESTAMP_TYPE),     # due time: TIMER_OUT_MS, or the schedule unit's tagsCode
-    pa.field("delayLevel", pa.int32()),          # DELAY of a delay-level message; null for a timer
-    pa.field("state", pa.string()),              # pending | delivered
-])
-TIMERS_COLUMNS = tuple(TIMERS_ARROW_SCHEMA.names)
 TIMERS_DDL = ddl(TIMERS_ARROW_SCHEMA)
 STATES = (PENDING, DELIVERED)
 
