@@ -73,6 +73,8 @@ def _timer_batches(args) -> Iterator[pa.RecordBatch]:
     options = {"path": args.store, "view": "timers"}
     if args.topics:
         options["topics"] = ",".join(args.topics)
+    if getattr(args, "include_internal_topics", False):
+        options["excludeInternalTopics"] = "false"
     opts = replace(parse_options(options), store_config=load_config(args))
     spec = ReadSpec(opts, TimersPushed(), TIMERS_COLUMNS)
     for part in plan_timers(opts, TimersPushed()):

@@ -103,14 +103,17 @@ def timer_rows(spec: ReadSpec, reader, part: TimersPartition) -> Iterator[pa.Rec
     from .queue_range import read_lookup
     opts, columns, store = spec.options, spec.columns, part.store
     pushed = spec.pushed if isinstance(spec.pushed, TimersPushed) else TimersPushed()
-    entries = timer_entries(reader, part.topics)
+    # RocketMQ's own real topics (retries the broker schedules, POP checkpoints) follow the whole-store rule
+    entries = timer_entries(reader, part.topics, exclude_internal=opts.internal_topics_excluded)
     if opts.topic_pattern is not None:
         pat = re.compile(opts.topic_pattern)
         entries = [e for e in entries if pat.fullmatch(e.real_topic)]
     entries = [e for e in entries if pushed.keeps(e)]
     if not entries:
         return
-    lookup_spec = replace(spec, options=replace(opts, include_transactional=True), pushed=Pushed(), columns=COLUMNS)
+    # the rows are chosen here: the lookup keeps every record asked for (parked copies live in internal topics)
+    lookup_spec = replace(spec, options=replace(opts, include_transactional=True, exclude_internal_topics=False),
+                          pushed=Pushed(), columns=COLUMNS)
     got = list(read_lookup(lookup_spec, reader, Lookup(store, tuple(e.phy_offset for e in entries), None)))
     table = pa.Table.from_batches(got, schema=ARROW_SCHEMA) if got else ARROW_SCHEMA.empty_table()
     row_of = {o: i for i, o in enumerate(table.column("commitLogOffset").to_pylist())}

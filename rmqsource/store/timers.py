@@ -12,9 +12,12 @@ UNIQ_KEY and reconsumeTimes. The wheel re-parks long timers (several wheel recor
 :func:`timer_entries` gives one :class:`TimerEntry` per parked message:
 
 * the two parked topics are read through their ConsumeQueues (every queue of each);
-* re-parked copies are one message: the identity is (real topic, UNIQ_KEY, reconsumeTimes). reconsumeTimes is
-  part of it because the broker schedules each retry of one message (same UNIQ_KEY, same ``%RETRY%`` topic)
-  separately, and delivers each;
+* re-parked wheel copies are one message: the identity is (real topic and queue, UNIQ_KEY, reconsumeTimes).
+  reconsumeTimes is part of it because the broker schedules each retry of one message (same UNIQ_KEY, same
+  ``%RETRY%`` topic) separately, and delivers each. The schedule service never re-parks, so every
+  ``SCHEDULE_TOPIC_XXXX`` copy is a message of its own (two copies of one transactional message, both failed
+  by a consumer, are scheduled twice with the same UNIQ_KEY and reconsumeTimes); parked copies sharing a key
+  take the delivered copies in order;
 * delivered copies are found by one pass over only the real queues named by parked copies, each from the first
   unit stored at or after the earliest parked copy of that queue (binary search on store time): a delivered
   copy is a record of that queue (so topic == REAL_TOPIC and queueId == REAL_QID: the POP retry copies that
@@ -33,6 +36,7 @@ from typing import Iterable, Optional
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.properties import DELAY, REAL_QID, REAL_TOPIC, UNIQ_KEY
 from ..format.record import Kind, MessageRecord
+from ..format.system_topics import is_internal_topic
 from ..format.tagscode import SCHEDULE_TOPIC, consume_queue_tags_code, java_parse_int
 from .reader import MessageStoreReader
 
@@ -119,7 +123,7 @@ def _first_at_or_after(reader: MessageStoreReader, topic: str, queue_id: int, ts
     return a
 
 
-def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset]) -> dict:
+def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset], exclude_internal: bool) -> dict:
     delays = reader.config.message_delay_levels_ms
     by_key: dict = {}
     for topic in PARKED_TOPICS:
@@ -135,6 +139,8 @@ def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset]) -> dic
                 real_qid = java_parse_int(p.get(REAL_QID))
                 if real is None or real_qid is None or (real_topics is not None and real not in real_topics):
                     continue
+                if exclude_internal and is_internal_topic(real):
+                    continue
                 level = java_parse_int(p.get(DELAY))
                 level = level if level is not None and level > 0 else None
                 if topic == TIMER_TOPIC:
@@ -144,10 +150,12 @@ def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset]) -> dic
                 else:
                     due = consume_queue_tags_code(topic, p, r.store_timestamp_ms, delays)
                 uniq = p.get(UNIQ_KEY)
-                key = (real, uniq, r.reconsume_times) if uniq is not None else (real, None, phy)
-                prev = by_key.get((key, real_qid))
+                wheel = topic == TIMER_TOPIC
+                # wheel copies of one message (re-parked) share the key; every schedule copy is its own message
+                key = (real, real_qid, uniq, r.reconsume_times, None if wheel and uniq is not None else phy)
+                prev = by_key.get(key)
                 if prev is None or prev.record.phy_offset < phy:
-                    by_key[(key, real_qid)] = _Parked(r, size, due, level, topic == TIMER_TOPIC)
+                    by_key[key] = _Parked(r, size, due, level, wheel)
     return by_key
 
 
@@ -162,22 +170,25 @@ def java_parse_int_long(text: Optional[str]) -> Optional[int]:
     return v if -(1 << 63) <= v < (1 << 63) else None
 
 
-def timer_entries(reader: MessageStoreReader, real_topics: Optional[Iterable[str]] = None) -> list[TimerEntry]:
-    """Every parked message (restricted to ``real_topics`` when given), pending or delivered, in the order
-    (real topic, real queue, parked CommitLog offset)."""
+def timer_entries(reader: MessageStoreReader, real_topics: Optional[Iterable[str]] = None, *,
+                  exclude_internal: bool = False) -> list[TimerEntry]:
+    """Every parked message (restricted to ``real_topics`` when given; ``exclude_internal``: none whose real
+    topic is RocketMQ's own, format/system_topics.py), pending or delivered, in the order (real topic, real
+    queue, parked CommitLog offset)."""
     wanted = frozenset(real_topics) if real_topics is not None else None
-    parked = _parked(reader, wanted)
-    # Per real queue: the parked messages waiting for a delivered copy, by (UNIQ_KEY, reconsumeTimes).
+    parked = _parked(reader, wanted, exclude_internal)
+    # Per real queue: the parked messages waiting for a delivered copy, by (UNIQ_KEY, reconsumeTimes), oldest first.
     per_queue: dict = {}
-    for (key, real_qid), pk in parked.items():
-        if key[1] is not None:
-            per_queue.setdefault((key[0], real_qid), {})[(key[1], key[2])] = (key, real_qid)
+    for key in sorted(parked, key=lambda k: parked[k].record.phy_offset):
+        if key[2] is not None:
+            per_queue.setdefault((key[0], key[1]), {}).setdefault((key[2], key[3]), []).append(key)
     delivered: dict = {}
     queues_on_disk = set(reader.queue_keys())
     for (topic, qid), waiting in sorted(per_queue.items()):
         if (topic, qid) not in queues_on_disk:
             continue
-        since = min(parked[v].record.store_timestamp_ms for v in waiting.values())
+        total = sum(len(v) for v in waiting.values())
+        since = min(parked[k].record.store_timestamp_ms for v in waiting.values() for k in v)
         start = _first_at_or_after(reader, topic, qid, since)
         found = 0
         for qoff, phy, size, code in _queue_units(reader, topic, qid, start):
@@ -185,22 +196,22 @@ def timer_entries(reader: MessageStoreReader, real_topics: Optional[Iterable[str
             if r is None or r.topic != topic or r.queue_id != qid:
                 continue
             p = r.properties
-            hit = waiting.get((p.get(UNIQ_KEY), r.reconsume_times))
-            if hit is None or hit in delivered:
+            keys = waiting.get((p.get(UNIQ_KEY), r.reconsume_times))
+            if not keys:
                 continue
-            mark = TIMER_DEQUEUE_MS if parked[hit].wheel else DELAY
-            if mark not in p:
+            hit = next((k for k in keys if k not in delivered and (TIMER_DEQUEUE_MS if parked[k].wheel else DELAY) in p
+                        and parked[k].record.store_timestamp_ms <= r.store_timestamp_ms), None)
+            if hit is None:
                 continue
             delivered[hit] = (r, qoff, code, size)
             found += 1
-            if found == len(waiting):
+            if found == total:
                 break
     out = []
     for hit, pk in parked.items():
-        key, real_qid = hit
         r = pk.record
         d = delivered.get(hit)
-        common = dict(real_topic=key[0], real_queue_id=real_qid, uniq_key=key[1], reconsume_times=r.reconsume_times,
+        common = dict(real_topic=hit[0], real_queue_id=hit[1], uniq_key=hit[2], reconsume_times=r.reconsume_times,
                       deliver_time_ms=pk.deliver_time_ms, delay_level=pk.delay_level, parked_offset=r.phy_offset,
                       parked_store_timestamp_ms=r.store_timestamp_ms)
         if d is None:

@@ -32,21 +32,11 @@ BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.paren
 TIMER_KINDS = ("timer", "timer_parked", "delay", "delay_parked")
 
 
-def broker_runs() -> list:
-    """Broker-written runs with file ConsumeQueues (rmq reads no RocksDB ConsumeQueue)."""
+def broker_runs() -> list[Path]:
+    """Broker-written runs (file or RocksDB ConsumeQueues)."""
     if not BROKER_ROOT.is_dir():
         return []
-    out = []
-    for p in sorted(BROKER_ROOT.iterdir()):
-        conf = p / "broker.properties"
-        if not ((p / "store").is_dir() and conf.is_file()):
-            continue
-        rocks = any(line.strip().replace(" ", "") == "storeType=defaultRocksDB"
-                    for line in conf.read_text(encoding="utf-8", errors="replace").splitlines())
-        out.append(pytest.param(p, id=p.name, marks=pytest.mark.skip(
-            reason="RocksDB ConsumeQueues (storeType=defaultRocksDB): rmq reads only the file layout")) if rocks
-            else pytest.param(p, id=p.name))
-    return out
+    return [p for p in sorted(BROKER_ROOT.iterdir()) if (p / "store").is_dir() and (p / "broker.properties").is_file()]
 
 
 RUNS = broker_runs()
@@ -57,9 +47,9 @@ def broker_config(run: Path) -> StoreConfig:
     return StoreConfig.from_properties_file(run / "broker.properties")
 
 
-def entries_of(run: Path):
+def entries_of(run: Path, **kw):
     with MessageStoreReader(run / "store", broker_config(run)) as reader:
-        return timer_entries(reader)
+        return timer_entries(reader, **kw)
 
 
 def timer_sends(run: Path) -> list[dict]:
@@ -72,7 +62,7 @@ def storeview(run: Path) -> list[dict]:
     return [e for e in read_jsonl(run / "expected" / "storeview.jsonl") if e.get("record") == "entry"]
 
 
-@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_every_timer_and_delay_send_once_with_state_and_due_time(run):
     entries = entries_of(run)
     by_key = Counter((e.real_topic, e.uniq_key) for e in entries)
@@ -118,7 +108,7 @@ def test_every_timer_and_delay_send_once_with_state_and_due_time(run):
                     and mark in v["properties"]] == [got]
 
 
-@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_figures_and_broker_retry_scheduling(run):
     entries = entries_of(run)
     sends = timer_sends(run)
@@ -138,8 +128,13 @@ def test_figures_and_broker_retry_scheduling(run):
             got = next(v for v in view if v["topic"] == e.real_topic and v["queueOffset"] == e.queue_offset
                        and v["queueId"] == e.real_queue_id)
             assert (got["uniqKey"], got["reconsumeTimes"]) == (e.uniq_key, e.reconsume_times)
-    # one row per (real topic, UNIQ_KEY, reconsumeTimes); nothing shows a POP retry copy as delivered
-    assert len({(e.real_topic, e.uniq_key, e.reconsume_times) for e in entries}) == len(entries)
+    # one row per parked message (re-parked wheel copies are one), a delivered copy is no two rows' delivery,
+    # and nothing shows a POP retry copy as delivered
+    assert len({e.parked_offset for e in entries}) == len(entries)
+    wheel = [e for e in entries if e.delay_level is None]
+    assert len({(e.real_topic, e.uniq_key, e.reconsume_times) for e in wheel}) == len(wheel)
+    done = [e.phy_offset for e in entries if e.state == DELIVERED]
+    assert len(set(done)) == len(done)
     assert not any(e.real_topic.startswith("%RETRY%rb_pop") for e in entries)
     # delivered copies lie in their real queue, at the offset and CommitLog position the storeview shows
     at = {(v["topic"], v["queueId"], v["queueOffset"]): v["commitLogOffset"] for v in view}
@@ -182,14 +177,16 @@ def run_cli(argv) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_cli_export_view_timers_writes_the_store_rows(run, tmp_path):
     out = tmp_path / "timers.parquet"
     code, text = run_cli(["export", run / "store", out, "--view", "timers", "--config", run / "broker.properties"])
     assert code == 0, text
     t = pq.read_table(out)
     assert t.schema.names[-3:] == ["deliverTime", "delayLevel", "state"]
-    entries = entries_of(run)
+    # RocketMQ's own real topics (%RETRY% retries, POP checkpoints) are left out as in a whole-store export
+    entries = entries_of(run, exclude_internal=True)
+    assert entries and len(entries) < len(entries_of(run))
     rows = t.to_pylist()
     assert len(rows) == len(entries)
     for row, e in zip(rows, entries):
@@ -197,6 +194,12 @@ def test_cli_export_view_timers_writes_the_store_rows(run, tmp_path):
                 row["delayLevel"], row["uniqKey"]) == (e.real_topic, e.real_queue_id, e.queue_offset, e.phy_offset,
                                                        e.state, e.delay_level, e.uniq_key)
         assert row["deliverTime"].timestamp() * 1000 == e.deliver_time_ms
+    code, _ = run_cli(["export", run / "store", tmp_path / "all.parquet", "--view", "timers", "--include-internal-topics",
+                       "--config", run / "broker.properties"])
+    assert code == 0
+    every = pq.read_table(tmp_path / "all.parquet")
+    assert every.column("commitLogOffset").to_pylist() == [e.phy_offset for e in entries_of(run)]
+    assert any(t.startswith("%RETRY%") for t in every.column("topic").to_pylist())
     # --topic keeps real topics; a store-time filter does not apply to this view
     code, _ = run_cli(["export", run / "store", tmp_path / "t1.jsonl", "--view", "timers", "--topic", "rb_topic_1"])
     assert code == 0
@@ -208,21 +211,27 @@ def test_cli_export_view_timers_writes_the_store_rows(run, tmp_path):
 
 
 def jvm_timers(store: Path, *args: str) -> list[dict]:
+    import pyspark
     from rmqsource.spark.jar import find_java, jar_path
     jar, java = jar_path(), find_java()
     if jar is None or java is None:
         pytest.skip("the JVM twin needs the rmq jar (rmq jar --build) and java")
-    proc = subprocess.run([java, "-XX:+UseSerialGC", "-cp", jar, "io.rmqsource.tools.TimersMain", str(store), *args],
+    # Spark's jars for rocksdbjni (RocksDB ConsumeQueues)
+    cp = os.pathsep.join([jar, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    proc = subprocess.run([java, "-XX:+UseSerialGC", "-cp", cp, "io.rmqsource.tools.TimersMain", str(store), *args],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("store", [p.values[0] / "store" for p in RUNS if not p.marks]
-                         + [c / "store" for c in ENGINE], ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("store", [p / "store" for p in RUNS] + [c / "store" for c in ENGINE],
+                         ids=lambda p: p.parent.name)
 def test_jvm_twin_equals_python(store):
     with MessageStoreReader(store) as reader:
         py = [dataclasses.asdict(e) for e in timer_entries(reader)]
-        py_topic = [dataclasses.asdict(e) for e in timer_entries(reader, ["rb_topic_2"])]
+        py_topic = [dataclasses.asdict(e) for e in timer_entries(reader, ["rb_topic_2", "OrderTopic"])]
+        py_user = [dataclasses.asdict(e) for e in timer_entries(reader, exclude_internal=True)]
+    assert py
     assert jvm_timers(store) == py
-    assert jvm_timers(store, "--topic", "rb_topic_2") == py_topic
+    assert jvm_timers(store, "--topic", "rb_topic_2", "--topic", "OrderTopic") == py_topic
+    assert jvm_timers(store, "--exclude-internal") == py_user

@@ -29,13 +29,7 @@ UTC = dt.timezone.utc
 def _runs() -> list[Path]:
     if not BROKER_ROOT.is_dir():
         return []
-    out = []
-    for p in sorted(BROKER_ROOT.iterdir()):
-        conf = p / "broker.properties"
-        if (p / "store").is_dir() and conf.is_file() and "storeType=defaultRocksDB" not in \
-                conf.read_text(encoding="utf-8", errors="replace").replace(" ", ""):
-            out.append(p)
-    return out
+    return [p for p in sorted(BROKER_ROOT.iterdir()) if (p / "store").is_dir() and (p / "broker.properties").is_file()]
 
 
 RUNS = _runs()
@@ -59,10 +53,12 @@ def timers(spark, store: Path, config: Path, **options):
     return r.load(str(store))
 
 
-def expected(store: Path, config: Path, topics=None) -> list[tuple]:
+def expected(store: Path, config: Path, topics=None, exclude_internal=True) -> list[tuple]:
+    """The store layer's rows; by default without RocketMQ's own real topics, as a whole-store read."""
     with MessageStoreReader(store, StoreConfig.from_properties_file(config)) as reader:
         return [(e.real_topic, e.real_queue_id, e.queue_offset, e.phy_offset, e.uniq_key, e.state, e.delay_level,
-                 e.deliver_time_ms, e.tags_code, e.reconsume_times) for e in timer_entries(reader, topics)]
+                 e.deliver_time_ms, e.tags_code, e.reconsume_times)
+                for e in timer_entries(reader, topics, exclude_internal=exclude_internal)]
 
 
 def got(df) -> list[tuple]:
@@ -84,6 +80,12 @@ def test_rows_equal_the_store_layer(spark, store, config):
     want = expected(store, config)
     assert sorted(got(df), key=repr) == sorted(want, key=repr)
     assert want, "every corpus here holds delay or timer messages"
+    # excludeInternalTopics=false: also the retries the broker schedules (%RETRY%) and POP checkpoints
+    every = expected(store, config, exclude_internal=False)
+    assert sorted(got(timers(spark, store, config, excludeInternalTopics="false")), key=repr) == sorted(every, key=repr)
+    if store.parent in RUNS:
+        assert any(w[0].startswith("%RETRY%") and w[6] is not None for w in every)
+        assert not any(w[0].startswith(("%RETRY%", "rmq_sys_")) for w in want)
 
 
 @pytest.mark.skipif(not RUNS, reason="no real-broker corpus")

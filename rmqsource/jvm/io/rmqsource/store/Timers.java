@@ -3,6 +3,7 @@ package io.rmqsource.store;
 import io.rmqsource.format.ConsumeQueue;
 import io.rmqsource.format.Properties;
 import io.rmqsource.format.Record;
+import io.rmqsource.format.SystemTopics;
 import io.rmqsource.format.TagsCode;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -78,7 +79,12 @@ public final class Timers {
 
     /** Every parked message (real topics restricted to {@code realTopics} unless null), sorted as in Python. */
     public static List<Entry> entries(StoreReader reader, Set<String> realTopics) {
-        return new Timers(reader).run(realTopics);
+        return entries(reader, realTopics, false);
+    }
+
+    /** {@code excludeInternal}: none whose real topic is RocketMQ's own ({@link SystemTopics#isInternal}). */
+    public static List<Entry> entries(StoreReader reader, Set<String> realTopics, boolean excludeInternal) {
+        return new Timers(reader).run(realTopics, excludeInternal);
     }
 
     /** Decode the record at phy into rec/props; false when none holds together there. */
@@ -161,7 +167,7 @@ public final class Timers {
         return a;
     }
 
-    private List<Entry> run(Set<String> realTopics) {
+    private List<Entry> run(Set<String> realTopics, boolean excludeInternal) {
         long[] delays = reader.config.messageDelayLevelsMs();
         boolean ext = reader.config.enableConsumeQueueExt();
         Map<String, Parked> parked = new LinkedHashMap<>();
@@ -174,6 +180,7 @@ public final class Timers {
                     String real = prop(REAL_TOPIC);
                     Integer realQid = TagsCode.javaParseInt(prop(REAL_QID));
                     if (real == null || realQid == null || (realTopics != null && !realTopics.contains(real))) return true;
+                    if (excludeInternal && SystemTopics.isInternal(real)) return true;
                     Integer level = TagsCode.javaParseInt(prop(Properties.DELAY));
                     if (level != null && level <= 0) level = null;
                     Long due;
@@ -182,7 +189,9 @@ public final class Timers {
                     else due = TagsCode.consumeQueueTagsCode(parkedTopic, prop(Properties.TAGS),
                             prop(Properties.DELAY), rec.storeTimestamp, delays);
                     String uniq = prop(Properties.UNIQ_KEY);
-                    String key = real + "\0" + (uniq == null ? "\1" + phy : uniq + "\0" + rec.reconsumeTimes) + "\0" + realQid;
+                    // wheel copies of one message (re-parked) share the key; every schedule copy is its own message
+                    String key = real + "\0" + realQid + "\0" + uniq + "\0" + rec.reconsumeTimes
+                            + (wheel && uniq != null ? "" : "\0" + phy);
                     Parked prev = parked.get(key);
                     if (prev == null || prev.phy < phy) {
                         Parked pk = new Parked();
@@ -202,34 +211,48 @@ public final class Timers {
                 });
             }
         }
-        // Per real queue: the parked messages waiting for a delivered copy, by (UNIQ_KEY, reconsumeTimes).
-        TreeMap<QueueKey, Map<String, Parked>> perQueue = new TreeMap<>();
-        for (Parked pk : parked.values()) {
+        // Per real queue: the parked messages waiting for a delivered copy, by (UNIQ_KEY, reconsumeTimes), oldest first.
+        List<Parked> byPhy = new ArrayList<>(parked.values());
+        byPhy.sort(Comparator.comparingLong(x -> x.phy));
+        TreeMap<QueueKey, Map<String, List<Parked>>> perQueue = new TreeMap<>();
+        for (Parked pk : byPhy) {
             if (pk.uniqKey == null) continue;
             perQueue.computeIfAbsent(new QueueKey(pk.realTopic, pk.realQid), x -> new HashMap<>())
-                    .put(pk.uniqKey + "\0" + pk.reconsumeTimes, pk);
+                    .computeIfAbsent(pk.uniqKey + "\0" + pk.reconsumeTimes, x -> new ArrayList<>()).add(pk);
         }
         Set<QueueKey> onDisk = new java.util.HashSet<>(reader.queueKeys());
-        for (Map.Entry<QueueKey, Map<String, Parked>> e : perQueue.entrySet()) {
+        for (Map.Entry<QueueKey, Map<String, List<Parked>>> e : perQueue.entrySet()) {
             QueueKey qk = e.getKey();
-            Map<String, Parked> waiting = e.getValue();
+            Map<String, List<Parked>> waiting = e.getValue();
             if (!onDisk.contains(qk)) continue;
             long since = Long.MAX_VALUE;
-            for (Parked pk : waiting.values()) since = Math.min(since, pk.storeTimestamp);
+            int total = 0;
+            for (List<Parked> l : waiting.values()) {
+                total += l.size();
+                for (Parked pk : l) since = Math.min(since, pk.storeTimestamp);
+            }
             long start = firstAtOrAfter(qk.topic, qk.queueId, since);
-            int[] found = {0};
+            int[] left = {total};
             units(qk.topic, qk.queueId, start, (qoff, phy, size, code) -> {
                 if (!load(phy, size) || rec.queueId != qk.queueId || !topic().equals(qk.topic)) return true;
-                Parked pk = waiting.get(prop(Properties.UNIQ_KEY) + "\0" + rec.reconsumeTimes);
-                if (pk == null || pk.delivered != null) return true;
-                if (props.find(pk.wheel ? TIMER_DEQUEUE_MS : Properties.DELAY) < 0) return true;
+                List<Parked> keys = waiting.get(prop(Properties.UNIQ_KEY) + "\0" + rec.reconsumeTimes);
+                if (keys == null) return true;
+                Parked hit = null;
+                for (Parked pk : keys) {
+                    if (pk.delivered == null && props.find(pk.wheel ? TIMER_DEQUEUE_MS : Properties.DELAY) >= 0
+                            && pk.storeTimestamp <= rec.storeTimestamp) {
+                        hit = pk;
+                        break;
+                    }
+                }
+                if (hit == null) return true;
                 Entry d = new Entry();
                 d.phyOffset = phy;
                 d.size = size;
                 d.queueOffset = qoff;
                 d.tagsCode = code;
-                pk.delivered = d;
-                return ++found[0] < waiting.size();
+                hit.delivered = d;
+                return --left[0] > 0;
             });
         }
         List<Entry> out = new ArrayList<>();

@@ -17,7 +17,7 @@ import java.util.Set;
 /**
  * {@link Timers#entries} of a store as JSON lines (the fields of timers.py's TimerEntry, snake_case), run as a
  * process so tests compare the JVM twin with the Python one without Spark.
- * Usage: TimersMain ROOT [--topic T]... [KEY=VALUE (MessageStoreConfig)]...
+ * Usage: TimersMain ROOT [--topic T]... [--exclude-internal] [KEY=VALUE (MessageStoreConfig)]...
  */
 public final class TimersMain {
     private TimersMain() {
@@ -34,8 +34,11 @@ public final class TimersMain {
         try {
             Map<String, String> overrides = new HashMap<>();
             Set<String> topics = null;
+            boolean excludeInternal = false;
             for (int i = 1; i < args.length; i++) {
-                if (args[i].equals("--topic") && i + 1 < args.length) {
+                if (args[i].equals("--exclude-internal")) {
+                    excludeInternal = true;
+                } else if (args[i].equals("--topic") && i + 1 < args.length) {
                     if (topics == null) topics = new HashSet<>();
                     topics.add(args[++i]);
                 } else {
@@ -44,7 +47,7 @@ public final class TimersMain {
                 }
             }
             try (StoreReader reader = new StoreReader(args[0], StoreConfig.defaults().withOverrides(overrides), null)) {
-                for (Timers.Entry e : Timers.entries(reader, topics)) {
+                for (Timers.Entry e : Timers.entries(reader, topics, excludeInternal)) {
                     out.println("{\"real_topic\":" + JsonText.str(e.realTopic) + ",\"real_queue_id\":" + e.realQueueId
                             + ",\"uniq_key\":" + (e.uniqKey == null ? "null" : JsonText.str(e.uniqKey))
                             + ",\"reconsume_times\":" + e.reconsumeTimes + ",\"deliver_time_ms\":" + e.deliverTimeMs

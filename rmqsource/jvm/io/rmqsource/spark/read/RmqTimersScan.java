@@ -134,7 +134,11 @@ public final class RmqTimersScan implements LocalScan {
     @Override
     public InternalRow[] rows() {
         RmqOptions opts = RmqOptions.parse(options);
-        opts.includeTransactional = true;      // the rows are chosen here, not by the lookup's whole-store mask
+        // RocketMQ's own real topics (retries the broker schedules, POP checkpoints) follow the whole-store rule
+        boolean excludeInternal = opts.internalTopicsExcluded();
+        // the rows are chosen here: the lookup keeps every record asked for (parked copies live in internal topics)
+        opts.includeTransactional = true;
+        opts.excludeInternalTopics = false;
         Set<String> real = opts.topics == null ? null : new LinkedHashSet<>(opts.topics);
         if (filters.topics != null) {
             if (real == null) real = new LinkedHashSet<>(filters.topics);
@@ -152,7 +156,7 @@ public final class RmqTimersScan implements LocalScan {
             try (StoreReader r = new StoreReader(files.get(i), opts.paths.get(i), opts.storeConfig, null)) {
                 ref = new StoreRef(i, opts.paths.get(i), opts.brokers.get(i), opts.storeConfig, r.commitLog.minOffset(),
                         r.commitLogMaxOffset(), r.hasConsumeQueueFiles(), files.get(i));
-                for (Timers.Entry e : Timers.entries(r, real)) {
+                for (Timers.Entry e : Timers.entries(r, real, excludeInternal)) {
                     if ((rx == null || rx.matcher(e.realTopic).matches()) && filters.keeps(e)) entries.add(e);
                 }
             }
