@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("parquet", "jsonl", "arrow")
+VIEWS = ("messages", "timers")
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -57,6 +58,26 @@ def _batches(args, columns=None, topics=None) -> Iterator[pa.RecordBatch]:
                     queue_offset=(_MIN if lo is None else lo, _MAX if hi is None else hi))
     spec = ReadSpec(opts, pushed, tuple(columns or COLUMNS))
     for part in plan(opts, pushed):
+        yield from read_partition(spec, part)
+
+
+def _timer_batches(args) -> Iterator[pa.RecordBatch]:
+    """The timers view (option view=timers) of the store, as the Spark source reads it."""
+    from ..spark.batch import ReadSpec, read_partition
+    from ..spark.options import parse_options
+    from ..spark.timers import TIMERS_COLUMNS, TimersPushed, plan_timers
+    for flag, given in (("--queue", args.queues), ("--tag", args.tag), ("--begin", args.begin), ("--end", args.end),
+                        ("--from-offset", args.from_offset), ("--to-offset", args.to_offset)):
+        if given is not None:
+            raise OptionError(f"{flag} does not apply to --view timers (it takes --topic: real topics)")
+    options = {"path": args.store, "view": "timers"}
+    if args.topics:
+        options["topics"] = ",".join(args.topics)
+    if getattr(args, "include_internal_topics", False):
+        options["excludeInternalTopics"] = "false"
+    opts = replace(parse_options(options), store_config=load_config(args))
+    spec = ReadSpec(opts, TimersPushed(), TIMERS_COLUMNS)
+    for part in plan_timers(opts, TimersPushed()):
         yield from read_partition(spec, part)
 
 
@@ -124,11 +145,15 @@ def cmd_export(args, out: Output) -> int:
         raise OptionError(f"{args.out} is a directory; give the output file name")
     started = time.perf_counter()
     rows = 0
-    sink = _Sink(args.out, fmt, ARROW_SCHEMA)
+    timers = getattr(args, "view", "messages") == "timers"
+    if timers:
+        from ..spark.timers import TIMERS_ARROW_SCHEMA
+    batches = _timer_batches(args) if timers else _batches(args, topics=args.topics)
+    sink = _Sink(args.out, fmt, TIMERS_ARROW_SCHEMA if timers else ARROW_SCHEMA)
     ok = False
     try:
         with Progress(None, "export", unit="msg") as bar:
-            for batch in _batches(args, topics=args.topics):
+            for batch in batches:
                 sink.write(batch)
                 rows += batch.num_rows
                 bar.update(batch.num_rows)
@@ -216,6 +241,10 @@ def add_parsers(sub, common, int_arg) -> None:
     p.add_argument("--include-internal-topics", action="store_true",
                    help="also RocketMQ's own topics (SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, rmq_sys_*, %%RETRY%%*, %%DLQ%%*), "
                         "left out of a whole-store export by default; a --topic or --queue is always read")
+    p.add_argument("--view", choices=VIEWS, default="messages",
+                   help="messages (default), or timers: one row per timer / delay message with deliverTime, "
+                        "delayLevel and state (pending | delivered), as option view=timers reads; --topic names "
+                        "real topics")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("print", parents=[common], help="print a topic's messages in a time range (printMsg)",

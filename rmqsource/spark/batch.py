@@ -39,6 +39,9 @@ def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatc
                 yield from read_queue_range(spec, reader, piece)
         elif isinstance(part, Lookup):
             yield from read_lookup(spec, reader, part)
+        elif type(part).__name__ == "TimersPartition":
+            from .timers import read_timers
+            yield from read_timers(spec, reader, part)
         else:
             raise TypeError(f"unknown partition {part!r}")
     finally:

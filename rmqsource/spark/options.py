@@ -56,6 +56,7 @@ OPTIONS = {
     "maxbytesperpartition": "maxBytesPerPartition",
     "batchsize": "batchSize",
     "indexlookups": "indexLookups",
+    "view": "view",
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
 # Batch-only options (a stream has no end) and the options only streams take.
@@ -191,6 +192,7 @@ class ReadOptions:
     max_bytes_per_partition: Optional[int] = None      # None: commit_log_bytes_per_partition chooses
     batch_size: int = DEFAULT_BATCH_SIZE
     index_lookups: bool = True
+    view: str = "messages"              # VIEWS: "timers" is one row per timer / delay message
     raw: tuple = field(default=(), compare=False)
 
     def commit_log_bytes_per_partition(self, total_bytes: int, parallelism: int) -> int:
@@ -264,6 +266,24 @@ def parse_offsets(name: str, value: str) -> OffsetSpec:
             q[qi] = off
         out[topic] = q
     return out
+
+
+VIEWS = ("messages", "timers")
+
+
+def parse_view(value: str, mode: str, by_offset: bool) -> str:
+    """Option ``view``: ``messages`` (the records) or ``timers`` (one row per timer / delay message, batch only;
+    the same checks in RmqOptions.java)."""
+    v = str(value).strip().lower()
+    if v not in VIEWS:
+        raise OptionError(f"option view must be one of {', '.join(VIEWS)}, got {value!r}")
+    if v == "timers" and mode == STREAM:
+        raise OptionError("option view=timers is for batch reads (spark.read): timers change state in place, "
+                          "a stream cannot follow them")
+    if v == "timers" and by_offset:
+        raise OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "
+                          "startingOffsets, endingOffsets, startingTimestamp or endingTimestamp")
+    return v
 
 
 def _queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -403,5 +423,8 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
         kw["batch_size"] = parse_int("batchSize", opts["batchsize"], 1, 10_000_000)
     if "indexlookups" in opts:
         kw["index_lookups"] = parse_bool("indexLookups", opts["indexlookups"])
+    if "view" in opts:
+        kw["view"] = parse_view(opts["view"], mode, queues is not None or any(
+            k in kw for k in ("starting_offsets", "ending_offsets", "starting_timestamp", "ending_timestamp")))
     return ReadOptions(paths=paths, brokers=brokers, store_config=config, topics=topics,
                        topic_pattern=topic_pattern, queues=queues, raw=tuple(sorted(opts.items())), **kw)

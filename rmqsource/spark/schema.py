@@ -46,6 +46,14 @@ ARROW_SCHEMA = pa.schema([
 
 COLUMNS = tuple(ARROW_SCHEMA.names)
 
+# option view=timers (rmqsource.spark.timers): the message columns, then these three
+TIMERS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
+    pa.field("deliverTime", TIMESTAMP_TYPE),     # due time: TIMER_OUT_MS, or the schedule unit's tagsCode
+    pa.field("delayLevel", pa.int32()),          # DELAY of a delay-level message; null for a timer
+    pa.field("state", pa.string()),              # pending | delivered
+])
+TIMERS_COLUMNS = tuple(TIMERS_ARROW_SCHEMA.names)
+
 
 def _ddl_type(t: pa.DataType) -> str:
     if t == pa.string():
@@ -72,7 +80,7 @@ def ddl(schema: pa.Schema = ARROW_SCHEMA) -> str:
 SPARK_DDL = ddl()
 
 
-def requested_columns(spark_schema) -> tuple[str, ...]:
+def requested_columns(spark_schema, view: str = "messages") -> tuple[str, ...]:
     """Column names of a (possibly user-specified) Spark schema, checked against ours.
 
     Every requested column must exist in ARROW_SCHEMA with the same type; the
@@ -80,11 +88,14 @@ def requested_columns(spark_schema) -> tuple[str, ...]:
     """
     from .compat import to_arrow_schema
 
+    schema, names = ARROW_SCHEMA, COLUMNS
+    if view == "timers":
+        schema, names = TIMERS_ARROW_SCHEMA, TIMERS_COLUMNS
     wanted = to_arrow_schema(spark_schema)
     for f in wanted:
-        if f.name not in COLUMNS:
-            raise OptionError(f"column {f.name!r} is not provided by the rmq source; columns are: {', '.join(COLUMNS)}")
-        ours = ARROW_SCHEMA.field(f.name)
+        if f.name not in names:
+            raise OptionError(f"column {f.name!r} is not provided by the rmq source; columns are: {', '.join(names)}")
+        ours = schema.field(f.name)
         if ours.type != f.type:
             raise OptionError(f"column {f.name!r} must have type {_ddl_type(ours.type)}, "
                               f"the schema given says {f.type}")

@@ -54,6 +54,9 @@ class RmqDataSource(DataSource):
         return opts
 
     def schema(self) -> str:
+        if str(self.options.get("view", "")).strip().lower() == "timers":
+            from .timers import TIMERS_DDL
+            return TIMERS_DDL
         return SPARK_DDL
 
     def streamReader(self, schema):
@@ -69,7 +72,7 @@ class RmqDataSource(DataSource):
         return RmqStreamWriter(self.options, schema, overwrite)
 
     def reader(self, schema) -> DataSourceReader:
-        columns = requested_columns(schema)
+        columns = requested_columns(schema, self.read_options.view)
         if not FILTER_PUSHDOWN or _planned_without_pushdown():
             return RmqReader(self.read_options, columns)
         return RmqPushdownReader(self.read_options, columns)
@@ -92,6 +95,9 @@ class RmqReader(DataSourceReader):
         self.pushed = Pushed()
 
     def partitions(self) -> List[InputPartition]:
+        if self.options.view == "timers":
+            from .timers import TimersPushed, plan_timers
+            return plan_timers(self.options, self.pushed if isinstance(self.pushed, TimersPushed) else TimersPushed())
         return plan(self.options, self.pushed)
 
     def read(self, partition) -> Iterator:
@@ -103,6 +109,10 @@ class RmqReader(DataSourceReader):
 
 class RmqPushdownReader(RmqReader):
     def pushFilters(self, filters: List[Filter]):
-        pushed, rejected = push_filters(filters, index_lookups=self.options.index_lookups)
+        if self.options.view == "timers":
+            from .timers import push_timer_filters
+            pushed, rejected = push_timer_filters(filters)
+        else:
+            pushed, rejected = push_filters(filters, index_lookups=self.options.index_lookups)
         self.pushed = pushed
         return iter(rejected)

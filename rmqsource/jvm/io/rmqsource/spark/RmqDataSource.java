@@ -25,6 +25,7 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
   /** The fixed schema (contract.json, equal to the Python source's). */
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
+    if (io.rmqsource.spark.read.RmqTimersScan.requested(options)) return io.rmqsource.spark.read.RmqTimersScan.SCHEMA;
     return Contract.SCHEMA;
   }
 

@@ -63,6 +63,8 @@ public final class RmqOptions implements Serializable {
     public long maxBytesPerPartition;
     public int batchSize = DEFAULT_BATCH_SIZE;
     public boolean indexLookups = true;
+    /** "messages" (default) or "timers": one row per timer / delay message (batch only). */
+    public String view = "messages";
 
     /** Reads through the ConsumeQueues (a topic, pattern or queue list was given). */
     /**
@@ -232,7 +234,33 @@ public final class RmqOptions implements Serializable {
         }
         if (opts.containsKey("batchsize")) o.batchSize = (int) parseInt("batchSize", opts.get("batchsize"), 1, 10_000_000);
         if (opts.containsKey("indexlookups")) o.indexLookups = parseBool("indexLookups", opts.get("indexlookups"));
+        if (opts.containsKey("view")) {
+            o.view = parseView(opts.get("view"), stream, o.queues != null || opts.containsKey("startingoffsets")
+                    || opts.containsKey("endingoffsets") || opts.containsKey("startingtimestamp")
+                    || opts.containsKey("endingtimestamp"));
+        }
         return o;
+    }
+
+    /** Option view (twin of parse_view in options.py). */
+    static String parseView(String value, boolean stream, boolean byOffset) {
+        String v = value.strip().toLowerCase(java.util.Locale.ROOT);
+        if (!v.equals("messages") && !v.equals("timers")) {
+            throw new OptionError("option view must be one of messages, timers, got " + Repr.of(value));
+        }
+        if (v.equals("timers") && stream) {
+            throw new OptionError("option view=timers is for batch reads (spark.read): timers change state in place, "
+                    + "a stream cannot follow them");
+        }
+        if (v.equals("timers") && byOffset) {
+            throw new OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "
+                    + "startingOffsets, endingOffsets, startingTimestamp or endingTimestamp");
+        }
+        return v;
+    }
+
+    public boolean timersView() {
+        return "timers".equals(view);
     }
 
     private static boolean nonEmpty(Map<String, String> opts, String key) {

@@ -159,7 +159,7 @@ public final class PushedFilters implements Serializable {
         }
     }
 
-    private static String attribute(Filter f) {
+    static String attribute(Filter f) {
         if (f instanceof EqualTo) return ((EqualTo) f).attribute();
         if (f instanceof In) return ((In) f).attribute();
         if (f instanceof GreaterThan) return ((GreaterThan) f).attribute();
@@ -178,7 +178,7 @@ public final class PushedFilters implements Serializable {
         return null;
     }
 
-    private static Set<String> strings(Filter f) {
+    static Set<String> strings(Filter f) {
         Object[] vals = f instanceof EqualTo ? new Object[] {((EqualTo) f).value()}
                 : f instanceof In ? ((In) f).values() : null;
         if (vals == null) return null;
@@ -223,7 +223,7 @@ public final class PushedFilters implements Serializable {
     }
 
     /** [lo, hi) in ms for a comparison of storeTimestamp (microseconds) with a literal. */
-    private static long[] tsRange(Filter f) {
+    static long[] tsRange(Filter f) {
         Object v = value(f);
         long us;
         if (v instanceof Timestamp) {

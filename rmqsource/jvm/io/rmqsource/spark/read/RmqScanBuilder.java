@@ -69,10 +69,22 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     public RmqScanBuilder(CaseInsensitiveStringMap options, StructType tableSchema) {
         this.options = options;
         this.tableSchema = tableSchema;
+        this.timers = RmqTimersScan.requested(options) ? new RmqTimersScan.TimersFilters() : null;
+        if (timers != null) required = RmqTimersScan.SCHEMA;
     }
+
+    /** The timers view's filters (option view=timers), else null. */
+    private final RmqTimersScan.TimersFilters timers;
 
     @Override
     public Filter[] pushFilters(Filter[] filters) {
+        if (timers != null) {
+            Filter[] rejected = timers.push(filters);
+            List<Filter> accepted = new ArrayList<>(List.of(filters));
+            accepted.removeAll(List.of(rejected));
+            pushedFilters = accepted.toArray(new Filter[0]);
+            return rejected;
+        }
         Filter[] rejected = pushed.push(filters);
         List<Filter> accepted = new ArrayList<>(List.of(filters));
         accepted.removeAll(List.of(rejected));
@@ -88,7 +100,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     /** The requested columns, checked against ours (name and type), in the order asked. */
     @Override
     public void pruneColumns(StructType requiredSchema) {
-        StructType ours = Contract.SCHEMA;
+        StructType ours = timers != null ? RmqTimersScan.SCHEMA : Contract.SCHEMA;
         List<String> names = List.of(ours.fieldNames());
         for (StructField f : requiredSchema.fields()) {
             if (!names.contains(f.name())) {
@@ -150,11 +162,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
+        if (timers != null) return false;
         return wholeStoreCount(aggregation) != null;
     }
 
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
+        if (timers != null) return false;
         if (wholeStoreCount(aggregation) != null) {
             required = wholeStoreCount.readSchema();
             return true;
@@ -184,6 +198,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public Scan build() {
+        if (timers != null) return new RmqTimersScan(options, timers, required, pushedFilters);
         if (wholeStoreCount != null) return wholeStoreCount;
         if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
             RmqOptions opts = RmqOptions.parse(options);

@@ -1,0 +1,211 @@
+package io.rmqsource.spark.read;
+
+import io.rmqsource.errors.OptionError;
+import io.rmqsource.io.StoreFiles;
+import io.rmqsource.spark.Contract;
+import io.rmqsource.spark.RmqOptions;
+import io.rmqsource.spark.StoreAccess;
+import io.rmqsource.spark.read.RmqInputPartition.Lookup;
+import io.rmqsource.store.StoreReader;
+import io.rmqsource.store.Timers;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.connector.read.LocalScan;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * {@code option("view", "timers")}: one row per timer / delay message ({@link Timers}; twin of
+ * rmqsource/spark/timers.py), answered on the driver while the query is planned (the view holds the parked
+ * messages only).  The message columns are decoded by {@link LookupReader} at each row's CommitLog offset and
+ * put under the real topic and queue; {@code deliverTime}, {@code delayLevel} and {@code state} follow.
+ * Pushed (exactly): {@code topic} = / IN (restricts the real queues read), {@code state} = / IN and
+ * {@code deliverTime} comparisons (entries dropped before their records are read).
+ */
+public final class RmqTimersScan implements LocalScan {
+    public static final StructType SCHEMA = Contract.SCHEMA
+            .add("deliverTime", DataTypes.TimestampType)
+            .add("delayLevel", DataTypes.IntegerType)
+            .add("state", DataTypes.StringType);
+
+    /** Whether these read options ask for the timers view (looked at before they are parsed). */
+    public static boolean requested(Map<String, String> options) {
+        String v = options.get("view");
+        return v != null && v.strip().equalsIgnoreCase("timers");
+    }
+
+    /** The filters this view enforces (PushedFilters' literals, other columns). */
+    static final class TimersFilters implements Serializable {
+        private static final long serialVersionUID = 1L;
+        Set<String> topics;
+        Set<String> states;
+        final long[] deliverMs = {PushedFilters.MIN, PushedFilters.MAX};
+        final List<String> descriptions = new ArrayList<>();
+
+        private static Set<String> intersect(Set<String> cur, Set<String> v) {
+            if (cur == null) return v;
+            Set<String> out = new LinkedHashSet<>(cur);
+            out.retainAll(v);
+            return out;
+        }
+
+        Filter[] push(Filter[] filters) {
+            List<Filter> rejected = new ArrayList<>();
+            for (Filter f : filters) {
+                String col = PushedFilters.attribute(f);
+                boolean ok = false;
+                if ("topic".equals(col) || "state".equals(col)) {
+                    Set<String> v = PushedFilters.strings(f);
+                    if (v != null) {
+                        if (col.equals("topic")) topics = intersect(topics, v);
+                        else states = intersect(states, v);
+                        ok = true;
+                    }
+                } else if ("deliverTime".equals(col)) {
+                    long[] r = PushedFilters.tsRange(f);
+                    if (r != null) {
+                        deliverMs[0] = Math.max(deliverMs[0], r[0]);
+                        deliverMs[1] = Math.min(deliverMs[1], r[1]);
+                        ok = true;
+                    }
+                }
+                if (ok) descriptions.add(f.toString());
+                else rejected.add(f);
+            }
+            return rejected.toArray(new Filter[0]);
+        }
+
+        boolean keeps(Timers.Entry e) {
+            if (states != null && !states.contains(e.state)) return false;
+            if (deliverMs[0] != PushedFilters.MIN || deliverMs[1] != PushedFilters.MAX) {
+                Long t = e.deliverTimeMs;
+                return t != null && t >= deliverMs[0] && (deliverMs[1] == PushedFilters.MAX || t < deliverMs[1]);
+            }
+            return true;
+        }
+    }
+
+    private final Map<String, String> options;
+    private final TimersFilters filters;
+    private final StructType schema;
+    private final Filter[] pushedFilters;
+
+    RmqTimersScan(Map<String, String> options, TimersFilters filters, StructType schema, Filter[] pushedFilters) {
+        this.options = options;
+        this.filters = filters;
+        this.schema = schema;
+        this.pushedFilters = pushedFilters;
+    }
+
+    @Override
+    public StructType readSchema() {
+        return schema;
+    }
+
+    @Override
+    public String description() {
+        String f = Arrays.stream(pushedFilters).map(Filter::toString).collect(Collectors.joining(", "));
+        return "RmqScan(JVM, timers view on the driver) PushedFilters: [" + f + "], ReadSchema: " + schema.catalogString();
+    }
+
+    /** A stream of this view is refused (RmqOptions.parse in stream mode says why, in one line). */
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        RmqOptions.parse(options, "stream");
+        throw new OptionError("option view=timers is for batch reads (spark.read)");
+    }
+
+    @Override
+    public InternalRow[] rows() {
+        RmqOptions opts = RmqOptions.parse(options);
+        // RocketMQ's own real topics (retries the broker schedules, POP checkpoints) follow the whole-store rule
+        boolean excludeInternal = opts.internalTopicsExcluded();
+        // the rows are chosen here: the lookup keeps every record asked for (parked copies live in internal topics)
+        opts.includeTransactional = true;
+        opts.excludeInternalTopics = false;
+        Set<String> real = opts.topics == null ? null : new LinkedHashSet<>(opts.topics);
+        if (filters.topics != null) {
+            if (real == null) real = new LinkedHashSet<>(filters.topics);
+            else real.retainAll(filters.topics);
+        }
+        Pattern rx = opts.topicPattern == null ? null : Pattern.compile(opts.topicPattern);
+        StructType full = Contract.SCHEMA;
+        int phyCol = full.fieldIndex("commitLogOffset");
+        UnsafeProjection toRow = UnsafeProjection.create(full);
+        List<InternalRow> out = new ArrayList<>();
+        List<StoreFiles> files = StoreAccess.forPaths(opts.paths);
+        for (int i = 0; i < opts.paths.size(); i++) {
+            StoreRef ref;
+            List<Timers.Entry> entries = new ArrayList<>();
+            try (StoreReader r = new StoreReader(files.get(i), opts.paths.get(i), opts.storeConfig, null)) {
+                ref = new StoreRef(i, opts.paths.get(i), opts.brokers.get(i), opts.storeConfig, r.commitLog.minOffset(),
+                        r.commitLogMaxOffset(), r.hasConsumeQueueFiles(), files.get(i));
+                for (Timers.Entry e : Timers.entries(r, real, excludeInternal)) {
+                    if ((rx == null || rx.matcher(e.realTopic).matches()) && filters.keeps(e)) entries.add(e);
+                }
+            }
+            if (entries.isEmpty()) continue;
+            long[] offsets = entries.stream().mapToLong(e -> e.phyOffset).distinct().sorted().toArray();
+            Map<Long, InternalRow> byPhy = new HashMap<>();
+            LookupReader reader = new LookupReader(new ReadSpec(opts, new PushedFilters(), full),
+                    new Lookup(ref, offsets, null), full);
+            try {
+                while (reader.next()) {
+                    ColumnarBatch batch = reader.get();
+                    for (int k = 0; k < batch.numRows(); k++) {
+                        InternalRow row = toRow.apply(batch.getRow(k)).copy();
+                        byPhy.put(row.getLong(phyCol), row);
+                    }
+                }
+            } finally {
+                reader.close();
+            }
+            for (Timers.Entry e : entries) {
+                InternalRow base = byPhy.get(e.phyOffset);
+                if (base != null) out.add(row(e, base, full));
+            }
+        }
+        return out.toArray(new InternalRow[0]);
+    }
+
+    private UnsafeProjection unsafe;
+
+    private InternalRow row(Timers.Entry e, InternalRow base, StructType full) {
+        StructField[] fields = schema.fields();
+        Object[] values = new Object[fields.length];
+        for (int c = 0; c < fields.length; c++) {
+            String name = fields[c].name();
+            switch (name) {
+                case "topic" -> values[c] = UTF8String.fromString(e.realTopic);
+                case "queueId" -> values[c] = e.realQueueId;
+                case "queueOffset" -> values[c] = e.queueOffset;
+                case "tagsCode" -> values[c] = e.tagsCode;
+                case "deliverTime" -> values[c] = e.deliverTimeMs == null ? null : e.deliverTimeMs * 1000L;
+                case "delayLevel" -> values[c] = e.delayLevel;
+                case "state" -> values[c] = UTF8String.fromString(e.state);
+                default -> {
+                    int j = full.fieldIndex(name);
+                    values[c] = base.isNullAt(j) ? null : base.get(j, full.fields()[j].dataType());
+                }
+            }
+        }
+        if (unsafe == null) unsafe = UnsafeProjection.create(schema);
+        return unsafe.apply(new GenericInternalRow(values)).copy();
+    }
+}
