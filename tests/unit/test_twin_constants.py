@@ -111,6 +111,19 @@ FORMAT_PAIRS: dict[tuple[str, str], tuple] = {
     ("RocksDbConfig", "V1_DATA_VERSION_KEY"): ("rmqsource.format.rocksdb_config", "V1_DATA_VERSION_KEY"),
     ("RocksDbConfig", "V1_SINGLE_DB_OFFSET_CF"): ("rmqsource.format.rocksdb_config", "V1_SINGLE_DB_OFFSET_CF"),
     ("RocksDbConfig", "V1_SINGLE_DB_VERSION_CF"): ("rmqsource.format.rocksdb_config", "V1_SINGLE_DB_VERSION_CF"),
+    # RocksDB ConsumeQueues (storeType=defaultRocksDB: unit and per-queue offset keys and values)
+    ("RocksDbQueue", "DEFAULT_CF"): ("rmqsource.format.rocksdb_queue", "DEFAULT_CF"),
+    ("RocksDbQueue", "OFFSET_CF"): ("rmqsource.format.rocksdb_queue", "OFFSET_CF"),
+    ("RocksDbQueue", "CTRL_0"): ("rmqsource.format.rocksdb_queue", "CTRL_0"),
+    ("RocksDbQueue", "CTRL_1"): ("rmqsource.format.rocksdb_queue", "CTRL_1"),
+    ("RocksDbQueue", "CTRL_2"): ("rmqsource.format.rocksdb_queue", "CTRL_2"),
+    ("RocksDbQueue", "CHECKPOINT_TOPIC"): ("rmqsource.format.rocksdb_queue", "CHECKPOINT_TOPIC"),
+    ("RocksDbQueue", "CQ_VALUE_SIZE"): ("rmqsource.format.rocksdb_queue", "CQ_VALUE_SIZE"),
+    ("RocksDbQueue", "CQ_KEY_FIXED_BYTES"): ("rmqsource.format.rocksdb_queue", "CQ_KEY_FIXED_BYTES"),
+    ("RocksDbQueue", "OFFSET_KEY_FIXED_BYTES"): ("rmqsource.format.rocksdb_queue", "OFFSET_KEY_FIXED_BYTES"),
+    ("RocksDbQueue", "OFFSET_VALUE_SIZE"): ("rmqsource.format.rocksdb_queue", "OFFSET_VALUE_SIZE"),
+    ("RocksDbQueue", "MAX_TAG"): ("rmqsource.format.rocksdb_queue", "MAX_TAG"),
+    ("RocksDbQueue", "MIN_TAG"): ("rmqsource.format.rocksdb_queue", "MIN_TAG"),
 }
 
 # Java format fields with no Python value to compare (the reason says why).
