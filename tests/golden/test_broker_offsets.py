@@ -262,7 +262,7 @@ def test_no_groups_and_unreadable_are_different_answers(v2_store, tmp_path, monk
     assert cli.main(["lag", str(bare)], stdout=text) == 0
     assert "(no consumer groups: the store has no committed offsets anywhere)" in text.getvalue()
 
-    monkeypatch.setattr(offset_source, "_rocksdict", lambda: None)       # rocksdict not installed
+    monkeypatch.setattr(offset_source, "rocksdict_available", lambda: False)       # rocksdict not installed
     with pytest.raises(StoreError, match=r"reading them needs rocksdict: pip install 'rmqsource\[rocksdb\]'"):
         load_committed_offsets(v2_root)
     err = io.StringIO()
