@@ -6,7 +6,9 @@ and queue) and ``engine.consumerOffsetTable`` (the broker's in-memory table), bo
 
 * the offset source (config/consumerOffset.json in ``rmq550-b1``, RocksDB ``config/rdb`` of config v2 in
   ``rmq550-b2-*``) gives every group's committed offsets, in Python and in the JVM, equal to the broker's table;
-* ``rmq lag`` rows (and ``--json``) equal ``consumeStats`` for every group and queue, with ``requestMode``;
+* ``rmq lag`` rows (and ``--json``) equal ``consumeStats`` for every group and queue, with ``requestMode``, in
+  every corpus (``rmq550-b2``: RocksDB ConsumeQueues and config v2 together); on that store both stream paths
+  started at ``startingOffsets=group`` (``commitOffsets=false``) give the same brokerOffset, consumerOffset, diff;
 * a store keeping its offsets in RocksDB: ``startingOffsets=group`` (with ``commitOffsets=false``) starts at the
   group's offsets in both stream paths, and a ``consumerGroup`` commit is refused with one line;
 * "no groups" and "offsets that could not be read" are different answers;
@@ -29,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from rmqsource import cli
-from rmqsource.errors import OptionError, StoreError, UnsupportedLayoutError
+from rmqsource.errors import OptionError, StoreError
 from rmqsource.format import rocksdb_config as rc
 from rmqsource.store import offset_source
 from rmqsource.store.lag import group_lag_with_source
@@ -154,13 +156,51 @@ def test_lag_equals_consume_stats_json_store():
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_lag_equals_consume_stats_every_corpus(corpus, tmp_path):
     root = copy_store(BROKER_ROOT / corpus / "store", tmp_path / "store")
-    before = checksums(root / "config")
-    try:
-        rows, committed = group_lag_with_source(root)
-    except UnsupportedLayoutError as exc:
-        pytest.skip(f"brokerOffset needs the queues, and this store's ConsumeQueues are not read yet: {exc}")
-    assert checksums(root / "config") == before
+    before = checksums(root)
+    rows, committed = group_lag_with_source(root)         # RocksDB queues and config v2 in rmq550-b2
+    assert checksums(root) == before
+    assert committed.source.kind == locate_offset_source(BROKER_ROOT / corpus / "store").kind
     assert_lag_equals_consume_stats(corpus, rows)
+
+
+@pytest.fixture(scope="module")
+def rocksdb_corpus(tmp_path_factory) -> tuple[str, Path]:
+    """A copy of the corpus whose queues and offsets are both in RocksDB (rmq550-b2: defaultRocksDB, config v2)."""
+    corpus = next((c for c in CORPORA if locate_offset_source(BROKER_ROOT / c / "store").kind == "rocksdb-v2"
+                   and (BROKER_ROOT / c / "store" / "consumequeue" / "CURRENT").is_file()), None)
+    if corpus is None:
+        pytest.skip("no broker corpus with RocksDB ConsumeQueues and a config v2")
+    return corpus, copy_store(BROKER_ROOT / corpus / "store", tmp_path_factory.mktemp("rocks") / "store")
+
+
+@pytest.mark.parametrize("kind", ["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def test_rocksdb_store_streams_give_consume_stats(kind, rocksdb_corpus, request):
+    """The streams' lag: startingOffsets=group (commitOffsets=false) starts at each group's consumerOffset and the
+    latest offset is the brokerOffset, for every group and queue of consumeStats (user and retry topics)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    corpus, root = rocksdb_corpus
+    make = stream_reader(kind, request)
+    before = checksums(root)
+    stats = consume_stats(corpus)
+    checked = 0
+    for group in sorted({k[0] for k in stats}):
+        topics = sorted({t for g, t, _ in stats if g == group})
+        reader = make(root, topics=",".join(topics), startingOffsets="group", consumerGroup=group,
+                      commitOffsets="false")
+        start = reader.initialOffset()
+        latest = reader.latestOffset(start, ReadAllAvailable())
+        for (g, t, q), s in stats.items():
+            if g != group:
+                continue
+            # a queue with no unit in the store (%RETRY%rb_pop: the broker made it, nothing was revived into
+            # it) is in no stream offset: it reads as 0, which is what the broker reports for it
+            hi, lo = latest.get(t, {}).get(str(q), 0), start.get(t, {}).get(str(q), 0)
+            got = (hi, lo, hi - lo)
+            assert got == (s["brokerOffset"], s["consumerOffset"], s["diff"]), (kind, g, t, q)
+            checked += 1
+        reader.commit(latest)                 # commitOffsets=false: nothing is written
+    assert checked == len(stats)
+    assert checksums(root) == before
 
 
 # ------------------------------------------------------------------ a v2 config beside file ConsumeQueues
