@@ -369,3 +369,31 @@ def test_v1_rocksdb_layout_and_its_merge_with_a_newer_json(kind, tmp_path, reque
     assert read() == {("g", "T", 0): 1}            # newer JSON replaces the table, as on the broker's load
     (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps({"offsetTable": {"%LMQ%z@h": {"0": 4}}}))
     assert read() == {("g", "T", 0): 1, ("h", "%LMQ%z", 0): 4}
+
+
+# ------------------------------------------------------------------ rmq verify reads the offset source
+
+def verify_problems(root: Path, engine: str) -> list[dict]:
+    out = io.StringIO()
+    cli.main(["verify", "--engine", engine, "--json", str(root)], stdout=out)
+    lines = [json.loads(x) for x in out.getvalue().splitlines() if x.strip()]
+    return [x for x in lines if "check" in x]           # the problem lines (the first line is the summary)
+
+
+@pytest.mark.parametrize("engine", ["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def test_verify_checks_offsets_a_v2_config_keeps(engine, tmp_path, request):
+    """rmq verify checks committed offsets against the queues wherever they are (config v2 here), both engines."""
+    if engine == "jvm":
+        from jvm_twins import jvm_or_skip
+        jvm_or_skip(request)
+    corpus = next(c for c in CORPORA if locate_offset_source(BROKER_ROOT / c / "store").kind == "json")
+    root = copy_store(BROKER_ROOT / corpus / "store", tmp_path / "store")
+    table = {(e.group, e.topic, e.queue_id): e.offset for e in load_committed_offsets(root).entries}
+    key = ("rb_lag", "rb_topic_1", 2)
+    table[key] = 10_000                                   # past the queue's end
+    write_v2_config(root, table)
+    before = checksums(root)
+    found = [p for p in verify_problems(root, engine) if p["area"] == "config"]
+    assert checksums(root) == before
+    assert [(p["check"], p["file"], p["found"]) for p in found] == [("consumer-offset", "config/rdb", "10000")], found
+    assert "group rb_lag commits offset 10000 for rb_topic_1/2" in found[0]["message"]
