@@ -9,10 +9,13 @@ the CommitLog hard-linked.  Both are read in the same run, alternating, best of 
 1. topic read (``rmq export --topic``: every message of the topic, all columns, to Arrow IPC)
 2. tag query (``rmq export --topic --tag TagB``: tagsCode filter on the units, only matches read)
 3. queue units alone (every unit of every queue through the store layer's ``read_units``)
+4. JVM scan (``spark.read.format("rmq")`` with the rmq jar, local[2]: the topic, all columns, to Spark's
+   ``noop`` sink), and 5. its tag query (``where tags = 'TagB'``, pushed down to the tags code): one Spark
+   session for the run, left out with --no-jvm or when the jar is not built (``rmq jar --build``)
 
-Prints seconds and the ratio RocksDB / files (target: within 1.2x for 1 and 2).
+Prints seconds and the ratio RocksDB / files (target: within 1.2x for the reads and tag queries).
 
-Usage: bench_rocksdb_queue.py [--messages N] [--dir /tmp/rmq-bench-rocksdb] [--repeat 3]
+Usage: bench_rocksdb_queue.py [--messages N] [--dir /tmp/rmq-bench-rocksdb] [--repeat 3] [--no-jvm]
 """
 
 from __future__ import annotations
@@ -96,6 +99,27 @@ def units_only(store: Path) -> int:
     return total
 
 
+def jvm_session():
+    """A local Spark session with the rmq jar (the JVM scan), or None when the jar is not built."""
+    from rmqsource.spark.jar import jar_path
+    jar = jar_path()
+    if jar is None:
+        return None
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").appName("bench-rocksdb-queue")
+             .config("spark.jars", jar).config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def jvm_scan(spark, store: Path, tag: str | None = None) -> None:
+    df = spark.read.format("rmq").option("topics", TOPIC).load(str(store))
+    if tag is not None:
+        df = df.where(df.tags == tag)
+    df.write.format("noop").mode("overwrite").save()
+
+
 def best(fn, repeat: int) -> float:
     ts = []
     for _ in range(repeat):
@@ -110,6 +134,7 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--dir", default="/tmp/rmq-bench-rocksdb")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-jvm", action="store_true", help="leave out the JVM scan cases (no Spark session)")
     a = ap.parse_args()
     base = Path(a.dir)
     files, twin = base / f"files-{a.messages}", base / f"rocksdb-{a.messages}"
@@ -125,6 +150,22 @@ def main() -> None:
         ("tag query (export --topic --tag TagB)", lambda s: export(s, out, "--tag", "TagB")),
         ("queue units alone (read_units, cold open)", units_only),
     ]
+    for extra in ((), ("--tag", "TagB")):             # both stores give the same rows, or the timings mean nothing
+        counts = []
+        for store in (files, twin):
+            export(store, out, *extra)
+            import pyarrow.ipc as ipc
+            with ipc.open_file(str(out)) as f:
+                counts.append(sum(f.get_batch(i).num_rows for i in range(f.num_record_batches)))
+        assert counts[0] == counts[1], (extra, counts)
+    spark = None if a.no_jvm else jvm_session()
+    if spark is not None:
+        cases += [
+            ("JVM scan (rmq jar, topic, all columns)", lambda s: jvm_scan(spark, s)),
+            ("JVM scan, tag query (tags = 'TagB')", lambda s: jvm_scan(spark, s, "TagB")),
+        ]
+    elif not a.no_jvm:
+        print("(no JVM cases: the rmq jar is not built; rmq jar --build)")
     print(f"{'case':44s} {'files s':>9s} {'rocksdb s':>10s} {'ratio':>7s}")
     for name, fn in cases:
         fn(files), fn(twin)                         # warm the page cache for both
@@ -135,6 +176,8 @@ def main() -> None:
         f, r = min(tf), min(tr)
         print(f"{name:44s} {f:9.3f} {r:10.3f} {r / f:6.2f}x")
     print(f"python {sys.version.split()[0]}, {a.messages:,} messages, {QUEUES} queues, best of {a.repeat}")
+    if spark is not None:
+        spark.stop()
 
 
 if __name__ == "__main__":

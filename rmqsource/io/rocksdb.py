@@ -1,16 +1,29 @@
-"""Read-only opens of a broker's RocksDB database (the ConsumeQueues of ``storeType=defaultRocksDB``).
+"""Read-only opens of a broker's RocksDB databases: the ConsumeQueues of ``storeType=defaultRocksDB``
+(``consumequeue/``) and the RocksDB configs that hold consumer offsets (``config/rdb/`` of config v2,
+``config/consumerOffsets/`` and ``config/metadata/`` of the 5.2 layout).  Java twin: ReadOnlyRocksDb.java.
 
 The ``rocksdict`` binding (``pip install 'rmqsource[rocksdb]'``) is imported here and nowhere else.  The
 broker's folder is never written, locked or renamed in: RocksDB's read-only open writes nothing, but
 rocksdict 0.3.29 saves a ``rocksdict-config.json`` beside any database it opens, read-only or not (fixed
 upstream after that release).  So the database is opened through a *shadow* folder in a temporary
 directory: copies of the small files RocksDB reads at open (``CURRENT``, ``IDENTITY``, ``MANIFEST-*``,
-``OPTIONS-*`` and the write-ahead ``*.log`` files) and symbolic links to the table files (``*.sst``,
-``*.blob``), which are immutable once written.  A read-only open is a snapshot: :func:`open_read_only`
-keeps one per folder and process and opens a fresh one when the folder's listing changed (a broker that
-is still writing), so a stream sees units written since its last trigger.
+``OPTIONS-*`` and the write-ahead ``*.log`` files) and links to the table files (``*.sst``, ``*.blob``),
+which are immutable once written: a hard link where the temporary folder shares the file system (it keeps
+a table file a live broker's compaction deletes meanwhile), a symbolic link otherwise.  ``LOCK``, ``LOG*``
+and anything else are left out.  Every column family is opened.
 
-Layer: io (no store semantics; ``rmqsource/store/rocksdb_queue.py`` decodes what is read here).
+A read-only open is a snapshot.  :class:`ReadOnlyRocksDb` is one open (a context manager: the config
+readers open, read and close); :func:`open_read_only` keeps one per folder and process and opens a fresh
+one when the folder's listing changed (a broker that is still writing), so a stream sees units written
+since its last trigger.
+
+Errors: :class:`RocksDbOpenError` (an :class:`~rmqsource.errors.UnsupportedLayoutError` naming the folder,
+with RocksDB's own words in ``status``) when the database cannot be opened, the same class with
+:data:`NEEDS_ROCKSDICT` when rocksdict is not installed; callers that answer with another error
+(the offset source's :class:`~rmqsource.errors.StoreError`) catch it and say what they were reading.
+
+Layer: io (no store semantics; ``rmqsource/store/rocksdb_queue.py`` and ``rmqsource/store/offset_source.py``
+decode what is read here).
 """
 
 from __future__ import annotations
@@ -29,8 +42,19 @@ ROCKSDB_EXTRA = "rocksdb"
 NEEDS_ROCKSDICT = (f"reading RocksDB ConsumeQueues (storeType=defaultRocksDB) in Python needs the rocksdict "
                    f"package: pip install 'rmqsource[{ROCKSDB_EXTRA}]' (or read with Spark through the rmq jar, "
                    f"`rmq jar --build` and spark.jars, which uses the rocksdbjni Spark ships)")
+DEFAULT_CF = "default"
+MAX_FILES = 1_000_000                     # more files than any RocksDB folder a broker writes holds
 _LINKED_SUFFIXES = (".sst", ".blob")
 _COPIED_PREFIXES = ("CURRENT", "IDENTITY", "MANIFEST-", "OPTIONS-")
+_OPEN_ATTEMPTS = 3                        # a live broker's compaction may delete a table file meanwhile
+
+
+class RocksDbOpenError(UnsupportedLayoutError):
+    """The database in ``file`` cannot be opened read-only (``status``: RocksDB's first line, or why not)."""
+
+    def __init__(self, message: str, *, file: str, status: str):
+        super().__init__(message, file=file)
+        self.status = status
 
 
 def rocksdict_available() -> bool:
@@ -45,8 +69,13 @@ def _require_rocksdict(folder: str):
     try:
         import rocksdict
     except ImportError:
-        raise UnsupportedLayoutError(NEEDS_ROCKSDICT, file=folder) from None
+        raise RocksDbOpenError(NEEDS_ROCKSDICT, file=folder, status="rocksdict is not installed") from None
     return rocksdict
+
+
+def is_rocksdb(folder: str | os.PathLike) -> bool:
+    """A folder holding a RocksDB database (its ``CURRENT`` file)."""
+    return os.path.isfile(os.path.join(os.fspath(folder), "CURRENT"))
 
 
 def _listing(folder: str) -> tuple[tuple[str, int, int], ...]:
@@ -57,62 +86,92 @@ def _listing(folder: str) -> tuple[tuple[str, int, int], ...]:
             if e.is_file():
                 st = e.stat()
                 out.append((e.name, st.st_size, st.st_mtime_ns))
+                if len(out) > MAX_FILES:
+                    raise RocksDbOpenError(f"more than {MAX_FILES} files: not a RocksDB database a broker wrote",
+                                           file=folder, status="too many files")
     return tuple(sorted(out))
 
 
-class ReadOnlyRocksDb:
-    """One read-only open of the database in ``folder`` (through its shadow); iterate, get, close."""
+def fill_shadow(folder: str, shadow: str) -> None:
+    """Make ``shadow`` (an empty folder) a copy of the database in ``folder`` RocksDB can open read-only."""
+    for name, _size, _mtime in _listing(folder):
+        src = os.path.join(folder, name)
+        dst = os.path.join(shadow, name)
+        if name.endswith(_LINKED_SUFFIXES):
+            try:
+                os.link(src, dst)
+            except OSError:
+                os.symlink(os.path.abspath(src), dst)
+        elif name.startswith(_COPIED_PREFIXES) or name.endswith(".log"):
+            try:
+                shutil.copyfile(src, dst)
+            except FileNotFoundError:    # a WAL or manifest the broker just rolled over
+                continue
 
-    def __init__(self, folder: str | os.PathLike):
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class ReadOnlyRocksDb:
+    """One read-only open of the database in ``folder`` (through its shadow), every column family."""
+
+    def __init__(self, folder: str | os.PathLike, *, what: str = "database"):
         self.folder = os.fspath(folder)
-        rocksdict = _require_rocksdict(self.folder)
-        if not os.path.isfile(os.path.join(self.folder, "CURRENT")):
-            raise UnsupportedLayoutError("no RocksDB database here (no CURRENT file)", file=self.folder)
+        self.what = what
+        rocksdict = self._rocksdict = _require_rocksdict(self.folder)
+        if not is_rocksdb(self.folder):
+            raise RocksDbOpenError(f"no RocksDB {what} here (no CURRENT file)", file=self.folder,
+                                   status="no CURRENT file")
         self.listing = _listing(self.folder)
         self._shadow = tempfile.mkdtemp(prefix="rmq-rocksdb-")
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._shadow, True)
         try:
-            self._db = self._open(rocksdict)
+            self._db, names = self._open(rocksdict)
         except BaseException:
-            shutil.rmtree(self._shadow, ignore_errors=True)
+            self._cleanup()
             raise
-        self._cfs: dict[str, object] = {}
+        self._cfs: dict[str, object] = {DEFAULT_CF: self._db}
+        self.column_families: tuple[str, ...] = tuple(names)
 
     def _open(self, rocksdict):
-        last: Optional[Exception] = None
-        for _ in range(3):                       # a live broker's compaction may delete a table file meanwhile
+        last: Optional[BaseException] = None
+        for _ in range(_OPEN_ATTEMPTS):
             for name in os.listdir(self._shadow):
                 os.unlink(os.path.join(self._shadow, name))
-            for name, _size, _mtime in _listing(self.folder):
-                src = os.path.join(self.folder, name)
-                dst = os.path.join(self._shadow, name)
-                if name.endswith(_LINKED_SUFFIXES):
-                    os.symlink(src, dst)
-                elif name.startswith(_COPIED_PREFIXES) or name.endswith(".log"):
-                    try:
-                        shutil.copyfile(src, dst)
-                    except FileNotFoundError:
-                        continue
+            fill_shadow(self.folder, self._shadow)
             try:
                 opts = rocksdict.Options(raw_mode=True)
                 opts.create_if_missing(False)
-                return rocksdict.Rdict(self._shadow, options=opts,
-                                       access_type=rocksdict.AccessType.read_only(False))
+                names = rocksdict.Rdict.list_cf(self._shadow, opts)
+                cfs = {c: rocksdict.Options(raw_mode=True) for c in names if c != DEFAULT_CF}
+                db = rocksdict.Rdict(self._shadow, options=opts, column_families=cfs,
+                                     access_type=rocksdict.AccessType.read_only(False))
+                return db, names
             except Exception as e:              # rocksdict raises plain Exception with RocksDB's status text
                 last = e
-        raise UnsupportedLayoutError(f"cannot open the RocksDB ConsumeQueue database read-only: {last}", file=self.folder)
+        status = _first_line(last) if last is not None else "unknown"
+        raise RocksDbOpenError(f"cannot open the RocksDB {self.what} read-only: {status}", file=self.folder,
+                               status=status)
+
+    def __enter__(self) -> "ReadOnlyRocksDb":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def has_column_family(self, name: str) -> bool:
+        return name in self.column_families
 
     def column_family(self, name: str):
         cf = self._cfs.get(name)
         if cf is None:
-            if name == "default":
-                cf = self._db
-            else:
-                try:
-                    cf = self._db.get_column_family(name)
-                except Exception:
-                    raise UnsupportedLayoutError(f"the RocksDB database has no column family {name!r}",
-                                                 file=self.folder) from None
+            try:
+                cf = self._db.get_column_family(name)
+            except Exception:
+                raise RocksDbOpenError(f"the RocksDB {self.what} has no column family {name!r}", file=self.folder,
+                                       status=f"no column family {name!r}") from None
             self._cfs[name] = cf
         return cf
 
@@ -123,23 +182,45 @@ class ReadOnlyRocksDb:
         """(key, value) from the first key >= ``from_key``, in key order (the caller stops)."""
         return self.column_family(cf).items(from_key=from_key)
 
+    # An iterator's upper bound must outlive the iterator: with rocksdict 0.3.29 a bound whose bytes and
+    # ReadOptions were dropped while the iterator was still read ended a 50,000-key scan after 96 keys (the
+    # freed memory then compared lower).  Each method below holds ``end_key`` and ``ro`` until its iterator
+    # is consumed, and hands out lists, never a live iterator.
+
+    def _bounded(self, end_key: bytes):
+        ro = self._rocksdict.ReadOptions()
+        ro.set_iterate_upper_bound(end_key)
+        return ro
+
+    def values_range(self, cf: str, first_key: bytes, end_key: bytes) -> list[bytes]:
+        """The values of every key in [first_key, end_key), in key order: one iterator pass, no key copied
+        into Python (the bulk read of a queue range; the caller knows how many keys the range can hold)."""
+        ro = self._bounded(end_key)
+        values = list(self.column_family(cf).values(from_key=first_key, read_opt=ro))
+        del ro
+        return values
+
     def range(self, cf: str, first_key: bytes, end_key: bytes, limit: int) -> tuple[list[bytes], list[bytes]]:
         """(keys, values) of the keys in [first_key, end_key), at most ``limit``, in key order."""
-        it = self.column_family(cf).iter()
         keys: list[bytes] = []
         values: list[bytes] = []
-        it.seek(first_key)
-        while len(keys) < limit and it.valid():
-            k = it.key()
-            if k >= end_key:
-                break
+        if limit <= 0:
+            return keys, values
+        ro = self._bounded(end_key)
+        for k, v in self.column_family(cf).items(from_key=first_key, read_opt=ro):
             keys.append(k)
-            values.append(it.value())
-            it.next()
+            values.append(v)
+            if len(keys) >= limit:
+                break
+        del ro
         return keys, values
 
-    def keys_range(self, cf: str, first_key: bytes, end_key: bytes, limit: int) -> list[bytes]:
-        return self.range(cf, first_key, end_key, limit)[0]
+    def first_key(self, cf: str, first_key: bytes, end_key: bytes) -> Optional[bytes]:
+        """The first key in [first_key, end_key), or None."""
+        ro = self._bounded(end_key)
+        key = next(iter(self.column_family(cf).keys(from_key=first_key, read_opt=ro)), None)
+        del ro
+        return key
 
     def close(self) -> None:
         db, self._db = getattr(self, "_db", None), None
@@ -156,7 +237,8 @@ _open_lock = threading.Lock()
 _opened: dict[str, ReadOnlyRocksDb] = {}
 
 
-def open_read_only(folder: str | os.PathLike, *, refresh: bool = True) -> ReadOnlyRocksDb:
+def open_read_only(folder: str | os.PathLike, *, refresh: bool = True,
+                   what: str = "ConsumeQueue database") -> ReadOnlyRocksDb:
     """The process's read-only open of ``folder``; a new one when its files changed since (``refresh``)."""
     key = os.path.realpath(os.fspath(folder))
     with _open_lock:
@@ -169,7 +251,7 @@ def open_read_only(folder: str | os.PathLike, *, refresh: bool = True) -> ReadOn
             if current != db.listing:
                 db = None           # queues opened on the old snapshot keep it; it goes when they do
         if db is None:
-            db = ReadOnlyRocksDb(key)
+            db = ReadOnlyRocksDb(key, what=what)
             _opened[key] = db
         return db
 

@@ -19,9 +19,9 @@ source             files                                       written by
 into the ``json`` and ``rocksdb-v1`` sources (entries of the main source win); a v2 broker keeps LMQ offsets in
 ``config/rdb`` and ignores the file.
 
-RocksDB is never opened in the broker's folder: the database is mirrored into a temporary folder (immutable
-``*.sst`` files linked, the small rest copied, ``LOCK`` left out) and that mirror opened read-only, because even
-a read-only open by ``rocksdict`` writes a file into the database folder. Nothing under the store changes.
+RocksDB is never opened in the broker's folder: :class:`~rmqsource.io.rocksdb.ReadOnlyRocksDb` (the io layer's
+one read-only opener, which the RocksDB ConsumeQueues use too) opens a temporary shadow of it, because even a
+read-only open by ``rocksdict`` writes a file into the database folder. Nothing under the store changes.
 
 Errors: a RocksDB config that cannot be read (``rocksdict`` not installed, a damaged database) raises
 :class:`~rmqsource.errors.StoreError` naming the folder; it is never reported as "no consumer groups".
@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -40,6 +38,7 @@ from typing import Iterator, Optional
 from ..errors import FormatError, OptionError, StoreError
 from ..format import rocksdb_config as rc
 from ..io.durable import load_with_bak
+from ..io.rocksdb import DEFAULT_CF, ReadOnlyRocksDb, RocksDbOpenError, is_rocksdb, rocksdict_available
 from .consumer_offsets import CONSUMER_OFFSET_FILE_NAME, OffsetEntry, decode_consumer_offsets
 
 __all__ = [
@@ -90,19 +89,15 @@ class CommittedOffsets:
         return {t: dict(sorted(q.items())) for t, q in sorted(out.items())}
 
 
-def _is_rocksdb(folder: str) -> bool:
-    return os.path.isfile(os.path.join(folder, "CURRENT"))
-
-
 def locate_offset_source(root: str | os.PathLike) -> OffsetSource:
     """The source the broker would load offsets from (no file is opened but for existence checks)."""
     config = os.path.join(os.fspath(root), "config")
     v2 = os.path.join(config, V2_DIR)
-    if _is_rocksdb(v2):
+    if is_rocksdb(v2):
         return OffsetSource("rocksdb-v2", v2, False)
     for name in (V1_SINGLE_DIR, V1_DIR):
         folder = os.path.join(config, name)
-        if _is_rocksdb(folder):
+        if is_rocksdb(folder):
             return OffsetSource("rocksdb-v1", folder, False)
     path = os.path.join(config, CONSUMER_OFFSET_FILE_NAME)
     if os.path.exists(path) or os.path.exists(path + ".bak"):
@@ -122,61 +117,18 @@ def refuse_group_commit(root: str | os.PathLike) -> None:
 
 # ------------------------------------------------------------------------------------------------ RocksDB
 
-def _rocksdict():
-    try:
-        import rocksdict
-    except ImportError:
-        return None
-    return rocksdict
-
-
 @contextmanager
-def _mirror(folder: str) -> Iterator[str]:
-    """A temporary folder holding the database: ``*.sst`` linked (immutable), everything else copied."""
-    tmp = tempfile.mkdtemp(prefix="rmq-rocksdb-")
-    try:
-        names = sorted(os.listdir(folder))
-        if len(names) > 1_000_000:
-            raise StoreError(f"{folder}: {len(names)} files, more than a RocksDB config holds")
-        for name in names:
-            src = os.path.join(folder, name)
-            if name == "LOCK" or name.startswith("LOG") or not os.path.isfile(src):
-                continue
-            dst = os.path.join(tmp, name)
-            if name.endswith(".sst"):
-                try:
-                    os.link(src, dst)
-                    continue
-                except OSError:
-                    pass
-                os.symlink(os.path.abspath(src), dst)
-            else:
-                shutil.copyfile(src, dst)
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextmanager
-def _open_read_only(folder: str, kind: str) -> Iterator[tuple[object, object]]:
-    rocksdict = _rocksdict()
-    if rocksdict is None:
+def _open_read_only(folder: str, kind: str) -> Iterator[ReadOnlyRocksDb]:
+    """The database opened read-only through the io layer's shadow folder (never in the broker's folder)."""
+    if not rocksdict_available():
         raise StoreError(f"{folder}: the broker keeps consumer offsets in RocksDB ({kind}), and reading them needs "
                          f"rocksdict: {ROCKSDB_EXTRA_HINT}")
-    with _mirror(folder) as tmp:
-        try:
-            opts = rocksdict.Options(raw_mode=True)
-            cfs = rocksdict.Rdict.list_cf(tmp, opts)
-            db = rocksdict.Rdict(tmp, options=opts, column_families={c: rocksdict.Options(raw_mode=True)
-                                                                     for c in cfs if c != "default"},
-                                 access_type=rocksdict.AccessType.read_only())
-        except Exception as exc:       # noqa: BLE001 - rocksdict raises plain exceptions
-            raise StoreError(f"{folder}: cannot open the RocksDB config read-only ({kind}): "
-                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        try:
-            yield rocksdict, db
-        finally:
-            db.close()
+    try:
+        db = ReadOnlyRocksDb(folder, what=f"config ({kind})")
+    except RocksDbOpenError as exc:
+        raise StoreError(f"{folder}: cannot open the RocksDB config read-only ({kind}): {exc.status}") from None
+    with db:
+        yield db
 
 
 def _bounded(items, folder: str):
@@ -189,20 +141,13 @@ def _bounded(items, folder: str):
 def _read_v2(folder: str) -> list[OffsetEntry]:
     prefix = rc.v2_table_prefix(rc.TableId.CONSUMER_OFFSET)
     out = []
-    with _open_read_only(folder, "configManagerVersion=v2") as (rocksdict, db):
-        it = db.iter()
-        it.seek(prefix)
-        def scan():
-            while it.valid():
-                yield it.key(), it.value()
-                it.next()
-        for key, value in _bounded(scan(), folder):
+    with _open_read_only(folder, "configManagerVersion=v2") as db:
+        for key, value in _bounded(db.items(DEFAULT_CF, from_key=prefix), folder):
             key = bytes(key)
             if not key.startswith(prefix):
                 break
             k = rc.decode_v2_offset_key(key, file=folder)
             out.append(OffsetEntry(k.topic, k.group, k.queue_id, rc.decode_v2_offset_value(value, file=folder)))
-        del it
     return out
 
 
@@ -210,14 +155,13 @@ def _read_v1(folder: str) -> tuple[dict[str, dict[int, int]], int]:
     """(``topic@group`` -> offsets, the kvDataVersion counter) of a 5.2-layout RocksDB."""
     single = os.path.basename(folder) == V1_SINGLE_DIR
     table: dict[str, dict[int, int]] = {}
-    with _open_read_only(folder, "storeType=defaultRocksDB, config v1") as (rocksdict, db):
-        data = db.get_column_family(rc.V1_SINGLE_DB_OFFSET_CF) if single else db
-        try:
-            version_cf = db.get_column_family(rc.V1_SINGLE_DB_VERSION_CF if single else rc.V1_DATA_VERSION_CF)
-            counter = rc.decode_v1_data_version_counter(version_cf.get(rc.V1_DATA_VERSION_KEY))
-        except Exception:      # noqa: BLE001 - no version column family: a new DataVersion (counter 0)
-            counter = 0
-        for key, value in _bounded(data.items(), folder):
+    with _open_read_only(folder, "storeType=defaultRocksDB, config v1") as db:
+        data_cf = rc.V1_SINGLE_DB_OFFSET_CF if single else DEFAULT_CF
+        version_cf = rc.V1_SINGLE_DB_VERSION_CF if single else rc.V1_DATA_VERSION_CF
+        # no version column family: a new DataVersion (counter 0)
+        counter = rc.decode_v1_data_version_counter(db.get(version_cf, rc.V1_DATA_VERSION_KEY)) \
+            if db.has_column_family(version_cf) else 0
+        for key, value in _bounded(db.items(data_cf) if db.has_column_family(data_cf) else (), folder):
             name, offsets = rc.decode_v1_offset_record(key, value, file=folder)
             table[name] = offsets
     return table, counter

@@ -85,8 +85,8 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
     @cached_property
     def first_file_start_offset(self) -> int:
         """The lowest queue offset with a unit (units below were compacted away, or never written)."""
-        keys = self.store.db.keys_range(DEFAULT_CF, self._prefix, self._prefix + _END_OF_QUEUE, 1)
-        return queue_offset_of_cq_key(keys[0]) if keys else self._max_offset
+        key = self.store.db.first_key(DEFAULT_CF, self._prefix, self._prefix + _END_OF_QUEUE)
+        return queue_offset_of_cq_key(key) if key is not None else self._max_offset
 
     @cached_property
     def max_physic_offset(self) -> int:
@@ -105,21 +105,30 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
         pass
 
     def _read(self, start: int, count: int) -> np.ndarray:
-        """Units [start, start + count) present without a gap from ``start`` (none when ``start`` is missing)."""
+        """Units [start, start + count) present without a gap from ``start`` (none when ``start`` is missing).
+
+        One bounded iterator pass over the range's values, joined and decoded at once (as file units are):
+        the keys of one queue have one length, so a range holding ``count`` values has no gap.  Fewer values
+        mean a gap (units compacted away, or a dispatch in progress): the keys are read to keep the run
+        from ``start``."""
         if count <= 0 or start < 0:
             return np.empty(0, dtype=CQ_UNIT_DTYPE)
-        keys, values = self.store.db.range(DEFAULT_CF, encode_cq_key(self.topic, self.queue_id, start),
-                                           encode_cq_key(self.topic, self.queue_id, start + count), count)
-        if not keys or queue_offset_of_cq_key(keys[0]) != start:
-            return np.empty(0, dtype=CQ_UNIT_DTYPE)
-        n = len(keys)
-        if queue_offset_of_cq_key(keys[-1]) != start + n - 1:
-            # Keys are unique and sorted: a gap lies before the last one; keep the run from ``start``.
-            n = next(i for i in range(1, n) if queue_offset_of_cq_key(keys[i]) != start + i)
-            values = values[:n]
-        for i, v in enumerate(values):
-            if len(v) != CQ_VALUE_SIZE:
-                raise CorruptRecordError(f"RocksDB ConsumeQueue {self.topic}:{self.queue_id} unit {start + i} has a "
-                                         f"{len(v)}-byte value, expected {CQ_VALUE_SIZE}", file=str(self.store.folder),
-                                         offset=0)
-        return values_to_units(b"".join(values))
+        db, first, end = self.store.db, encode_cq_key(self.topic, self.queue_id, start), \
+            encode_cq_key(self.topic, self.queue_id, start + count)
+        values = db.values_range(DEFAULT_CF, first, end)
+        if len(values) != count:
+            keys, values = db.range(DEFAULT_CF, first, end, count)
+            if not keys or queue_offset_of_cq_key(keys[0]) != start:
+                return np.empty(0, dtype=CQ_UNIT_DTYPE)
+            n = len(keys)
+            if queue_offset_of_cq_key(keys[-1]) != start + n - 1:
+                # Keys are unique and sorted: a gap lies before the last one; keep the run from ``start``.
+                n = next(i for i in range(1, n) if queue_offset_of_cq_key(keys[i]) != start + i)
+                values = values[:n]
+        joined = b"".join(values)
+        if len(joined) != CQ_VALUE_SIZE * len(values):
+            i, v = next((i, v) for i, v in enumerate(values) if len(v) != CQ_VALUE_SIZE)
+            raise CorruptRecordError(f"RocksDB ConsumeQueue {self.topic}:{self.queue_id} unit {start + i} has a "
+                                     f"{len(v)}-byte value, expected {CQ_VALUE_SIZE}", file=str(self.store.folder),
+                                     offset=0)
+        return values_to_units(joined)

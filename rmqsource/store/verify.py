@@ -239,14 +239,21 @@ def check_config(layout: StoreLayout, config: StoreConfig, rep: VerifyReport,
 
 def _check_consumer_offsets(layout: StoreLayout, config: StoreConfig, rep: VerifyReport,
                             max_offsets: dict[tuple[str, int], int]) -> None:
-    from .consumer_offsets import ConsumerOffsets
+    """Committed offsets within their queues, wherever the broker keeps them (the offset source: the JSON file
+    with the LMQ file, the RocksDB config v2 ``config/rdb/``, or the 5.2 layout); both engines run this."""
+    from .offset_source import load_committed_offsets, locate_offset_source
+    source = locate_offset_source(layout.root)
     try:
-        entries = ConsumerOffsets(layout.root, config=config).all_entries()
-    except RmqError:
-        return                      # reported by the JSON check above
-    for e in entries:
+        committed = load_committed_offsets(layout.root)
+    except RmqError as e:
+        if source.kind.startswith("rocksdb"):     # a JSON file that does not parse is reported above
+            rep.add(Problem("config", "consumer-offsets-unreadable", rep.rel(source.path), None,
+                            f"the committed offsets in {source.description} cannot be read: "
+                            f"{' '.join(str(e).split())}", "readable", "unreadable", severity=WARNING))
+        return
+    for e in committed.entries:
         mx = max_offsets.get((e.topic, e.queue_id))
         if e.offset < 0 or (mx is not None and e.offset > mx):
-            rep.add(Problem("config", "consumer-offset", "config/consumerOffset.json", None,
+            rep.add(Problem("config", "consumer-offset", rep.rel(committed.source.path), None,
                             f"group {e.group} commits offset {e.offset} for {e.topic}/{e.queue_id}",
                             f"0..{mx}" if mx is not None else ">= 0", str(e.offset), severity=WARNING))

@@ -6,7 +6,9 @@ and queue) and ``engine.consumerOffsetTable`` (the broker's in-memory table), bo
 
 * the offset source (config/consumerOffset.json in ``rmq550-b1``, RocksDB ``config/rdb`` of config v2 in
   ``rmq550-b2-*``) gives every group's committed offsets, in Python and in the JVM, equal to the broker's table;
-* ``rmq lag`` rows (and ``--json``) equal ``consumeStats`` for every group and queue, with ``requestMode``;
+* ``rmq lag`` rows (and ``--json``) equal ``consumeStats`` for every group and queue, with ``requestMode``, in
+  every corpus (``rmq550-b2``: RocksDB ConsumeQueues and config v2 together); on that store both stream paths
+  started at ``startingOffsets=group`` (``commitOffsets=false``) give the same brokerOffset, consumerOffset, diff;
 * a store keeping its offsets in RocksDB: ``startingOffsets=group`` (with ``commitOffsets=false``) starts at the
   group's offsets in both stream paths, and a ``consumerGroup`` commit is refused with one line;
 * "no groups" and "offsets that could not be read" are different answers;
@@ -29,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from rmqsource import cli
-from rmqsource.errors import OptionError, StoreError, UnsupportedLayoutError
+from rmqsource.errors import OptionError, StoreError
 from rmqsource.format import rocksdb_config as rc
 from rmqsource.store import offset_source
 from rmqsource.store.lag import group_lag_with_source
@@ -154,13 +156,51 @@ def test_lag_equals_consume_stats_json_store():
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_lag_equals_consume_stats_every_corpus(corpus, tmp_path):
     root = copy_store(BROKER_ROOT / corpus / "store", tmp_path / "store")
-    before = checksums(root / "config")
-    try:
-        rows, committed = group_lag_with_source(root)
-    except UnsupportedLayoutError as exc:
-        pytest.skip(f"brokerOffset needs the queues, and this store's ConsumeQueues are not read yet: {exc}")
-    assert checksums(root / "config") == before
+    before = checksums(root)
+    rows, committed = group_lag_with_source(root)         # RocksDB queues and config v2 in rmq550-b2
+    assert checksums(root) == before
+    assert committed.source.kind == locate_offset_source(BROKER_ROOT / corpus / "store").kind
     assert_lag_equals_consume_stats(corpus, rows)
+
+
+@pytest.fixture(scope="module")
+def rocksdb_corpus(tmp_path_factory) -> tuple[str, Path]:
+    """A copy of the corpus whose queues and offsets are both in RocksDB (rmq550-b2: defaultRocksDB, config v2)."""
+    corpus = next((c for c in CORPORA if locate_offset_source(BROKER_ROOT / c / "store").kind == "rocksdb-v2"
+                   and (BROKER_ROOT / c / "store" / "consumequeue" / "CURRENT").is_file()), None)
+    if corpus is None:
+        pytest.skip("no broker corpus with RocksDB ConsumeQueues and a config v2")
+    return corpus, copy_store(BROKER_ROOT / corpus / "store", tmp_path_factory.mktemp("rocks") / "store")
+
+
+@pytest.mark.parametrize("kind", ["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def test_rocksdb_store_streams_give_consume_stats(kind, rocksdb_corpus, request):
+    """The streams' lag: startingOffsets=group (commitOffsets=false) starts at each group's consumerOffset and the
+    latest offset is the brokerOffset, for every group and queue of consumeStats (user and retry topics)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    corpus, root = rocksdb_corpus
+    make = stream_reader(kind, request)
+    before = checksums(root)
+    stats = consume_stats(corpus)
+    checked = 0
+    for group in sorted({k[0] for k in stats}):
+        topics = sorted({t for g, t, _ in stats if g == group})
+        reader = make(root, topics=",".join(topics), startingOffsets="group", consumerGroup=group,
+                      commitOffsets="false")
+        start = reader.initialOffset()
+        latest = reader.latestOffset(start, ReadAllAvailable())
+        for (g, t, q), s in stats.items():
+            if g != group:
+                continue
+            # a queue with no unit in the store (%RETRY%rb_pop: the broker made it, nothing was revived into
+            # it) is in no stream offset: it reads as 0, which is what the broker reports for it
+            hi, lo = latest.get(t, {}).get(str(q), 0), start.get(t, {}).get(str(q), 0)
+            got = (hi, lo, hi - lo)
+            assert got == (s["brokerOffset"], s["consumerOffset"], s["diff"]), (kind, g, t, q)
+            checked += 1
+        reader.commit(latest)                 # commitOffsets=false: nothing is written
+    assert checked == len(stats)
+    assert checksums(root) == before
 
 
 # ------------------------------------------------------------------ a v2 config beside file ConsumeQueues
@@ -262,7 +302,7 @@ def test_no_groups_and_unreadable_are_different_answers(v2_store, tmp_path, monk
     assert cli.main(["lag", str(bare)], stdout=text) == 0
     assert "(no consumer groups: the store has no committed offsets anywhere)" in text.getvalue()
 
-    monkeypatch.setattr(offset_source, "_rocksdict", lambda: None)       # rocksdict not installed
+    monkeypatch.setattr(offset_source, "rocksdict_available", lambda: False)       # rocksdict not installed
     with pytest.raises(StoreError, match=r"reading them needs rocksdict: pip install 'rmqsource\[rocksdb\]'"):
         load_committed_offsets(v2_root)
     err = io.StringIO()
@@ -329,3 +369,31 @@ def test_v1_rocksdb_layout_and_its_merge_with_a_newer_json(kind, tmp_path, reque
     assert read() == {("g", "T", 0): 1}            # newer JSON replaces the table, as on the broker's load
     (root / "config" / "lmqConsumerOffset.json").write_text(json.dumps({"offsetTable": {"%LMQ%z@h": {"0": 4}}}))
     assert read() == {("g", "T", 0): 1, ("h", "%LMQ%z", 0): 4}
+
+
+# ------------------------------------------------------------------ rmq verify reads the offset source
+
+def verify_problems(root: Path, engine: str) -> list[dict]:
+    out = io.StringIO()
+    cli.main(["verify", "--engine", engine, "--json", str(root)], stdout=out)
+    lines = [json.loads(x) for x in out.getvalue().splitlines() if x.strip()]
+    return [x for x in lines if "check" in x]           # the problem lines (the first line is the summary)
+
+
+@pytest.mark.parametrize("engine", ["python", pytest.param("jvm", marks=pytest.mark.spark)])
+def test_verify_checks_offsets_a_v2_config_keeps(engine, tmp_path, request):
+    """rmq verify checks committed offsets against the queues wherever they are (config v2 here), both engines."""
+    if engine == "jvm":
+        from jvm_twins import jvm_or_skip
+        jvm_or_skip(request)
+    corpus = next(c for c in CORPORA if locate_offset_source(BROKER_ROOT / c / "store").kind == "json")
+    root = copy_store(BROKER_ROOT / corpus / "store", tmp_path / "store")
+    table = {(e.group, e.topic, e.queue_id): e.offset for e in load_committed_offsets(root).entries}
+    key = ("rb_lag", "rb_topic_1", 2)
+    table[key] = 10_000                                   # past the queue's end
+    write_v2_config(root, table)
+    before = checksums(root)
+    found = [p for p in verify_problems(root, engine) if p["area"] == "config"]
+    assert checksums(root) == before
+    assert [(p["check"], p["file"], p["found"]) for p in found] == [("consumer-offset", "config/rdb", "10000")], found
+    assert "group rb_lag commits offset 10000 for rb_topic_1/2" in found[0]["message"]

@@ -117,6 +117,19 @@ FORMAT_PAIRS: dict[tuple[str, str], tuple] = {
     ("SystemTopics", "RETRY_GROUP_TOPIC_PREFIX"): ("rmqsource.names", "RETRY_GROUP_TOPIC_PREFIX"),
     ("SystemTopics", "DLQ_GROUP_TOPIC_PREFIX"): ("rmqsource.names", "DLQ_GROUP_TOPIC_PREFIX"),
     ("SystemTopics", "INTERNAL_TOPIC_PREFIXES"): ("rmqsource.format.system_topics", "INTERNAL_TOPIC_PREFIXES", list),
+    # RocksDB ConsumeQueues (storeType=defaultRocksDB: unit and per-queue offset keys and values)
+    ("RocksDbQueue", "DEFAULT_CF"): ("rmqsource.format.rocksdb_queue", "DEFAULT_CF"),
+    ("RocksDbQueue", "OFFSET_CF"): ("rmqsource.format.rocksdb_queue", "OFFSET_CF"),
+    ("RocksDbQueue", "CTRL_0"): ("rmqsource.format.rocksdb_queue", "CTRL_0"),
+    ("RocksDbQueue", "CTRL_1"): ("rmqsource.format.rocksdb_queue", "CTRL_1"),
+    ("RocksDbQueue", "CTRL_2"): ("rmqsource.format.rocksdb_queue", "CTRL_2"),
+    ("RocksDbQueue", "CHECKPOINT_TOPIC"): ("rmqsource.format.rocksdb_queue", "CHECKPOINT_TOPIC"),
+    ("RocksDbQueue", "CQ_VALUE_SIZE"): ("rmqsource.format.rocksdb_queue", "CQ_VALUE_SIZE"),
+    ("RocksDbQueue", "CQ_KEY_FIXED_BYTES"): ("rmqsource.format.rocksdb_queue", "CQ_KEY_FIXED_BYTES"),
+    ("RocksDbQueue", "OFFSET_KEY_FIXED_BYTES"): ("rmqsource.format.rocksdb_queue", "OFFSET_KEY_FIXED_BYTES"),
+    ("RocksDbQueue", "OFFSET_VALUE_SIZE"): ("rmqsource.format.rocksdb_queue", "OFFSET_VALUE_SIZE"),
+    ("RocksDbQueue", "MAX_TAG"): ("rmqsource.format.rocksdb_queue", "MAX_TAG"),
+    ("RocksDbQueue", "MIN_TAG"): ("rmqsource.format.rocksdb_queue", "MIN_TAG"),
 }
 
 # Java format fields with no Python value to compare (the reason says why).

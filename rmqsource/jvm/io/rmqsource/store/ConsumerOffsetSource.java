@@ -4,7 +4,7 @@ import io.rmqsource.errors.OptionError;
 import io.rmqsource.errors.StoreError;
 import io.rmqsource.format.FastJson;
 import io.rmqsource.format.RocksDbConfig;
-import java.io.IOException;
+import io.rmqsource.io.ReadOnlyRocksDb;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -17,15 +17,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 
 /**
  * Where the broker keeps committed consumer offsets, and what they are: the twin of
  * rmqsource/store/offset_source.py (which states the sources and their order). {@code config/rdb/} (config v2),
  * else {@code config/metadata/} or {@code config/consumerOffsets/} (5.2 RocksDB config, merged with a newer
  * consumerOffset.json), else {@code config/consumerOffset.json}; {@code config/lmqConsumerOffset.json} merged
- * into the last two. RocksDB is opened read-only ({@code RocksDB.openReadOnly}, rocksdbjni as Spark ships it) on a
- * temporary mirror of the database folder, never in the broker's folder.
+ * into the last two. RocksDB is opened read-only through {@link ReadOnlyRocksDb} (the io layer's one opener, which
+ * the RocksDB ConsumeQueues use too): nothing in the broker's folder is written.
  */
 public final class ConsumerOffsetSource {
     public static final String CONSUMER_OFFSET_FILE = "consumerOffset.json";
@@ -69,16 +68,12 @@ public final class ConsumerOffsetSource {
         }
     }
 
-    private static boolean isRocksDb(Path folder) {
-        return Files.isRegularFile(folder.resolve("CURRENT"));
-    }
-
     /** The source the broker would load offsets from. */
     public static ConsumerOffsetSource locate(String storeRoot) {
         Path config = Paths.get(storeRoot).resolve("config");
-        if (isRocksDb(config.resolve("rdb"))) return new ConsumerOffsetSource("rocksdb-v2", config.resolve("rdb"), false);
+        if (ReadOnlyRocksDb.isRocksDb(config.resolve("rdb"))) return new ConsumerOffsetSource("rocksdb-v2", config.resolve("rdb"), false);
         for (String name : new String[] {"metadata", "consumerOffsets"}) {
-            if (isRocksDb(config.resolve(name))) return new ConsumerOffsetSource("rocksdb-v1", config.resolve(name), false);
+            if (ReadOnlyRocksDb.isRocksDb(config.resolve(name))) return new ConsumerOffsetSource("rocksdb-v1", config.resolve(name), false);
         }
         Path json = config.resolve(CONSUMER_OFFSET_FILE);
         boolean exists = Files.exists(json) || Files.exists(config.resolve(CONSUMER_OFFSET_FILE + ".bak"));
@@ -183,84 +178,28 @@ public final class ConsumerOffsetSource {
     // ------------------------------------------------------------------ RocksDB
 
     private interface DbReader<T> {
-        T read(org.rocksdb.RocksDB db, List<String> names, List<org.rocksdb.ColumnFamilyHandle> handles)
-                throws org.rocksdb.RocksDBException;
+        T read(ReadOnlyRocksDb db) throws org.rocksdb.RocksDBException;
     }
 
-    /** Mirrors the database into a temporary folder (*.sst linked, the rest copied, LOCK and LOG* left out). */
-    private static Path mirror(Path folder) throws IOException {
-        Path tmp = Files.createTempDirectory("rmq-rocksdb-");
-        try (Stream<Path> files = Files.list(folder)) {
-            for (Path src : (Iterable<Path>) files.sorted()::iterator) {
-                String name = src.getFileName().toString();
-                if (name.equals("LOCK") || name.startsWith("LOG") || !Files.isRegularFile(src)) continue;
-                Path dst = tmp.resolve(name);
-                if (name.endsWith(".sst")) {
-                    try {
-                        Files.createLink(dst, src);
-                        continue;
-                    } catch (IOException | UnsupportedOperationException e) {
-                        Files.createSymbolicLink(dst, src.toAbsolutePath());
-                        continue;
-                    }
-                }
-                Files.copy(src, dst);
-            }
-        }
-        return tmp;
-    }
-
-    private static void deleteTree(Path tmp) {
-        try (Stream<Path> walk = Files.walk(tmp)) {
-            walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException ignored) {
-            // a temporary folder left behind is harmless
-        }
-    }
-
+    /** Opens the database read-only through the io layer's one opener (nothing in the broker's folder changes). */
     private <T> T withReadOnly(DbReader<T> reader) {
         String what = "rocksdb-v2".equals(kind) ? "configManagerVersion=v2" : "storeType=defaultRocksDB, config v1";
-        try {
-            Class.forName("org.rocksdb.RocksDB");
-        } catch (ClassNotFoundException | LinkageError e) {
+        if (!ReadOnlyRocksDb.available()) {
             throw new StoreError(path + ": the broker keeps consumer offsets in RocksDB (" + what
                     + "), and reading them needs rocksdbjni on the classpath (Spark ships it in its jars/)");
         }
-        Path tmp;
-        try {
-            tmp = mirror(path);
-        } catch (IOException e) {
-            throw new StoreError(path + ": cannot mirror the RocksDB config to read it: " + e);
-        }
-        List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
-        try (org.rocksdb.Options listOpts = new org.rocksdb.Options();
-             org.rocksdb.DBOptions opts = new org.rocksdb.DBOptions()) {
-            org.rocksdb.RocksDB.loadLibrary();
-            List<byte[]> cfNames = org.rocksdb.RocksDB.listColumnFamilies(listOpts, tmp.toString());
-            List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
-            List<String> names = new ArrayList<>();
-            for (byte[] n : cfNames) {
-                descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(n));
-                names.add(new String(n, java.nio.charset.StandardCharsets.UTF_8));
-            }
-            if (descriptors.isEmpty()) descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(org.rocksdb.RocksDB.DEFAULT_COLUMN_FAMILY));
-            try (org.rocksdb.RocksDB db = org.rocksdb.RocksDB.openReadOnly(opts, tmp.toString(), descriptors, handles)) {
-                return reader.read(db, names, handles);
-            } finally {
-                for (org.rocksdb.ColumnFamilyHandle h : handles) h.close();
-            }
+        try (ReadOnlyRocksDb db = ReadOnlyRocksDb.open(path.toString())) {
+            return reader.read(db);
         } catch (org.rocksdb.RocksDBException e) {
             throw new StoreError(path + ": cannot open the RocksDB config read-only (" + what + "): " + e.getMessage());
-        } finally {
-            deleteTree(tmp);
         }
     }
 
     private void readV2(List<Entry> out) {
         byte[] prefix = RocksDbConfig.tablePrefix(RocksDbConfig.TABLE_CONSUMER_OFFSET, RocksDbConfig.RECORD_DATA);
         String file = path.toString();
-        withReadOnly((db, names, handles) -> {
-            try (org.rocksdb.RocksIterator it = db.newIterator()) {
+        withReadOnly(db -> {
+            try (org.rocksdb.RocksIterator it = db.newIterator(ReadOnlyRocksDb.DEFAULT_CF)) {
                 long n = 0;
                 for (it.seek(prefix); it.isValid(); it.next()) {
                     byte[] key = it.key();
@@ -279,10 +218,13 @@ public final class ConsumerOffsetSource {
     private long readV1(Map<String, Map<Integer, Long>> table) {
         boolean single = path.getFileName().toString().equals("metadata");
         String file = path.toString();
-        return withReadOnly((db, names, handles) -> {
-            org.rocksdb.ColumnFamilyHandle data = handles.get(Math.max(0, names.indexOf(single ? RocksDbConfig.V1_SINGLE_DB_OFFSET_CF : "default")));
-            int vi = names.indexOf(single ? RocksDbConfig.V1_SINGLE_DB_VERSION_CF : RocksDbConfig.V1_DATA_VERSION_CF);
-            long counter = vi < 0 ? 0 : RocksDbConfig.decodeV1DataVersionCounter(db.get(handles.get(vi), RocksDbConfig.V1_DATA_VERSION_KEY));
+        return withReadOnly(db -> {
+            String data = single ? RocksDbConfig.V1_SINGLE_DB_OFFSET_CF : ReadOnlyRocksDb.DEFAULT_CF;
+            String version = single ? RocksDbConfig.V1_SINGLE_DB_VERSION_CF : RocksDbConfig.V1_DATA_VERSION_CF;
+            // no version column family: a new DataVersion (counter 0)
+            long counter = db.hasColumnFamily(version)
+                    ? RocksDbConfig.decodeV1DataVersionCounter(db.get(version, RocksDbConfig.V1_DATA_VERSION_KEY)) : 0;
+            if (!db.hasColumnFamily(data)) return counter;
             try (org.rocksdb.RocksIterator it = db.newIterator(data)) {
                 long n = 0;
                 for (it.seekToFirst(); it.isValid(); it.next()) {

@@ -3,83 +3,68 @@ package io.rmqsource.store;
 import io.rmqsource.errors.CorruptRecordError;
 import io.rmqsource.errors.UnsupportedLayoutError;
 import io.rmqsource.format.RocksDbQueue;
-import java.io.File;
-import java.nio.charset.StandardCharsets;
+import io.rmqsource.io.ReadOnlyRocksDb;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.DBOptions;
+import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
 
 /**
  * The ConsumeQueues of a RocksDB database (storeType=defaultRocksDB), twin of RocksDbQueueStore in
  * rmqsource/store/rocksdb_queue.py: the queues (each (topic, queueId) with a "max" entry in column family
  * "offset") and per queue a {@link QueueUnits} over column family "default", so the reader, planning and
- * streams above never know which they got.  Opened with {@code RocksDB.openReadOnly} (rocksdbjni, which Spark
- * ships): nothing in the broker's folder is written, locked or renamed.  A read-only open is a snapshot: one
- * per folder and process, opened anew when the folder's listing changed (a broker still writing).  Local
- * folders only (a database cannot be opened off an object store: StoreLayout refuses that first).
+ * streams above never know which they got.  Opened through {@link ReadOnlyRocksDb#shared} (the io layer's one
+ * read-only opener: nothing in the broker's folder is written, locked or renamed; one snapshot per folder and
+ * process, opened anew when the folder's listing changed).  Local folders only (a database cannot be opened off
+ * an object store: StoreLayout refuses that first).
  */
 public final class RocksDbQueues {
-    private static final Map<String, RocksDbQueues> OPENED = new HashMap<>();
+    private static final Map<String, RocksDbQueues> OPENED = new java.util.HashMap<>();
 
     public final String folder;
-    private final String signature;
+    private final ReadOnlyRocksDb rocks;
     private final RocksDB db;
     private final ColumnFamilyHandle units;
     private final ColumnFamilyHandle offsets;
     private final Map<QueueKey, long[]> maxEntries;
 
-    private RocksDbQueues(String folder, String signature) {
-        this.folder = folder;
-        this.signature = signature;
-        RocksDB.loadLibrary();
-        List<ColumnFamilyDescriptor> cfs = List.of(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY),
-                new ColumnFamilyDescriptor(RocksDbQueue.OFFSET_CF.getBytes(StandardCharsets.UTF_8)));
-        List<ColumnFamilyHandle> handles = new ArrayList<>();
-        try (DBOptions options = new DBOptions()) {
-            options.setCreateIfMissing(false);
-            this.db = RocksDB.openReadOnly(options, folder, cfs, handles, false);
-        } catch (RocksDBException e) {
-            throw new UnsupportedLayoutError("cannot open the RocksDB ConsumeQueue database read-only: "
-                    + e.getMessage(), folder, -1, e);
+    private RocksDbQueues(ReadOnlyRocksDb rocks) {
+        this.rocks = rocks;
+        this.folder = rocks.folder;
+        this.db = rocks.db();
+        this.units = rocks.columnFamily(ReadOnlyRocksDb.DEFAULT_CF);
+        this.offsets = rocks.columnFamily(RocksDbQueue.OFFSET_CF);
+        if (offsets == null) {
+            throw new UnsupportedLayoutError("cannot open the RocksDB ConsumeQueue database read-only: no column "
+                    + "family " + RocksDbQueue.OFFSET_CF, folder, -1);
         }
-        this.units = handles.get(0);
-        this.offsets = handles.get(1);
         this.maxEntries = readMaxEntries();
     }
 
     /** The process's read-only open of {@code folder}; a new one when its files changed since. */
     public static RocksDbQueues open(String folder) {
-        String key = new File(folder).getAbsolutePath();
-        String sig = signature(key);
+        ReadOnlyRocksDb rocks;
+        try {
+            rocks = ReadOnlyRocksDb.shared(folder);
+        } catch (RocksDBException e) {
+            throw new UnsupportedLayoutError("cannot open the RocksDB ConsumeQueue database read-only: "
+                    + e.getMessage(), new java.io.File(folder).getAbsolutePath(), -1, e);
+        }
         synchronized (OPENED) {
-            RocksDbQueues q = OPENED.get(key);
-            if (q == null || !q.signature.equals(sig)) {   // an old snapshot stays open for queues still using it
-                q = new RocksDbQueues(key, sig);
-                OPENED.put(key, q);
+            RocksDbQueues q = OPENED.get(rocks.folder);
+            if (q == null || q.rocks != rocks) {     // a new snapshot: the old one stays open for queues still using it
+                q = new RocksDbQueues(rocks);
+                OPENED.put(rocks.folder, q);
             }
             return q;
         }
-    }
-
-    /** Names, sizes and modification times of the folder's files: what changes when the broker writes. */
-    private static String signature(String folder) {
-        File[] files = new File(folder).listFiles();
-        if (files == null) throw new UnsupportedLayoutError("no RocksDB database here", folder, -1);
-        Arrays.sort(files);
-        StringBuilder sb = new StringBuilder();
-        for (File f : files) {
-            if (f.isFile()) sb.append(f.getName()).append(':').append(f.length()).append(':').append(f.lastModified()).append(';');
-        }
-        return sb.toString();
     }
 
     private Map<QueueKey, long[]> readMaxEntries() {
@@ -171,12 +156,38 @@ public final class RocksDbQueues {
             return offset >= firstFileStartOffset();
         }
 
-        /** Units [start, start + count) clipped to [0, max), present without a gap from start. */
+        /**
+         * Units [start, start + count) clipped to [0, max), present without a gap from start.  One iterator pass
+         * bounded by the range's end, each value copied into one direct buffer and decoded into the arrays: the
+         * keys of one queue have one length, so as many values as units asked for means no gap.  Fewer: the
+         * keys are checked to keep the run from start.
+         */
         @Override
         public int read(long start, int count, long[] phy, int[] size, long[] code) {
             long s = Math.max(0, start);
             long e = Math.min(max, start + Math.max(0, count));
             if (e <= s) return 0;
+            int want = (int) (e - s);
+            ByteBuffer value = ByteBuffer.allocateDirect(RocksDbQueue.CQ_VALUE_SIZE + 1);
+            int n = 0;
+            try (Slice upper = new Slice(RocksDbQueue.cqKey(prefix, e));
+                 ReadOptions ro = new ReadOptions().setIterateUpperBound(upper);
+                 RocksIterator it = db.newIterator(units, ro)) {
+                for (it.seek(RocksDbQueue.cqKey(prefix, s)); it.isValid() && n < want; it.next()) {
+                    value.clear();
+                    int len = it.value(value);
+                    if (len != RocksDbQueue.CQ_VALUE_SIZE) throw badValue(s + n, len);
+                    phy[n] = value.getLong(0);
+                    size[n] = value.getInt(8);
+                    code[n] = value.getLong(12);
+                    n++;
+                }
+            }
+            return n == want ? n : readChecked(s, e, phy, size, code);
+        }
+
+        /** The key-checked read: units from s while their queue offsets follow without a gap. */
+        private int readChecked(long s, long e, long[] phy, int[] size, long[] code) {
             int n = 0;
             try (RocksIterator it = db.newIterator(units)) {
                 it.seek(RocksDbQueue.cqKey(prefix, s));
@@ -184,11 +195,7 @@ public final class RocksDbQueues {
                     byte[] k = it.key();
                     if (!RocksDbQueue.isCqKeyOf(k, prefix) || RocksDbQueue.queueOffsetOfCqKey(k) != s + n) break;
                     byte[] v = it.value();
-                    if (v.length != RocksDbQueue.CQ_VALUE_SIZE) {
-                        throw new CorruptRecordError("RocksDB ConsumeQueue " + topic + ":" + queueId + " unit "
-                                + (s + n) + " has a " + v.length + "-byte value, expected "
-                                + RocksDbQueue.CQ_VALUE_SIZE, folder, 0);
-                    }
+                    if (v.length != RocksDbQueue.CQ_VALUE_SIZE) throw badValue(s + n, v.length);
                     phy[n] = RocksDbQueue.phyOffset(v);
                     size[n] = RocksDbQueue.size(v);
                     code[n] = RocksDbQueue.tagsCode(v);
@@ -197,6 +204,11 @@ public final class RocksDbQueues {
                 }
             }
             return n;
+        }
+
+        private CorruptRecordError badValue(long offset, int length) {
+            return new CorruptRecordError("RocksDB ConsumeQueue " + topic + ":" + queueId + " unit " + offset
+                    + " has a " + length + "-byte value, expected " + RocksDbQueue.CQ_VALUE_SIZE, folder, 0);
         }
     }
 }
