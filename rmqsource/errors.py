@@ -86,3 +86,8 @@ class DataLossError(StoreError):
 
 class OptionError(RmqError, ValueError):
     """A user-supplied option or argument is malformed or names something that does not exist."""
+
+
+class UnsupportedMessageError(OptionError):
+    """A message the writer cannot store the way a broker would (a timer message): refused before anything
+    of its batch is written."""

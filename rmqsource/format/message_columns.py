@@ -18,9 +18,9 @@ import pyarrow.compute as pc
 
 from .batch_encode import (INT32_MAX, INT32_MIN, entries_string, invalid_utf8_rows, rows_with_separators,
                            single_chunk)
-from .properties import CRC32, DELAY, KEYS, TAGS, UNIQ_KEY
+from .properties import CRC32, DELAY, KEYS, TAGS, TIMER_PROPERTIES, UNIQ_KEY
 
-_SPECIAL_MAP_KEYS = (TAGS, KEYS, DELAY, CRC32)
+_SPECIAL_MAP_KEYS = (TAGS, KEYS, DELAY, CRC32, *TIMER_PROPERTIES)
 
 
 @dataclass

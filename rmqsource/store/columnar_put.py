@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import limits
+from ..errors import UnsupportedMessageError
 from ..format.javahash import tags_code as tags_code_of
 from ..format.message import MessageExtBrokerInner
 from ..io import files
@@ -176,6 +177,8 @@ class ColumnarPut:
             res.input_objects[i] = input_view(m, trailing) if isinstance(m, MessageExtBrokerInner) else (0, "")
             try:
                 p = self._checks.prepare(m)
+            except UnsupportedMessageError:
+                raise
             except Exception as exc:     # malformed input object: refuse it, never half-write
                 res.objects[i] = failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=f"{type(exc).__name__}: {exc}")
                 continue

@@ -15,7 +15,7 @@ import os
 import struct
 import zlib
 
-from ..errors import StoreError
+from ..errors import StoreError, UnsupportedMessageError
 from ..format.javahash import tags_code as tags_code_of
 from ..format.record import BLANK_MAGIC, crc_property_digits
 from ..io import files
@@ -132,6 +132,8 @@ class CommitLogAppend:
             m = msgs[i]
             try:
                 p = self._checks.prepare(m)
+            except UnsupportedMessageError:
+                raise
             except Exception as exc:     # malformed input object: refuse it, never half-write
                 results[i] = failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=f"{type(exc).__name__}: {exc}")
                 continue

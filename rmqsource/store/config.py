@@ -255,6 +255,7 @@ _KEYS: dict[str, _Key] = {
     "enableConsumeQueueExt": _Key("enable_consume_queue_ext", _bool_value),
     "enabledAppendPropCRC": _Key("enabled_append_prop_crc", _bool_value),
     "autoMessageVersionOnTopicLen": _Key("auto_message_version_on_topic_len", _bool_value),
+    "brokerPutHooks": _Key("broker_put_hooks", _bool_value),
     "storePathRootDir": _Key("store_path_root_dir", lambda k, v: _str_value(k, v, optional=True)),
     "storePathCommitLog": _Key("store_path_commit_log", lambda k, v: _str_value(k, v, optional=True)),
     "readOnlyCommitLogStorePaths": _Key("read_only_commit_log_store_paths",
@@ -295,6 +296,9 @@ class StoreConfig:
     enable_consume_queue_ext: bool = False                               # enableConsumeQueueExt
     enabled_append_prop_crc: bool = False                                # enabledAppendPropCRC (5.2+)
     auto_message_version_on_topic_len: bool = True                       # autoMessageVersionOnTopicLen
+    # rmqsource's own: what a 5.x broker does before its store (HookUtils.handleScheduleMessage): DELAY parked
+    # in SCHEDULE_TOPIC_XXXX, timer properties refused. false = the bare store engine (the golden corpora).
+    broker_put_hooks: bool = True                                        # brokerPutHooks
     store_path_root_dir: Optional[str] = None                            # storePathRootDir ($HOME/store)
     store_path_commit_log: Optional[str] = None                          # storePathCommitLog (root/commitlog)
     # Layout keys: they name the data folders of a layout (layout.py, "Store layouts" in the README).

@@ -36,6 +36,7 @@ from ..errors import FormatError, OptionError, StoreLockedError
 from ..format.configjson import dumps_fastjson, loads_fastjson
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import describe_holder, store_lock_state
+from .broker_configs import record_subscription_group
 from .config import StoreConfig
 
 __all__ = [
@@ -322,6 +323,8 @@ class ConsumerOffsets:
             restore = current.source_file is not None and current.source_file != self.path
             if changed or restore:      # restore: NAME was missing/corrupt, .bak was used
                 self._write(table, others)
+            # The group a broker started on this store would serve (broker_configs; a no-op once it is there).
+            record_subscription_group(self.store_root, group, v5=self.config.is_v5, clock_ms=self._clock_ms)
         return effective
 
     def _write(self, table: dict[str, dict[int, int]], others: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from typing import Optional
 from ..format.checkpoint import Checkpoint
 from ..io import files
 from ..io.durable import fsync_dir, write_file_atomically
+from .broker_configs import record_topic_queues
 from .put_result import PutMessageStatus
 
 __all__ = ["Durability"]
@@ -152,6 +153,9 @@ class Durability:
                         files.ops.unlink(os.path.join(self.root, "abort"))
                         fsync_dir(self.root)
                         clean = True
+                        # What a broker started on this store needs to route its topics (broker_configs).
+                        record_topic_queues(self.root, [*self._queue_offsets, *self._checks.parked_queues], v5=self._v5,
+                                            clock_ms=self._clock_ms)
                 except OSError as exc:
                     error = exc
                     self._error = exc

@@ -15,12 +15,13 @@ import zlib
 from typing import Any, Mapping, Optional
 
 from .. import limits
-from ..errors import OptionError
+from ..errors import OptionError, UnsupportedMessageError
 from ..format.javahash import tags_code as tags_code_of
 from ..format.message import MessageExtBrokerInner
 from ..format.msgid import parse_host
 from ..format.properties import (CRC32, DELAY, KEYS, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, REAL_QID,
-                                 REAL_TOPIC, TAGS, UNIQ_KEY, parse_properties)
+                                 REAL_TOPIC, TAGS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TIMER_OUT_MS,
+                                 TIMER_PROPERTIES, UNIQ_KEY, parse_properties)
 from ..format.record import (BORNHOST_V6_FLAG, MAGIC_V1, MAGIC_V2, STOREHOST_V6_FLAG, TRANSACTION_COMMIT_TYPE,
                              TRANSACTION_MASK, TRANSACTION_NOT_TYPE)
 from ..format.tagscode import java_parse_int
@@ -161,6 +162,11 @@ class PutChecks:
         self.append_crc = c.append_prop_crc
         self.v2_ok = c.supports_message_version_v2 and c.auto_message_version_on_topic_len
         self.delay_levels = tuple(c.message_delay_levels_ms)
+        # The schedule hook runs for a 4.9 store (its CommitLog rewrites DELAY) and, with brokerPutHooks,
+        # for a 5.x one (the broker's HookUtils.handleScheduleMessage, before the store).
+        self.schedule_hook = (not self.v5) or c.broker_put_hooks
+        # (real topic, real queue id) of every message parked in SCHEDULE_TOPIC_XXXX: routed in topics.json.
+        self.parked_queues: set[tuple[str, int]] = set()
         self.max_body = c.max_message_size_bytes
         self.max_record = c.max_message_size_bytes + limits.RECORD_HEADROOM_BYTES
 
@@ -224,22 +230,30 @@ class PutChecks:
             problem = _strings_problem(pmap)
             if problem:
                 return failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=problem)
-        # 4.9 store: delay level rewrite into SCHEDULE_TOPIC_XXXX (CommitLog.asyncPutMessage).
-        if not self.v5 and (tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE):
+        # Delay level rewrite into SCHEDULE_TOPIC_XXXX: the 4.9 store's CommitLog.asyncPutMessage, the 5.x
+        # broker's HookUtils.transformDelayLevelMessage (brokerPutHooks).
+        if self.schedule_hook and (tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE):
             source = pmap if pmap is not None else parse_properties(pstr)
             raw_delay = source.get(DELAY)
+            level = None
             if raw_delay is not None:
                 level = java_parse_int(raw_delay)
                 if level is None:
                     return failed_result(m, PutMessageStatus.MESSAGE_ILLEGAL, reason=f"DELAY {raw_delay!r} is not an int")
-                if level > 0:
+            if self.v5 and (level is None or level <= 0):
+                self.refuse_timer(topic, source)
+            if level is not None and level > 0:
                     max_level = len(self.delay_levels)
                     if level > max_level:
                         level = max_level
                     pmap = dict(source)
+                    if self.v5:       # HookUtils.checkIfTimerMessage: a delay level wins over timer properties
+                        pmap.pop(TIMER_DELIVER_MS, None)
+                        pmap.pop(TIMER_DELAY_SEC, None)
                     pmap[DELAY] = str(level)
                     pmap[REAL_TOPIC] = topic
                     pmap[REAL_QID] = str(qid)
+                    self.parked_queues.add((topic, qid))
                     topic = SCHEDULE_TOPIC
                     qid = level - 1
                     pstr = None
@@ -295,6 +309,40 @@ class PutChecks:
         p.uniq_key = parsed.get(UNIQ_KEY)
         p.delay = parsed.get(DELAY) if topic == SCHEDULE_TOPIC else None
         return p
+
+    def refuse_timer(self, topic: str, props: Mapping[str, Any]) -> None:
+        """UnsupportedMessageError for a timer message (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS).
+
+        A 5.x broker parks it in its timer wheel (``rmq_sys_wheel_timer`` plus the ``timerlog`` / ``timerwheel``
+        files and ``timercheck``/``timermetrics``), state the writer does not keep; stored in its topic it would
+        be delivered at once. Copies the wheel already holds (``TIMER_OUT_MS``) are not timer puts."""
+        if topic == "rmq_sys_wheel_timer" or props.get(TIMER_OUT_MS) is not None:
+            return
+        for name in TIMER_PROPERTIES:
+            value = props.get(name)
+            if value is not None:
+                raise UnsupportedMessageError(
+                    f"property {name}={value!r} (topic {topic!r}): timer messages are not written (a broker parks "
+                    f"them in its timer wheel, which rmqsource does not keep); drop {name}, or use a delay level "
+                    f"(property DELAY), which is parked as the broker parks it")
+
+    def refuse_unsupported(self, m: MessageExtBrokerInner) -> None:
+        """The batch-level pre-check of :meth:`refuse_timer` (before anything of the batch is written)."""
+        if not (self.v5 and self.schedule_hook):
+            return
+        if (m.sys_flag & TRANSACTION_MASK) not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            return
+        props = m.properties
+        if isinstance(props, str):
+            if "TIMER_" not in props:
+                return
+            props = parse_properties(props)
+        elif not props:
+            return
+        raw = props.get(DELAY)
+        level = java_parse_int(raw) if raw is not None else None
+        if level is None or level <= 0:
+            self.refuse_timer(m.topic, props)
 
     def parsed_view(self, pmap: Optional[dict], pstr: str) -> dict:
         """parse_properties(pstr), taken from the map directly when no separator hides inside it."""

@@ -158,6 +158,9 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         message does not stop the others.
         """
         msgs = list(msgs)
+        for m in msgs:                  # a timer message refuses the whole batch before anything is written
+            if isinstance(m, MessageExtBrokerInner):
+                self._checks.refuse_unsupported(m)
         results: list[Optional[PutMessageResult]] = [None] * len(msgs)
         with self._put_lock:
             if not self._writable:

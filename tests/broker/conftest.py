@@ -190,3 +190,31 @@ def killed_broker_run(request, broker_classpath, tmp_path_factory):
     if reuse:
         return Path(reuse)
     return run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-killed-{version}"), kill=True)
+
+
+# The store settings of every harness broker (RealBroker.run): a store handed to a broker must use the same.
+BROKER_STORE_SETTINGS = {"mappedFileSizeCommitLog": "1048576", "mappedFileSizeConsumeQueue": "1200",
+                         "maxIndexNum": "256", "maxHashSlotNum": "64"}
+
+
+def serve_store(classpath: str, run_dir: Path, store: Path, topics: list[str], *, expect: int,
+                wait_ms: int = 60_000, settings: dict | None = None) -> Path:
+    """Start a broker on ``store`` (written by someone else) and drain ``topics`` with the official lite pull
+    consumer (RealBroker --serve): ``run_dir/expected/consumed.jsonl`` and ``routes.json``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}", "-cp", classpath,
+           MAIN_CLASS, "--store", str(store), "--out", str(run_dir), "--serve", "--topics", ",".join(topics),
+           "--expect", str(expect), "--wait-ms", str(wait_ms)]
+    for k, v in (settings or {}).items():
+        cmd += ["--set", f"{k}={v}"]
+    with open(run_dir / "harness.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
+        try:
+            rc = proc.wait(RUN_TIMEOUT_S)
+            if rc != 0 or not (run_dir / "expected" / "DONE").exists():
+                raise RuntimeError(f"the broker harness failed (exit {rc}):\n{_log_tail(run_dir)}")
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    return run_dir

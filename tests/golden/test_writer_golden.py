@@ -34,7 +34,8 @@ def _inputs(corpus: str) -> list[MessageExtBrokerInner]:
 
 
 def _config(corpus: str, **overrides) -> StoreConfig:
-    return StoreConfig.from_properties_file(GOLDEN / corpus / "store.properties", overrides or None)
+    return StoreConfig.from_properties_file(GOLDEN / corpus / "store.properties", {"brokerPutHooks": "false",
+                                                                                  **overrides})
 
 
 def assert_same_store(expected_store: Path, root: Path) -> None:

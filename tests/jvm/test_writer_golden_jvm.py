@@ -29,10 +29,16 @@ from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.verify import verify_store
 from rmqsource.store.writer import MessageExtBrokerInner, MessageStoreWriter
 
-from golden import (GOLDEN_ROOT, copy_store, corpus_of, crash_cases, default_layout_corpora, index_file_contents,
+from golden import (ENGINE_ONLY, GOLDEN_ROOT, copy_store, corpus_of, crash_cases, default_layout_corpora, index_file_contents,
                     is_dledger, tree_bytes, writable, writable_names)
-from jvm_writer import JvmLockHolder, jvm_put, jvm_scan
+from jvm_writer import JvmLockHolder, jvm_scan
+from jvm_writer import jvm_put as _jvm_put
 from test_writer_golden import PUT_FIELDS, assert_same_store
+
+
+def jvm_put(*args, overrides=(), **kwargs):
+    """The JVM writer as the golden corpora's engine wrote them: no broker put hook (golden.ENGINE_ONLY)."""
+    return _jvm_put(*args, overrides=["brokerPutHooks=false", *overrides], **kwargs)
 
 pytestmark = pytest.mark.golden
 
@@ -147,7 +153,7 @@ def test_python_then_jvm_gives_same_bytes(tmp_path):
     config, inputs = GOLDEN_ROOT / corpus / "store.properties", GOLDEN_ROOT / corpus / "inputs.jsonl"
     lines = [line for line in inputs.read_text().splitlines() if line.strip()]
     cut = len(lines) // 3
-    with MessageStoreWriter(root, StoreConfig.from_properties_file(config)) as w:
+    with MessageStoreWriter(root, StoreConfig.from_properties_file(config, ENGINE_ONLY)) as w:
         first = [r.to_json_dict() for r in
                  w.put_messages([MessageExtBrokerInner.from_json_dict(json.loads(x)) for x in lines[:cut]])]
     rest, _, _ = jvm_put(root, config, inputs, lines=(cut, len(lines)))
@@ -188,7 +194,7 @@ def test_recovery_matches_python_writer(tmp_path, case, count):
     py_root = copy_store(case / "store", tmp_path / "py")
     jvm_root = copy_store(case / "store", tmp_path / "jvm")
     msgs = [MessageExtBrokerInner.from_json_dict(json.loads(x)) for x in inputs.read_text().splitlines() if x]
-    with MessageStoreWriter(py_root, StoreConfig.from_properties_file(config_path), clock_ms=lambda: CLOCK_MS) as w:
+    with MessageStoreWriter(py_root, StoreConfig.from_properties_file(config_path, ENGINE_ONLY), clock_ms=lambda: CLOCK_MS) as w:
         py_results = [r.to_json_dict() for r in w.put_messages(msgs)]
     jvm_results, _, _ = jvm_put(jvm_root, config_path, inputs, clock_ms=CLOCK_MS)
     assert [{k: r[k] for k in PUT_FIELDS} for r in jvm_results] == [{k: r[k] for k in PUT_FIELDS} for r in py_results]
@@ -306,7 +312,7 @@ def test_full_disk_acknowledges_only_written_and_recovers(tmp_path, staged, batc
     assert results[len(ok)]["status"] == "UNKNOWN_ERROR"
     _assert_prefix_matches(results[:len(ok)], corpus)
     # Every acknowledged record is on disk as acknowledged (read before any recovery).
-    seg_size = StoreConfig.from_properties_file(config).mapped_file_size_commit_log_bytes
+    seg_size = StoreConfig.from_properties_file(config, ENGINE_ONLY).mapped_file_size_commit_log_bytes
     for r in ok:
         start = r["commitLogOffset"] - r["commitLogOffset"] % seg_size
         with open(root / "commitlog" / f"{start:020d}", "rb") as f:
@@ -322,7 +328,7 @@ def test_full_disk_acknowledges_only_written_and_recovers(tmp_path, staged, batc
     golden = GOLDEN_ROOT / corpus / "store"
     assert tree_bytes(root / "commitlog") == tree_bytes(golden / "commitlog")
     assert tree_bytes(root / "consumequeue") == tree_bytes(golden / "consumequeue")
-    report = verify_store(root, StoreConfig.from_properties_file(config))
+    report = verify_store(root, StoreConfig.from_properties_file(config, ENGINE_ONLY))
     assert report.ok, report.problems[:5]
 
 
@@ -415,7 +421,7 @@ def _hostile_dicts(seed: int, n: int) -> list[dict]:
 def test_hostile_messages_same_results_and_bytes_as_python(tmp_path, corpus, staged):
     """Both writers, one config, the same hostile batch: the same statuses, offsets and store bytes."""
     config_path = GOLDEN_ROOT / corpus / "store.properties"
-    config = StoreConfig.from_properties_file(config_path)
+    config = StoreConfig.from_properties_file(config_path, ENGINE_ONLY)
     msgs = _hostile_dicts(11, 400)
     path = tmp_path / "in.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in msgs))
@@ -480,7 +486,7 @@ def test_trailing_properties_give_the_bytes_of_the_same_properties_put_in_the_ma
     the Python writer given the same stamps at the end of each message's properties map. Same statuses,
     offsets and store bytes, under each corpus's config (trailing separator, CRC property)."""
     config_path = GOLDEN_ROOT / corpus / "store.properties"
-    config = StoreConfig.from_properties_file(config_path)
+    config = StoreConfig.from_properties_file(config_path, ENGINE_ONLY)
     cases = _trailing_cases()
     jvm_lines, py_msgs = [], []
     for d, pairs, n in cases:

@@ -204,7 +204,7 @@ def test_queue_offsets_and_transactions(tmp_path):
     assert units[0][0] == a.commit_log_offset and units[1][0] == c.commit_log_offset and units[2] == (0, 0, 0)
 
 
-def test_delay_rewrite_on_49_only(tmp_path):
+def test_delay_rewrite_on_49_and_with_broker_hooks(tmp_path):
     m = msg(0, properties={"UNIQ_KEY": "U1", "DELAY": "25"})
     with MessageStoreWriter(tmp_path / "a", cfg("4.9.7")) as w:
         r = w.put_message(m)
@@ -214,9 +214,12 @@ def test_delay_rewrite_on_49_only(tmp_path):
     assert rec.properties_raw.endswith(b"DELAY\x0118\x02REAL_TOPIC\x01TopicTest\x02REAL_QID\x010")
     cq = (tmp_path / "a" / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "17" / "00000000000000000000").read_bytes()
     assert struct.unpack_from(">qiq", cq, 0)[2] == m.store_timestamp_ms + 7_200_000
-    with MessageStoreWriter(tmp_path / "b", cfg("5.3.3")) as w:
+    with MessageStoreWriter(tmp_path / "b", cfg("5.3.3", brokerPutHooks="false")) as w:
         r = w.put_message(m)
-    assert (r.topic, r.queue_id) == ("TopicTest", 0)
+    assert (r.topic, r.queue_id) == ("TopicTest", 0)          # the bare 5.x store engine
+    with MessageStoreWriter(tmp_path / "c", cfg("5.3.3")) as w:
+        r = w.put_message(m)
+    assert (r.topic, r.queue_id) == ("SCHEDULE_TOPIC_XXXX", 17)  # as a 5.x broker's put hook parks it
 
 
 def test_v5_long_topic_v2_magic_and_crc_property(tmp_path):

@@ -38,7 +38,8 @@ def _same_store(a: Path, b: Path) -> None:
 
 
 def _config(corpus: str, **overrides) -> StoreConfig:
-    return StoreConfig.from_properties_file(GOLDEN / corpus / "store.properties", overrides or None)
+    return StoreConfig.from_properties_file(GOLDEN / corpus / "store.properties", {"brokerPutHooks": "false",
+                                                                                  **overrides})
 
 
 @pytest.mark.golden

@@ -292,6 +292,8 @@ public final class ConsumerOffsetsFile {
             }
             boolean restore = current.sourceFile != null && !current.sourceFile.equals(path().toString());
             if (changed || restore) write(table, others);   // restore: NAME was missing/corrupt, .bak was used
+            // The group a broker started on this store would serve (BrokerConfigs; a no-op once it is there).
+            BrokerConfigs.recordSubscriptionGroup(root, group, v5, clockMs);
         });
         return effective;
     }

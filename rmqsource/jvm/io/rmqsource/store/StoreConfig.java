@@ -48,7 +48,7 @@ public final class StoreConfig implements Serializable {
             {"maxMsgsNumBatch", "pos"}, {"maxTransferCountOnMessageInMemory", "pos"},
             {"maxTransferBytesOnMessageInMemory", "pos"}, {"maxMessageSize", "pos"},
             {"enableConsumeQueueExt", "bool"}, {"enabledAppendPropCRC", "bool"},
-            {"autoMessageVersionOnTopicLen", "bool"}, {"storePathRootDir", "optstr"},
+            {"autoMessageVersionOnTopicLen", "bool"}, {"brokerPutHooks", "bool"}, {"storePathRootDir", "optstr"},
             {"storePathCommitLog", "optstr"}, {"readOnlyCommitLogStorePaths", "optstr"},
             {"enableDLegerCommitLog", "bool"}, {"storePathDLedgerCommitLog", "optstr"},
             {"dLegerSelfId", "optstr"},
@@ -343,6 +343,11 @@ public final class StoreConfig implements Serializable {
 
     public boolean enabledAppendPropCRC() {
         return (Boolean) valueOr("enabledAppendPropCRC", false);
+    }
+
+    /** rmqsource's own: a 5.x broker's put hook before the store (DELAY parked, timers refused); store.py twin. */
+    public boolean brokerPutHooks() {
+        return (Boolean) valueOr("brokerPutHooks", true);
     }
 
     public boolean autoMessageVersionOnTopicLen() {

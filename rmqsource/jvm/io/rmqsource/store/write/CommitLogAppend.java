@@ -96,7 +96,9 @@ final class CommitLogAppend {
             Object o;
             try {
                 o = w.checks.prepare(m, i);
-            } catch (RuntimeException e) {      // a malformed message object: refuse it, never half-write
+            } catch (io.rmqsource.errors.UnsupportedMessageError e) {
+            throw e;
+        } catch (RuntimeException e) {      // a malformed message object: refuse it, never half-write
                 results[i] = PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, null,
                         e.getClass().getSimpleName() + ": " + e.getMessage());
                 continue;

@@ -173,11 +173,16 @@ final class Durability {
                     w.segments.dropPrealloc();
                     w.segments.closeChannels();
                     WriteFiles.fsyncDir(w.commitLogDir);
+                    java.util.List<java.util.Map.Entry<String, Integer>> queues = new java.util.ArrayList<>();
+                    for (QueueState q : w.dispatcher.states()) queues.add(java.util.Map.entry(q.topic, q.queueId));
+                    queues.addAll(w.checks.parkedQueues);
                     w.dispatcher.close();
                     writeCheckpoint(null);
                     if (!failedBefore) {
                         Files.delete(w.root.resolve("abort"));
                         WriteFiles.fsyncDir(w.root);
+                        // What a broker started on this store needs to route its topics (BrokerConfigs).
+                        io.rmqsource.store.BrokerConfigs.recordTopicQueues(w.root, queues, w.v5, w.clockMs);
                     }
                 } catch (IOException e) {
                     failedWith = e;

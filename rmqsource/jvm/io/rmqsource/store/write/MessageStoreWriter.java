@@ -189,6 +189,7 @@ public final class MessageStoreWriter implements AutoCloseable {
      */
     public PutResult[] putAll(List<Message> batch) {
         int n = batch.size();
+        for (Message m : batch) checks.refuseUnsupported(m);   // a timer message refuses the batch before any write
         PutResult[] results = new PutResult[n];
         String failed;
         Throwable cause;

@@ -1,6 +1,7 @@
 package io.rmqsource.store.write;
 
 import io.rmqsource.errors.Repr;
+import io.rmqsource.errors.UnsupportedMessageError;
 import io.rmqsource.format.MsgId;
 import io.rmqsource.format.Properties;
 import io.rmqsource.format.Record;
@@ -36,6 +37,10 @@ final class PutChecks {
     private final boolean appendCrc;
     private final boolean v2Ok;
     private final long[] delayLevels;
+    /** The delay rewrite runs for a 4.9 store and, with brokerPutHooks, for a 5.x one (put_checks.py). */
+    private final boolean scheduleHook;
+    /** (real topic, real queue id) of every message parked in SCHEDULE_TOPIC_XXXX: routed in topics.json. */
+    final java.util.Set<Map.Entry<String, Integer>> parkedQueues = new java.util.HashSet<>();
     private final long maxBody;
     private final long maxRecord;
     private final CRC32 crc = new CRC32();
@@ -54,6 +59,7 @@ final class PutChecks {
         this.appendCrc = c.appendPropCrc();
         this.v2Ok = c.supportsMessageVersionV2() && c.autoMessageVersionOnTopicLen();
         this.delayLevels = c.messageDelayLevelsMs();
+        this.scheduleHook = !v5 || c.brokerPutHooks();
         this.maxBody = c.maxMessageSize();
         this.maxRecord = c.maxMessageSize() + RECORD_HEADROOM_BYTES;
     }
@@ -183,23 +189,31 @@ final class PutChecks {
             problem = stringsProblem(pmap);
             if (problem != null) return illegal(m, problem);
         }
-        // 4.9 store: delay level rewrite into SCHEDULE_TOPIC_XXXX (CommitLog.asyncPutMessage).
-        if (!v5 && (tran == TRANSACTION_NOT_TYPE || tran == TRANSACTION_COMMIT_TYPE)) {
+        // Delay level rewrite into SCHEDULE_TOPIC_XXXX: the 4.9 store's CommitLog.asyncPutMessage, the 5.x
+        // broker's HookUtils.transformDelayLevelMessage (brokerPutHooks).
+        if (scheduleHook && (tran == TRANSACTION_NOT_TYPE || tran == TRANSACTION_COMMIT_TYPE)) {
             Map<String, String> source = pmap != null ? pmap : Properties.parseString(pstr);
             String rawDelay = source.get(Properties.DELAY_NAME);
+            Integer level = null;
             if (rawDelay != null) {
-                Integer level = TagsCode.javaParseInt(rawDelay);
+                level = TagsCode.javaParseInt(rawDelay);
                 if (level == null) return illegal(m, "DELAY " + Repr.of(rawDelay) + " is not an int");
-                if (level > 0) {
-                    int lv = Math.min(level, delayLevels.length);
-                    pmap = new LinkedHashMap<>(source);
-                    pmap.put(Properties.DELAY_NAME, Integer.toString(lv));
-                    pmap.put(Properties.REAL_TOPIC_NAME, topic);
-                    pmap.put(Properties.REAL_QID_NAME, Integer.toString(qid));
-                    topic = TagsCode.SCHEDULE_TOPIC;
-                    qid = lv - 1;
-                    pstr = null;
+            }
+            if (v5 && (level == null || level <= 0)) refuseTimer(topic, source);
+            if (level != null && level > 0) {
+                int lv = Math.min(level, delayLevels.length);
+                pmap = new LinkedHashMap<>(source);
+                if (v5) {        // HookUtils.checkIfTimerMessage: a delay level wins over timer properties
+                    pmap.remove(TIMER_DELIVER_MS);
+                    pmap.remove(TIMER_DELAY_SEC);
                 }
+                pmap.put(Properties.DELAY_NAME, Integer.toString(lv));
+                pmap.put(Properties.REAL_TOPIC_NAME, topic);
+                pmap.put(Properties.REAL_QID_NAME, Integer.toString(qid));
+                parkedQueues.add(Map.entry(topic, qid));
+                topic = TagsCode.SCHEDULE_TOPIC;
+                qid = lv - 1;
+                pstr = null;
             }
         }
         if (pmap != null) {
@@ -360,7 +374,49 @@ final class PutChecks {
     /** Names the fast path does not copy as they are (the engine reads them, or the writer rewrites them). */
     static boolean notCopied(String name) {
         return name.equals(Properties.TAGS_NAME) || name.equals(Properties.KEYS_NAME)
-                || name.equals(Properties.DELAY_NAME) || name.equals(Properties.CRC32_NAME);
+                || name.equals(Properties.DELAY_NAME) || name.equals(Properties.CRC32_NAME)
+                || name.startsWith("TIMER_");
+    }
+
+    static final String TIMER_DELIVER_MS = "TIMER_DELIVER_MS";
+    static final String TIMER_DELAY_SEC = "TIMER_DELAY_SEC";
+    static final String TIMER_DELAY_MS = "TIMER_DELAY_MS";
+    static final String TIMER_OUT_MS = "TIMER_OUT_MS";
+    static final String[] TIMER_PROPERTIES = {TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS};
+
+    /**
+     * UnsupportedMessageError for a timer message (put_checks.py refuse_timer): a 5.x broker parks it in its
+     * timer wheel, state the writer does not keep. Copies the wheel already holds (TIMER_OUT_MS) pass.
+     */
+    static void refuseTimer(String topic, Map<String, String> props) {
+        if (topic.equals("rmq_sys_wheel_timer") || props.get(TIMER_OUT_MS) != null) return;
+        for (String name : TIMER_PROPERTIES) {
+            String value = props.get(name);
+            if (value != null) {
+                throw new UnsupportedMessageError("property " + name + "=" + Repr.of(value) + " (topic "
+                        + Repr.of(topic) + "): timer messages are not written (a broker parks them in its timer "
+                        + "wheel, which rmqsource does not keep); drop " + name + ", or use a delay level "
+                        + "(property DELAY), which is parked as the broker parks it");
+            }
+        }
+    }
+
+    /** The batch-level pre-check of refuseTimer (before anything of a putAll batch is written). */
+    void refuseUnsupported(Message m) {
+        if (!(v5 && scheduleHook) || m == null || m.topic == null) return;
+        int tran = m.sysFlag & 0xC;
+        if (tran != TRANSACTION_NOT_TYPE && tran != TRANSACTION_COMMIT_TYPE) return;
+        Map<String, String> props;
+        if (m.propertiesString != null) {
+            if (!m.propertiesString.contains("TIMER_")) return;
+            props = Properties.parseString(m.propertiesString);
+        } else {
+            if (m.properties == null || m.properties.isEmpty()) return;
+            props = m.properties;
+        }
+        String raw = props.get(Properties.DELAY_NAME);
+        Integer level = raw != null ? TagsCode.javaParseInt(raw) : null;
+        if (level == null || level <= 0) refuseTimer(m.topic, props);
     }
 
     /** Text the fast path copies as it is: every char in [3, 0x7F] (ASCII without the separators). */

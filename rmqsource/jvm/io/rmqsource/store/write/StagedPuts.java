@@ -105,6 +105,8 @@ public final class StagedPuts implements AutoCloseable {
         Object o;
         try {
             o = checks.prepare(m);
+        } catch (io.rmqsource.errors.UnsupportedMessageError e) {
+            throw e;
         } catch (RuntimeException e) {          // a malformed message object: refused, as putAll does
             return PutResult.failed(m, PutMessageStatus.MESSAGE_ILLEGAL, null,
                     e.getClass().getSimpleName() + ": " + e.getMessage());

@@ -56,7 +56,10 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * shuts both down cleanly. With --kill it only sends: after --kill-after acknowledged sends it writes
  * expected/ACKED and keeps sending until the test kills the JVM.
  *
+ * With --serve it starts the NameServer and the Broker on an existing store and only consumes (see serve()).
+ *
  * Arguments: --store DIR --out DIR [--seed N] [--messages N] [--kill] [--kill-after N] [--set key=value ...]
+ * [--serve --topics T1,T2 --expect N --wait-ms MS]
  * (--set: a BrokerConfig / MessageStoreConfig / NettyServerConfig property, as in a broker.conf file).
  */
 public final class RealBroker {
@@ -89,8 +92,8 @@ public final class RealBroker {
         rawArgs = Arrays.asList(argv);
         for (int i = 0; i < argv.length; i++) {
             String a = argv[i];
-            if (a.equals("--kill")) {
-                args.put("kill", "true");
+            if (a.equals("--kill") || a.equals("--serve")) {
+                args.put(a.substring(2), "true");
             } else if (a.equals("--set")) {
                 String kv = argv[++i];
                 int eq = kv.indexOf('=');
@@ -207,6 +210,10 @@ public final class RealBroker {
         brokerAddr = "127.0.0.1:" + brokerPort;
         log("broker " + brokerAddr + " namesrv " + nsAddr + " store " + storeDir);
 
+        if (args.containsKey("serve")) {
+            serve(broker, namesrv, expected, t0);
+            return;
+        }
         sentOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "sent.jsonl")), StandardCharsets.UTF_8);
         consumedOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "consumed.jsonl")), StandardCharsets.UTF_8);
 
@@ -441,6 +448,76 @@ public final class RealBroker {
         namesrv.shutdown();
         harness.put("wallMs", System.currentTimeMillis() - t0);
         Files.write(new File(expected, "admin.json").toPath(), Json.write(adminJson).getBytes(StandardCharsets.UTF_8));
+        Files.write(new File(expected, "DONE").toPath(), new byte[0]);
+        log("clean shutdown after " + (System.currentTimeMillis() - t0) + " ms");
+    }
+
+    /**
+     * --serve: the broker was started on a store it did not write (--store, not wiped); no topic is created and
+     * no admin command changes anything. For each topic of --topics a DefaultLitePullConsumer (group
+     * rb_serve) is assigned every queue the route names, seeks to each queue's start and polls until --expect
+     * messages came or --wait-ms passed. Every message goes to expected/consumed.jsonl (group rb_serve, mode
+     * litepull, receivedAtMs), the route's queue numbers to expected/routes.json; then a clean shutdown.
+     */
+    void serve(BrokerController broker, NamesrvController namesrv, File expected, long t0) throws Exception {
+        consumedOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "consumed.jsonl")), StandardCharsets.UTF_8);
+        List<String> topics = Arrays.asList(args.get("topics").split(","));
+        int expect = Integer.parseInt(args.getOrDefault("expect", "0"));
+        long waitMs = Long.parseLong(args.getOrDefault("wait-ms", "60000"));
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(nsAddr);
+        admin.setInstanceName("rb-serve-admin");
+        admin.start();
+        Map<String, Object> routes = new TreeMap<>();
+        long routeDeadline = System.currentTimeMillis() + 30_000;
+        for (String topic : topics) {
+            while (true) {                      // the broker registers its topics.json with the NameServer
+                try {
+                    var route = admin.examineTopicRouteInfo(topic);
+                    if (route != null && !route.getQueueDatas().isEmpty()) {
+                        routes.put(topic, Map.of("readQueueNums", route.getQueueDatas().get(0).getReadQueueNums(),
+                            "writeQueueNums", route.getQueueDatas().get(0).getWriteQueueNums()));
+                        break;
+                    }
+                } catch (Exception e) {
+                    if (System.currentTimeMillis() > routeDeadline) {
+                        routes.put(topic, Map.of("error", String.valueOf(e.getMessage())));
+                        break;
+                    }
+                }
+                Thread.sleep(200);
+            }
+        }
+        admin.shutdown();
+        Files.write(new File(expected, "routes.json").toPath(), Json.write(routes).getBytes(StandardCharsets.UTF_8));
+        DefaultLitePullConsumer c = new DefaultLitePullConsumer("rb_serve");
+        c.setNamesrvAddr(nsAddr);
+        c.setInstanceName("rb-serve");
+        c.setAutoCommit(false);
+        c.setPullBatchSize(32);
+        c.start();
+        List<MessageQueue> all = new ArrayList<>();
+        for (String topic : topics) {
+            if (routes.get(topic) instanceof Map && ((Map<?, ?>) routes.get(topic)).containsKey("error")) continue;
+            all.addAll(c.fetchMessageQueues(topic));
+        }
+        c.assign(all);
+        for (MessageQueue mq : all) c.seek(mq, 0);
+        int got = 0;
+        long deadline = System.currentTimeMillis() + waitMs;
+        while (got < expect && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : c.poll(500)) {
+                recordConsume("rb_serve", "litepull", m);
+                got++;
+            }
+        }
+        c.shutdown();
+        synchronized (consumedLock) {
+            consumedOut.close();
+        }
+        log("served " + got + " of " + expect + " messages; broker shutdown");
+        broker.shutdown();
+        namesrv.shutdown();
         Files.write(new File(expected, "DONE").toPath(), new byte[0]);
         log("clean shutdown after " + (System.currentTimeMillis() - t0) + " ms");
     }
