@@ -465,8 +465,8 @@ public final class RealBroker {
      * per second (default 40) for SECONDS: kinds normal, props, multikey, tiny, order, batch, big (compressed),
      * each with user property rb_seq. Every send is a line of expected/sent.jsonl, flushed as it is written: a
      * SEND_OK line on disk means the broker acknowledged that message. expected/SENDING appears after the first
-     * acknowledged send; then the producer and consumer stop, expected/admin.json gets the topics' topicStats
-     * and the broker shuts down cleanly (expected/DONE).
+     * acknowledged send, expected/SENT after the last; then the producer and consumer stop, expected/admin.json
+     * gets the topics' topicStats and the broker shuts down cleanly (expected/DONE).
      */
     void liveSend(BrokerController broker, NamesrvController namesrv, File expected, long t0) throws Exception {
         sentOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "sent.jsonl")), StandardCharsets.UTF_8);
@@ -529,6 +529,7 @@ public final class RealBroker {
         synchronized (sentLock) {
             sentOut.flush();
         }
+        Files.write(new File(expected, "SENT").toPath(), String.valueOf(seq).getBytes(StandardCharsets.UTF_8));
         log("sent for " + (System.currentTimeMillis() - start) + " ms: " + seq + " messages, "
             + expectedForAll.size() + " SEND_OK, kinds " + counts);
         producer.shutdown();
