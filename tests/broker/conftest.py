@@ -221,27 +221,40 @@ def serve_store(classpath: str, run_dir: Path, store: Path, topics: list[str], *
 
 
 def start_live_broker(classpath: str, run_dir: Path, *, send_for: float, rate: float = 40, seed: int = 11,
-                      settings: dict | None = None) -> subprocess.Popen:
+                      hold: bool = False, settings: dict | None = None) -> subprocess.Popen:
     """A broker that keeps sending (RealBroker --send-for) while the test reads its store: returns once the
     first sends were acknowledged (``expected/SENDING``); ``finish_live_broker`` waits for its clean shutdown.
-    Every SEND_OK is a line of ``expected/sent.jsonl`` as soon as the client has it."""
+    Every SEND_OK is a line of ``expected/sent.jsonl`` as soon as the client has it. With ``hold`` it returns
+    once the broker runs with its topics routed (``expected/READY``) and sends only after ``release_live_broker``."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}", "-cp", classpath,
            MAIN_CLASS, "--store", str(run_dir / "store"), "--out", str(run_dir), "--seed", str(seed),
            "--send-for", str(send_for), "--rate", str(rate)]
+    if hold:
+        cmd += ["--hold-until", str(run_dir / "GO")]
     for k, v in (settings or {}).items():
         cmd += ["--set", f"{k}={v}"]
     with open(run_dir / "harness.log", "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
-    sending = run_dir / "expected" / "SENDING"
+    _wait_live(proc, run_dir, "READY" if hold else "SENDING")
+    return proc
+
+
+def release_live_broker(proc: subprocess.Popen, run_dir: Path) -> None:
+    """Let a held live broker send; returns once its first sends were acknowledged."""
+    (run_dir / "GO").write_text("")
+    _wait_live(proc, run_dir, "SENDING")
+
+
+def _wait_live(proc: subprocess.Popen, run_dir: Path, marker: str) -> None:
+    sending = run_dir / "expected" / marker
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while not sending.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_live_broker(proc)
-            raise RuntimeError(f"the live broker never acknowledged a send (exit {proc.returncode}):\n"
+            raise RuntimeError(f"no expected/{marker} from the live broker (exit {proc.returncode}):\n"
                                f"{_log_tail(run_dir)}")
         time.sleep(0.1)
-    return proc
 
 
 def finish_live_broker(proc: subprocess.Popen, run_dir: Path) -> Path:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import finish_live_broker, start_live_broker, stop_live_broker, store_state, versions
+from conftest import finish_live_broker, release_live_broker, start_live_broker, stop_live_broker, store_state, versions
 from test_real_broker import config, read_jsonl, run_cli, topic_records
 
 pytestmark = pytest.mark.broker
@@ -155,9 +155,9 @@ def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(version,
 def test_stream_beside_a_sending_broker_gets_every_send_once(version, broker_classpath, spark, tmp_path):
     topic = TOPICS[1]
     run = tmp_path / "run"
-    # A long window at a lower rate: the stream's first micro-batch (query planning, Python workers) takes
-    # 10-20 s on a loaded 2-core machine, and it must see several batches before the sends end.
-    proc = start_live_broker(broker_classpath(version), run, send_for=50, rate=20)
+    # The stream starts on the running broker's store before the first send (its first micro-batch, query
+    # planning and Python workers, takes 10-40 s on a loaded 2-core machine), then the broker sends for 40 s.
+    proc = start_live_broker(broker_classpath(version), run, send_for=40, rate=20, hold=True)
     name = f"live_{version.replace('.', '_')}"
     query = None
     seen = []
@@ -168,6 +168,11 @@ def test_stream_beside_a_sending_broker_gets_every_send_once(version, broker_cla
         query = (df.select("topic", "queueId", "queueOffset", "uniqKey", "properties", "body").writeStream
                  .format("memory").queryName(name).trigger(processingTime="1 second")
                  .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+        deadline = time.monotonic() + 180
+        while not query.recentProgress and query.exception() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert query.exception() is None, query.exception()
+        release_live_broker(proc, run)
         while proc.poll() is None:
             time.sleep(1)
             n = spark.sql(f"select count(*) from {name}").first()[0]

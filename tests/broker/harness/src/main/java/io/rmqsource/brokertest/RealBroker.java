@@ -62,7 +62,8 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * liveSend()), then shuts down cleanly.
  *
  * Arguments: --store DIR --out DIR [--seed N] [--messages N] [--kill] [--kill-after N] [--set key=value ...]
- * [--serve --topics T1,T2 --expect N --wait-ms MS] [--send-for SECONDS [--rate SENDS_PER_SECOND]]
+ * [--serve --topics T1,T2 --expect N --wait-ms MS]
+ * [--send-for SECONDS [--rate SENDS_PER_SECOND] [--hold-until FILE]]
  * (--set: a BrokerConfig / MessageStoreConfig / NettyServerConfig property, as in a broker.conf file).
  */
 public final class RealBroker {
@@ -462,7 +463,8 @@ public final class RealBroker {
     /**
      * --send-for SECONDS: creates topics lv_topic_0..2 (4 queues each), starts a push consumer group rb_live that
      * acks everything (so the broker also commits offsets while it runs) and sends synchronously at --rate sends
-     * per second (default 40) for SECONDS: kinds normal, props, multikey, tiny, order, batch, big (compressed),
+     * per second (default 40) for SECONDS (with --hold-until FILE: once the topics are routed it writes
+     * expected/READY and waits for FILE before the first send): kinds normal, props, multikey, tiny, order, batch, big (compressed),
      * each with user property rb_seq. Every send is a line of expected/sent.jsonl, flushed as it is written: a
      * SEND_OK line on disk means the broker acknowledged that message. expected/SENDING appears after the first
      * acknowledged send, expected/SENT after the last; then the producer and consumer stop, expected/admin.json
@@ -509,6 +511,15 @@ public final class RealBroker {
         });
         consumer.start();
 
+        String hold = args.get("hold-until");
+        if (hold != null) {   // the test starts its reader first, then lets the sends begin
+            Files.write(new File(expected, "READY").toPath(), new byte[0]);
+            long holdDeadline = System.currentTimeMillis() + 300_000;
+            while (!new File(hold).exists() && System.currentTimeMillis() < holdDeadline) {
+                Thread.sleep(100);
+            }
+            log("hold released");
+        }
         long start = System.currentTimeMillis();
         long deadline = start + sendForMs;
         File sending = new File(expected, "SENDING");
