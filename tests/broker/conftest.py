@@ -218,3 +218,70 @@ def serve_store(classpath: str, run_dir: Path, store: Path, topics: list[str], *
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(30)
     return run_dir
+
+
+def start_live_broker(classpath: str, run_dir: Path, *, send_for: float, rate: float = 40, seed: int = 11,
+                      hold: bool = False, settings: dict | None = None) -> subprocess.Popen:
+    """A broker that keeps sending (RealBroker --send-for) while the test reads its store: returns once the
+    first sends were acknowledged (``expected/SENDING``); ``finish_live_broker`` waits for its clean shutdown.
+    Every SEND_OK is a line of ``expected/sent.jsonl`` as soon as the client has it. With ``hold`` it returns
+    once the broker runs with its topics routed (``expected/READY``) and sends only after ``release_live_broker``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}", "-cp", classpath,
+           MAIN_CLASS, "--store", str(run_dir / "store"), "--out", str(run_dir), "--seed", str(seed),
+           "--send-for", str(send_for), "--rate", str(rate)]
+    if hold:
+        cmd += ["--hold-until", str(run_dir / "GO")]
+    for k, v in (settings or {}).items():
+        cmd += ["--set", f"{k}={v}"]
+    with open(run_dir / "harness.log", "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=run_dir, start_new_session=True)
+    _wait_live(proc, run_dir, "READY" if hold else "SENDING")
+    return proc
+
+
+def release_live_broker(proc: subprocess.Popen, run_dir: Path) -> None:
+    """Let a held live broker send; returns once its first sends were acknowledged."""
+    (run_dir / "GO").write_text("")
+    _wait_live(proc, run_dir, "SENDING")
+
+
+def _wait_live(proc: subprocess.Popen, run_dir: Path, marker: str) -> None:
+    sending = run_dir / "expected" / marker
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not sending.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_live_broker(proc)
+            raise RuntimeError(f"no expected/{marker} from the live broker (exit {proc.returncode}):\n"
+                               f"{_log_tail(run_dir)}")
+        time.sleep(0.1)
+
+
+def finish_live_broker(proc: subprocess.Popen, run_dir: Path) -> Path:
+    """Wait for the live broker's clean shutdown (``expected/DONE``)."""
+    try:
+        rc = proc.wait(RUN_TIMEOUT_S)
+    finally:
+        stop_live_broker(proc)
+    if rc != 0 or not (run_dir / "expected" / "DONE").exists():
+        raise RuntimeError(f"the live broker failed (exit {rc}):\n{_log_tail(run_dir)}")
+    return run_dir
+
+
+def stop_live_broker(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+
+def store_state(store: Path) -> dict[str, tuple]:
+    """Every file of ``store`` with (sha256, size, mtime_ns), and every folder: what a read must not change."""
+    out = {}
+    for p in sorted(store.rglob("*")):
+        st = p.stat()
+        key = p.relative_to(store).as_posix()
+        if p.is_file():
+            out[key] = (hashlib.sha256(p.read_bytes()).hexdigest(), st.st_size, st.st_mtime_ns)
+        else:
+            out[key + "/"] = ("dir", st.st_mtime_ns)
+    return out

@@ -58,8 +58,12 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *
  * With --serve it starts the NameServer and the Broker on an existing store and only consumes (see serve()).
  *
+ * With --send-for it keeps a broker sending for that many seconds while a test reads the same store (see
+ * liveSend()), then shuts down cleanly.
+ *
  * Arguments: --store DIR --out DIR [--seed N] [--messages N] [--kill] [--kill-after N] [--set key=value ...]
  * [--serve --topics T1,T2 --expect N --wait-ms MS]
+ * [--send-for SECONDS [--rate SENDS_PER_SECOND] [--hold-until FILE]]
  * (--set: a BrokerConfig / MessageStoreConfig / NettyServerConfig property, as in a broker.conf file).
  */
 public final class RealBroker {
@@ -212,6 +216,10 @@ public final class RealBroker {
 
         if (args.containsKey("serve")) {
             serve(broker, namesrv, expected, t0);
+            return;
+        }
+        if (args.containsKey("send-for")) {
+            liveSend(broker, namesrv, expected, t0);
             return;
         }
         sentOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "sent.jsonl")), StandardCharsets.UTF_8);
@@ -453,6 +461,142 @@ public final class RealBroker {
     }
 
     /**
+     * --send-for SECONDS: creates topics lv_topic_0..2 (4 queues each), starts a push consumer group rb_live that
+     * acks everything (so the broker also commits offsets while it runs) and sends synchronously at --rate sends
+     * per second (default 40) for SECONDS (with --hold-until FILE: once the topics are routed it writes
+     * expected/READY and waits for FILE before the first send): kinds normal, props, multikey, tiny, order, batch, big (compressed),
+     * each with user property rb_seq. Every send is a line of expected/sent.jsonl, flushed as it is written: a
+     * SEND_OK line on disk means the broker acknowledged that message. expected/SENDING appears after the first
+     * acknowledged send, expected/SENT after the last; then the producer and consumer stop, expected/admin.json
+     * gets the topics' topicStats and the broker shuts down cleanly (expected/DONE).
+     */
+    void liveSend(BrokerController broker, NamesrvController namesrv, File expected, long t0) throws Exception {
+        sentOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "sent.jsonl")), StandardCharsets.UTF_8);
+        consumedOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "consumed.jsonl")), StandardCharsets.UTF_8);
+        long sendForMs = (long) (Double.parseDouble(args.get("send-for")) * 1000);
+        double rate = Double.parseDouble(args.getOrDefault("rate", "40"));
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(nsAddr);
+        admin.setInstanceName("rb-live-admin");
+        admin.setAdminExtGroup("rb_admin_group");
+        admin.start();
+        List<String> topics = new ArrayList<>();
+        for (int i = 0; i < TOPICS; i++) {
+            String topic = "lv_topic_" + i;
+            topics.add(topic);
+            admin.createAndUpdateTopicConfig(brokerAddr, new TopicConfig(topic, QUEUES, QUEUES, 6));
+        }
+        for (String topic : topics) {
+            waitForRoute(admin, topic);
+        }
+        DefaultMQProducer producer = new DefaultMQProducer("rb_live_pg");
+        producer.setNamesrvAddr(nsAddr);
+        producer.setInstanceName("rb-live-producer");
+        producer.setSendMsgTimeout(15000);
+        producer.setRetryTimesWhenSendFailed(0);
+        producer.start();
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("rb_live");
+        consumer.setNamesrvAddr(nsAddr);
+        consumer.setInstanceName("rb-live");
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setPersistConsumerOffsetInterval(1000);
+        for (String topic : topics) {
+            consumer.subscribe(topic, "*");
+        }
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                recordConsume("rb_live", "push", m);
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+
+        String hold = args.get("hold-until");
+        if (hold != null) {   // the test starts its reader first, then lets the sends begin
+            Files.write(new File(expected, "READY").toPath(), new byte[0]);
+            long holdDeadline = System.currentTimeMillis() + 300_000;
+            while (!new File(hold).exists() && System.currentTimeMillis() < holdDeadline) {
+                Thread.sleep(100);
+            }
+            log("hold released");
+        }
+        long start = System.currentTimeMillis();
+        long deadline = start + sendForMs;
+        File sending = new File(expected, "SENDING");
+        int sends = 0;
+        while (System.currentTimeMillis() < deadline) {
+            sendOne(producer, null, topics, false);
+            sends++;
+            if (!sending.exists() && !expectedForAll.isEmpty()) {
+                Files.write(sending.toPath(), String.valueOf(seq).getBytes(StandardCharsets.UTF_8));
+                log("SENDING: first sends acknowledged");
+            }
+            long next = start + (long) (sends * 1000 / rate);
+            long now = System.currentTimeMillis();
+            if (next > now) {
+                Thread.sleep(next - now);
+            }
+        }
+        synchronized (sentLock) {
+            sentOut.flush();
+        }
+        Files.write(new File(expected, "SENT").toPath(), String.valueOf(seq).getBytes(StandardCharsets.UTF_8));
+        log("sent for " + (System.currentTimeMillis() - start) + " ms: " + seq + " messages, "
+            + expectedForAll.size() + " SEND_OK, kinds " + counts);
+        producer.shutdown();
+        long drainDeadline = System.currentTimeMillis() + 20_000;
+        while (System.currentTimeMillis() < drainDeadline && !allSeen.containsAll(expectedForAll)) {
+            Thread.sleep(200);
+        }
+        Thread.sleep(1500);   // the push consumer's last offset commit (every 1 s)
+        consumer.shutdown();
+        Map<String, Object> adminJson = new LinkedHashMap<>();
+        Map<String, Object> harness = new LinkedHashMap<>();
+        harness.put("program", "RealBroker");
+        harness.put("mode", "send-for");
+        harness.put("rocketmqVersion", org.apache.rocketmq.common.MQVersion.getVersionDesc(
+            org.apache.rocketmq.common.MQVersion.CURRENT_VERSION));
+        harness.put("args", rawArgs);
+        harness.put("topics", topics);
+        harness.put("queuesPerTopic", QUEUES);
+        harness.put("sendsPerKind", counts);
+        harness.put("sendOk", expectedForAll.size());
+        harness.put("drainComplete", allSeen.containsAll(expectedForAll));
+        adminJson.put("harness", harness);
+        Map<String, Object> topicStats = new TreeMap<>();
+        for (String topic : topics) {
+            var table = admin.examineTopicStats(topic);
+            List<Map<String, Object>> queues = new ArrayList<>();
+            List<MessageQueue> mqs = new ArrayList<>(table.getOffsetTable().keySet());
+            Collections.sort(mqs);
+            for (MessageQueue mq : mqs) {
+                var off = table.getOffsetTable().get(mq);
+                Map<String, Object> q = new LinkedHashMap<>();
+                q.put("queueId", mq.getQueueId());
+                q.put("minOffset", off.getMinOffset());
+                q.put("maxOffset", off.getMaxOffset());
+                queues.add(q);
+            }
+            topicStats.put(topic, queues);
+        }
+        adminJson.put("topicStats", topicStats);
+        admin.shutdown();
+        synchronized (consumedLock) {
+            consumedOut.close();
+        }
+        synchronized (sentLock) {
+            sentOut.close();
+        }
+        log("producer and consumer stopped; broker shutdown");
+        broker.shutdown();
+        namesrv.shutdown();
+        harness.put("wallMs", System.currentTimeMillis() - t0);
+        Files.write(new File(expected, "admin.json").toPath(), Json.write(adminJson).getBytes(StandardCharsets.UTF_8));
+        Files.write(new File(expected, "DONE").toPath(), new byte[0]);
+        log("clean shutdown after " + (System.currentTimeMillis() - t0) + " ms");
+    }
+
+    /**
      * --serve: the broker was started on a store it did not write (--store, not wiped); no topic is created and
      * no admin command changes anything. For each topic of --topics a DefaultLitePullConsumer (group
      * rb_serve) is assigned every queue the route names, seeks to each queue's start and polls until --expect
@@ -550,7 +694,9 @@ public final class RealBroker {
     }
 
     String pickKind(boolean kill) {
-        String[] kinds = kill
+        String[] kinds = args.containsKey("send-for")
+            ? new String[] {"normal", "normal", "normal", "props", "multikey", "tiny", "order", "batch", "big"}
+            : kill
             ? new String[] {"plain", "normal", "props", "multikey", "big", "batch"}
             : new String[] {"plain", "plain", "plain", "normal", "normal", "normal", "multikey", "multikey", "props",
                 "props", "big", "big", "tiny", "order", "order", "order", "batch", "batch", "batch", "delay", "delay_parked", "timer", "timer_parked",
@@ -779,7 +925,7 @@ public final class RealBroker {
             try {
                 sentOut.write(Json.write(line));
                 sentOut.write('\n');
-                if (args.containsKey("kill")) {
+                if (args.containsKey("kill") || args.containsKey("send-for")) {
                     sentOut.flush();   // a line on disk means the send was acknowledged
                 }
             } catch (IOException e) {
@@ -826,7 +972,7 @@ public final class RealBroker {
                 throw new IllegalStateException(e);
             }
         }
-        if (group.equals("rb_all")) {
+        if (group.equals("rb_all") || group.equals("rb_live")) {
             // By send sequence, not msgId: before 5.5.0 a batch's items share one UNIQ_KEY (apache/rocketmq#9416).
             String rbSeq = m.getUserProperty("rb_seq");
             allSeen.add(rbSeq != null ? rbSeq : m.getKeys().split(" ")[0].substring(2));
