@@ -1,7 +1,8 @@
 """The broker tier: Apache RocketMQ's own NameServer and Broker, started in a JVM of their own.
 
-The harness (tests/broker/harness: a Maven project, package io.rmqsource.brokertest) is built once per
-RocketMQ version into a cache outside the repository, ``~/.cache/rmqsource/broker/<version>/``
+The harness (tests/broker/harness: a Maven project, package io.rmqsource.brokertest) is built
+(tests/support/broker_harness.py, shared with scripts/bench_broker_read.py) once per RocketMQ version into a
+cache outside the repository, ``~/.cache/rmqsource/broker/<version>/``
 (``RMQ_BROKER_CACHE`` moves it): ``lib/`` holds the RocketMQ jars Maven resolved from Maven Central,
 ``classes/`` the harness compiled with javac against them. Without Maven the tier is skipped; with Maven a
 failed fetch or build is an error. A user of rmqsource never needs any of this.
@@ -15,85 +16,28 @@ shutdown (or SIGKILL after the acknowledged sends, ``kill=True``). Its folder ha
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from broker_harness import DEFAULT_VERSION, HarnessUnavailable
+from broker_harness import build_harness as _build_harness
+from broker_harness import java as _java
 
-HERE = Path(__file__).resolve().parent
-HARNESS = HERE / "harness"
 MAIN_CLASS = "io.rmqsource.brokertest.RealBroker"
-DEFAULT_VERSION = "5.5.0"
 RUN_TIMEOUT_S = 300
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("RMQ_BROKER_CACHE") or Path.home() / ".cache" / "rmqsource" / "broker")
-
-
-def _sources_digest(version: str) -> str:
-    h = hashlib.sha256(version.encode())
-    for p in sorted([HARNESS / "pom.xml", *HARNESS.rglob("*.java")]):
-        h.update(p.relative_to(HARNESS).as_posix().encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()
-
-
-def _run(cmd, what: str, cwd=None) -> None:
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if p.returncode != 0:
-        tail = (p.stdout + p.stderr)[-4000:]
-        raise RuntimeError(f"{what} failed (exit {p.returncode}): {' '.join(map(str, cmd))}\n{tail}")
-
-
 def build_harness(version: str) -> str:
-    """The harness's class path for ``version``: Maven resolves the jars once, javac compiles on change."""
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        pytest.skip("the broker tier needs Maven (mvn on PATH) to fetch Apache RocketMQ from Maven Central")
-    javac = shutil.which("javac")
-    if javac is None:
-        pytest.skip("the broker tier needs a JDK (javac on PATH) to compile its harness")
-    root = cache_root() / version
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:          # xdist workers build one at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        lib = root / "lib"
-        if not (lib / ".complete").is_file():
-            tmp = root / "lib.partial"
-            shutil.rmtree(tmp, ignore_errors=True)
-            _run([mvn, "-q", "-B", "-f", str(HARNESS / "pom.xml"), f"-Drocketmq.version={version}",
-                  "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"],
-                 f"fetching RocketMQ {version} from Maven Central")
-            if not any(tmp.glob("rocketmq-broker-*.jar")):
-                raise RuntimeError(f"Maven resolved no rocketmq-broker jar for {version} into {tmp}")
-            shutil.rmtree(lib, ignore_errors=True)
-            tmp.rename(lib)
-            (lib / ".complete").write_text(version + "\n")
-        classes = root / "classes"
-        digest = _sources_digest(version)
-        stamp = classes / ".digest"
-        if not (stamp.is_file() and stamp.read_text() == digest):
-            shutil.rmtree(classes, ignore_errors=True)
-            classes.mkdir()
-            _run([javac, "-encoding", "UTF-8", "--release", "17", "-nowarn", "-cp", f"{lib}/*", "-d", str(classes),
-                  *map(str, sorted(HARNESS.rglob("*.java")))], f"compiling the broker harness against {version}")
-            stamp.write_text(digest)
-    return f"{classes}{os.pathsep}{lib}/*"
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").is_file():
-        return str(Path(home) / "bin" / "java")
-    return shutil.which("java") or "java"
+    """The harness's class path for ``version`` (tests/support/broker_harness.py); skips without Maven or a JDK."""
+    try:
+        return _build_harness(version)
+    except HarnessUnavailable as e:
+        pytest.skip(str(e))
 
 
 def _log_tail(run_dir: Path, n: int = 60) -> str:
