@@ -15,13 +15,18 @@ One run:
    lite32   the same with pullBatchSize 32 (the push consumer's default and the broker's default per-pull cap)
    tuned    DefaultMQPullConsumer, 4 threads (2 queues each), 2000 messages per pull
    Each consumer run is a fresh group in the client JVM (its time: from the consumer's start to the last message);
-   runs interleaved, the first round a warm-up, then the median of --repeat rounds (python: --python-runs).
+   runs interleaved, the first round a warm-up (the JVM scan and the tuned consumer: --warmup runs in it), then the
+   median of --repeat rounds (python: the first --python-runs of them).
    The answers are asserted equal.
-3. Prints msgs/s per reader and the ratios scan/tuned, scan/default, python/default against the targets
+3. Stops the broker (clean shutdown) and times the JVM scan again on its store (--no-stopped: not); with
+   --profile, then times queries reading less or more of each record (count(*), sum(length(body)), per tag, every
+   column to the noop sink) to show where the scan's time goes.
+4. Prints msgs/s per reader and the ratios scan/tuned, scan/default, python/default against the targets
    (JVM scan >= 3x tuned and >= 10x default; pure Python >= 1x default), with the load average beside each line.
 
-Usage: bench_broker_read.py [--messages 300000] [--version 5.5.0] [--dir /tmp/rmq-bench-broker] [--repeat 3]
-                            [--python-runs 2] [--skip-python] [--only jvm,python,default,lite32,tuned]
+Usage: bench_broker_read.py [--messages 300000] [--version 5.5.0] [--dir /tmp/rmq-bench-broker] [--repeat 5]
+                            [--warmup 4] [--python-runs 2] [--skip-python] [--only jvm,python,default,lite32,tuned]
+                            [--no-stopped] [--profile] [--keep]
 """
 
 from __future__ import annotations
@@ -120,11 +125,15 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=300_000)
     ap.add_argument("--version", default=DEFAULT_VERSION, help="Apache RocketMQ version of the broker and clients")
     ap.add_argument("--dir", default="/tmp/rmq-bench-broker")
-    ap.add_argument("--repeat", type=int, default=3, help="timed rounds after the warm-up round")
+    ap.add_argument("--repeat", type=int, default=5, help="timed rounds after the warm-up round")
+    ap.add_argument("--warmup", type=int, default=4, help="runs of the JVM scan and the tuned consumer in the warm-up")
     ap.add_argument("--python-runs", type=int, default=2, help="timed Python data source runs (the first rounds)")
     ap.add_argument("--skip-python", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated readers, of " + ",".join(READERS) + " (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the store after the run")
+    ap.add_argument("--no-stopped", action="store_true", help="do not time the JVM scan again once the broker stopped")
+    ap.add_argument("--profile", action="store_true",
+                    help="once the broker stopped, time JVM-scan queries that read less or more of each record")
     args = ap.parse_args()
     readers = [r for r in READERS if r in ({s.strip() for s in args.only.split(",") if s.strip()} or READERS)]
     if args.skip_python and "python" in readers:
@@ -177,11 +186,13 @@ def main() -> None:
         answers: dict[str, tuple] = {}
         loads: list[float] = []
         for i in range(args.repeat + 1):
-            line = [f"round {i}{' (warm-up)' if i == 0 else ''}:"]
+            line = [f"round {i}{' (warm-up, last run shown)' if i == 0 else ''}:"]
             for kind in readers:
                 if kind == "python" and i > args.python_runs:
                     continue
-                got = scan(kind) if kind in ("jvm", "python") else drain(kind)
+                # The cheap readers warm up longer: their first runs are mostly JIT compilation.
+                for _ in range(args.warmup if i == 0 and kind in ("jvm", "tuned") else 1):
+                    got = scan(kind) if kind in ("jvm", "python") else drain(kind)
                 answers[kind] = (got["count"], got["bodyBytes"], tuple(sorted(got["tags"].items())))
                 if i > 0:
                     times[kind].append(got["ms"])
@@ -220,6 +231,22 @@ def main() -> None:
                 verdict = "" if target is None else f"  target >= {target}x: {'met' if r >= target else 'NOT met'}"
                 print(f"  {a}/{b}: {r:5.2f}x{verdict}")
         print(f"load at end {load_avg()}")
+
+        if "jvm" in readers and not args.no_stopped:
+            client.close()
+            client = None
+            stopped = broker.close("stop")
+            print(f"\nbroker stopped cleanly in {stopped['shutdownMs']} ms; the JVM scan of the stopped broker's store:")
+            ms = []
+            for _ in range(args.repeat):
+                got = scan("jvm")
+                assert (got["count"], got["bodyBytes"], tuple(sorted(got["tags"].items()))) == answers["jvm"], got
+                ms.append(got["ms"])
+            med = statistics.median(ms)
+            print(f"  {'JVM scan, broker stopped':<44} {med:9,.0f} ms  {n / med * 1000:11,.0f} msgs/s   "
+                  f"(runs {', '.join(f'{m:,.0f}' for m in ms)} ms; load {load_avg()})")
+            if args.profile:
+                profile(spark, sources["jvm"], args.repeat, n)
     finally:
         if spark is not None:
             spark.stop()
@@ -230,6 +257,40 @@ def main() -> None:
             print(f"broker stopped cleanly in {stopped['shutdownMs']} ms")
         if not args.keep:
             shutil.rmtree(run, ignore_errors=True)
+
+
+def profile(spark, load, repeat: int, n: int) -> None:
+    """Where the JVM scan's time goes: the same store read by queries that need less or more of each record."""
+    from pyspark.sql import functions as F
+    queries = {
+        "Spark floor: spark.range(2) count in 2 tasks": lambda: spark.range(0, 2, 1, 2).count(),
+        "count(*) (no column read)": lambda: load().count(),
+        "count(queueOffset) (CQ unit only)": lambda: load().selectExpr("count(queueOffset)").collect(),
+        "sum(length(body))": lambda: load().selectExpr("sum(length(body))").collect(),
+        "groupBy(tags).count()": lambda: load().groupBy("tags").count().collect(),
+        "groupBy(tags): count, sum(length(body)) (the bench's)": lambda: load().groupBy("tags").agg(
+            F.count("*"), F.sum(F.length("body"))).collect(),
+        "every column to the noop sink": lambda: load().write.format("noop").mode("overwrite").save(),
+    }
+
+    def one_shuffle_partition():
+        spark.conf.set("spark.sql.shuffle.partitions", "1")
+        try:
+            return queries["groupBy(tags): count, sum(length(body)) (the bench's)"]()
+        finally:
+            spark.conf.unset("spark.sql.shuffle.partitions")
+    queries["the bench's, spark.sql.shuffle.partitions=1"] = one_shuffle_partition
+    times = {k: [] for k in queries}
+    for _ in range(repeat):
+        for k, q in queries.items():
+            t = time.perf_counter()
+            q()
+            times[k].append(time.perf_counter() - t)
+    print(f"\nprofile of the JVM scan ({n:,} messages, {load().rdd.getNumPartitions()} input partitions, medians of "
+          f"{repeat} interleaved runs, load {load_avg()}):")
+    for k, v in times.items():
+        med = statistics.median(v)
+        print(f"  {k:<56} {med * 1000:8,.0f} ms  {n / med:12,.0f} rows/s")
 
 
 def spark_session(jar: str, store: Path):
