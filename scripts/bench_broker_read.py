@@ -15,7 +15,7 @@ One run:
    lite32   the same with pullBatchSize 32 (the push consumer's default and the broker's default per-pull cap)
    tuned    DefaultMQPullConsumer, 4 threads (2 queues each), 2000 messages per pull
    Each consumer run is a fresh group in the client JVM (its time: from the consumer's start to the last message);
-   runs interleaved, the first round a warm-up (the JVM scan and the tuned consumer: --warmup runs in it), then the
+   runs interleaved, the first round a warm-up (the JVM scan and the tuned consumer: --warmup seconds each), then the
    median of --repeat rounds (python: the first --python-runs of them).
    The answers are asserted equal.
 3. Stops the broker (clean shutdown) and times the JVM scan again on its store (--no-stopped: not); with
@@ -25,7 +25,7 @@ One run:
    (JVM scan >= 3x tuned and >= 10x default; pure Python >= 1x default), with the load average beside each line.
 
 Usage: bench_broker_read.py [--messages 300000] [--version 5.5.0] [--dir /tmp/rmq-bench-broker] [--repeat 5]
-                            [--warmup 4] [--python-runs 2] [--skip-python] [--only jvm,python,default,lite32,tuned]
+                            [--warmup 30] [--python-runs 2] [--skip-python] [--only jvm,python,default,lite32,tuned]
                             [--no-stopped] [--profile] [--keep]
 """
 
@@ -126,7 +126,8 @@ def main() -> None:
     ap.add_argument("--version", default=DEFAULT_VERSION, help="Apache RocketMQ version of the broker and clients")
     ap.add_argument("--dir", default="/tmp/rmq-bench-broker")
     ap.add_argument("--repeat", type=int, default=5, help="timed rounds after the warm-up round")
-    ap.add_argument("--warmup", type=int, default=4, help="runs of the JVM scan and the tuned consumer in the warm-up")
+    ap.add_argument("--warmup", type=float, default=30,
+                    help="seconds the JVM scan and the tuned consumer each run again and again in the warm-up round")
     ap.add_argument("--python-runs", type=int, default=2, help="timed Python data source runs (the first rounds)")
     ap.add_argument("--skip-python", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated readers, of " + ",".join(READERS) + " (default: all)")
@@ -190,8 +191,10 @@ def main() -> None:
             for kind in readers:
                 if kind == "python" and i > args.python_runs:
                     continue
-                # The cheap readers warm up longer: their first runs are mostly JIT compilation.
-                for _ in range(args.warmup if i == 0 and kind in ("jvm", "tuned") else 1):
+                # The fast readers warm up longer: the JVM scan needs tens of runs to reach its steady speed.
+                until = time.monotonic() + (args.warmup if i == 0 and kind in ("jvm", "tuned") else 0)
+                got = scan(kind) if kind in ("jvm", "python") else drain(kind)
+                while time.monotonic() < until:
                     got = scan(kind) if kind in ("jvm", "python") else drain(kind)
                 answers[kind] = (got["count"], got["bodyBytes"], tuple(sorted(got["tags"].items())))
                 if i > 0:
