@@ -150,7 +150,8 @@ def main() -> None:
     store = run / "store"
 
     print(f"load at start {load_avg()} (uptime: {os.popen('uptime').read().strip()})", flush=True)
-    broker = Jvm(classpath, "serve", ["--store", str(store), "--out", str(run), "--topic", TOPIC, "--queues", str(QUEUES),
+    broker = Jvm(classpath, "serve", ["--store", str(store), "--out", str(run),
+                                      "--topic", TOPIC, "--queues", str(QUEUES),
                                       *[a for k, v in TUNED_BROKER.items() for a in ("--set", f"{k}={v}")]],
                  run / "broker.log", run / "home", heap="2g")
     client = None
@@ -241,7 +242,8 @@ def main() -> None:
             client.close()
             client = None
             stopped = broker.close("stop")
-            print(f"\nbroker stopped cleanly in {stopped['shutdownMs']} ms; the JVM scan of the stopped broker's store:")
+            print(f"\nbroker stopped cleanly in {stopped['shutdownMs']} ms; "
+                  "the JVM scan of the stopped broker's store:")
             ms = []
             for _ in range(args.repeat):
                 got = scan("jvm")

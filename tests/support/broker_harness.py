@@ -47,7 +47,8 @@ def build_harness(version: str = DEFAULT_VERSION) -> str:
     """The harness's class path for ``version``: Maven resolves the jars once, javac compiles on change."""
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise HarnessUnavailable("the broker harness needs Maven (mvn on PATH) to fetch Apache RocketMQ from Maven Central")
+        raise HarnessUnavailable(
+            "the broker harness needs Maven (mvn on PATH) to fetch Apache RocketMQ from Maven Central")
     javac = shutil.which("javac")
     if javac is None:
         raise HarnessUnavailable("the broker harness needs a JDK (javac on PATH) to compile")
