@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -37,11 +36,11 @@ from rmqsource.store import offset_source
 from rmqsource.store.lag import group_lag_with_source
 from rmqsource.store.offset_source import load_committed_offsets, locate_offset_source, refuse_group_commit
 
-from golden import GOLDEN_ROOT, copy_store
+from golden import GOLDEN_BROKER_ROOT, copy_store
 
 pytestmark = pytest.mark.golden
 
-BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
+BROKER_ROOT = GOLDEN_BROKER_ROOT
 CORPORA = sorted(p.name for p in BROKER_ROOT.iterdir() if (p / "expected" / "admin.json").is_file()) \
     if BROKER_ROOT.is_dir() else []
 SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"

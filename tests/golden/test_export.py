@@ -142,13 +142,9 @@ def test_print_topic_time_range(corpus):
 
 def _broker_runs() -> list:
     """Broker-written stores with file ConsumeQueues (a RocksDB one is not read), read in place."""
-    import os
-    from golden import GOLDEN_ROOT
-    root = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
-    if not root.is_dir():
-        return []
-    return [p for p in sorted(root.iterdir())
-            if (p / "expected" / "storeview.jsonl").is_file() and (p / "broker.properties").is_file()
+    from golden import broker_corpora
+    return [p for p in broker_corpora()
+            if (p / "expected" / "storeview.jsonl").is_file()
             and "storeType=defaultRocksDB" not in (p / "broker.properties").read_text(encoding="utf-8").replace(" ", "")]
 
 

@@ -24,17 +24,16 @@ import os
 import shutil
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from golden import GOLDEN_ROOT, copy_store, tree_bytes
+from golden import GOLDEN_BROKER_ROOT, copy_store, tree_bytes
 from rmqsource.cli import main
 
 pytestmark = pytest.mark.golden
 
-BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
+BROKER_ROOT = GOLDEN_BROKER_ROOT
 # RocketMQ's own topics that grow during shutdown, after storeview.jsonl was taken (../README.md): a reader
 # sees a few more units there, and the units the view lists are unchanged.
 GROWS_AFTER_VIEW = ("rmq_sys_REVIVE_LOG_", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",

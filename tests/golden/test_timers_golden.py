@@ -24,19 +24,16 @@ from rmqsource.store.config import StoreConfig
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.timers import DELIVERED, PENDING, SCHEDULE_TOPIC, TIMER_TOPIC, timer_entries
 
-from golden import GOLDEN_ROOT, corpora, load_config, read_jsonl
+from golden import broker_corpora, corpora, load_config, read_jsonl
 
 pytestmark = pytest.mark.golden
 
-BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
 TIMER_KINDS = ("timer", "timer_parked", "delay", "delay_parked")
 
 
 def broker_runs() -> list[Path]:
     """Broker-written runs (file or RocksDB ConsumeQueues)."""
-    if not BROKER_ROOT.is_dir():
-        return []
-    return [p for p in sorted(BROKER_ROOT.iterdir()) if (p / "store").is_dir() and (p / "broker.properties").is_file()]
+    return broker_corpora()
 
 
 RUNS = broker_runs()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -24,11 +23,11 @@ from rmqsource import cli
 from rmqsource.format.msgid import create_offset_msg_id, decode_offset_msg_id, parse_host
 from rmqsource.format.record import Kind
 
-from golden import GOLDEN_ROOT, dledger_corpora, default_layout_corpora, load_config
+from golden import GOLDEN_BROKER_ROOT, default_layout_corpora, dledger_corpora, load_config
 
 pytestmark = pytest.mark.golden
 
-BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
+BROKER_ROOT = GOLDEN_BROKER_ROOT
 
 
 def _list(fn) -> list[Path]:

@@ -10,7 +10,6 @@ README (records in the CommitLog, and how many of them are in user topics).  Sto
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,11 +18,11 @@ import pytest
 
 from rmqsource.format.system_topics import is_internal_topic
 
-from golden import GOLDEN_ROOT
+from golden import GOLDEN_BROKER_ROOT
 
 pytestmark = pytest.mark.spark
 
-BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
+BROKER_ROOT = GOLDEN_BROKER_ROOT
 
 
 def _runs() -> list:

@@ -9,7 +9,6 @@ Corpora: the real-broker runs of ../shared/golden-broker (file ConsumeQueues) an
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 import pytest
@@ -18,21 +17,14 @@ from rmqsource.store.config import StoreConfig
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.timers import timer_entries
 
-from golden import GOLDEN_ROOT, corpora
+from golden import broker_corpora, corpora
 
 pytestmark = pytest.mark.spark
 
-BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
 UTC = dt.timezone.utc
 
 
-def _runs() -> list[Path]:
-    if not BROKER_ROOT.is_dir():
-        return []
-    return [p for p in sorted(BROKER_ROOT.iterdir()) if (p / "store").is_dir() and (p / "broker.properties").is_file()]
-
-
-RUNS = _runs()
+RUNS = broker_corpora()
 ENGINE = corpora()[:1]
 STORES = [(r / "store", r / "broker.properties") for r in RUNS] + [(c / "store", c / "store.properties") for c in ENGINE]
 

@@ -22,6 +22,8 @@ CONTRACT_JSON = PROJECT_ROOT / "rmqsource" / "jvm" / "io" / "rmqsource" / "spark
 GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_ROOT") or PROJECT_ROOT.parent / "shared" / "golden")
 DLEDGER_GOLDEN_ROOT = Path(os.environ.get("RMQ_GOLDEN_DLEDGER_ROOT") or GOLDEN_ROOT.parent / "golden-dledger")
 GOLDEN_ROOTS = (GOLDEN_ROOT, DLEDGER_GOLDEN_ROOT)
+# Stores written by a real broker and its clients, with what they answered (their README).
+GOLDEN_BROKER_ROOT = Path(os.environ.get("RMQ_GOLDEN_BROKER_ROOT") or GOLDEN_ROOT.parent / "golden-broker")
 
 
 def corpora() -> list[Path]:
@@ -34,6 +36,15 @@ def corpora() -> list[Path]:
                                     f"RMQ_GOLDEN_ROOT / RMQ_GOLDEN_DLEDGER_ROOT)")
         found.extend(sorted(p for p in root.iterdir() if (p / "inputs.jsonl").is_file()))
     return found
+
+
+def broker_corpora() -> list[Path]:
+    """The runs of a real broker (``store/`` and ``broker.properties`` beside ``expected/``), by name; none
+    when the folder is absent."""
+    if not GOLDEN_BROKER_ROOT.is_dir():
+        return []
+    return [p for p in sorted(GOLDEN_BROKER_ROOT.iterdir())
+            if (p / "store").is_dir() and (p / "broker.properties").is_file()]
 
 
 def default_layout_corpora() -> list[Path]:
