@@ -72,7 +72,7 @@ class CommitLogWalk:
             n = pb.n
             self._take_units(seg.start_offset + pos + n)
             if n == 0:
-                return self._data_ends(fd, rel, seg, pos, seg_len, last, "the file ends here, before the segment size")
+                return self._data_ends(rel, seg, pos, seg_len, last, "the file ends here, before the segment size")
             hints = self._hints() - (seg.start_offset + pos)
             positions, stop = _chain_with_hints(pb, n, seg_len - pos, hints)
             if stop.reason == col.STOP_SHORT and len(positions) == 0:
@@ -107,7 +107,7 @@ class CommitLogWalk:
                                 f"totalSize in [{limits.MIN_RECORD_BYTES}, {seg_len - p}]", str(stop.total_size)))
                 self.progress(seg_len - p)
                 return seg.start_offset + p
-            return self._data_ends(fd, rel, seg, p, seg_len, last, stop.detail)
+            return self._data_ends(rel, seg, p, seg_len, last, stop.detail)
         return seg.start_offset + pos
 
     def _walk_dledger_segment(self, fd: int, seg, seg_len: int, last: bool) -> Optional[int]:
@@ -174,7 +174,7 @@ class CommitLogWalk:
                 return seg.start_offset + p if last else None
             self.dledger_ended = True
             if stop is EntryKind.END:
-                return self._data_ends(fd, rel, seg, p, seg_len, last, "zero bytes")
+                return self._data_ends(rel, seg, p, seg_len, last, "zero bytes")
             return seg.start_offset + p
         return seg.start_offset + pos
 
@@ -194,7 +194,7 @@ class CommitLogWalk:
                                     str(int(total[i]))))
         return pos[total == want]
 
-    def _data_ends(self, fd: int, rel: str, seg, p: int, seg_len: int, last: bool, detail: str) -> int:
+    def _data_ends(self, rel: str, seg, p: int, seg_len: int, last: bool, detail: str) -> int:
         """No record starts at ``p`` (zeros, an unknown magic, the file's end): the valid data ends there."""
         self.progress(seg_len - p)
         if not last:
