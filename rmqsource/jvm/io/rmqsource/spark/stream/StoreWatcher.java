@@ -68,12 +68,11 @@ public final class StoreWatcher implements QueueTail.Verifier {
         layout.checkSupported();        // every trigger: a broker restarted in DLedger mode changes the layout
         if (!layout.files.mapped()) layout.files.close();     // files replaced since the last trigger are opened anew
         TreeSet<QueueKey> out = new TreeSet<>();
-        boolean excluded = opts.read.internalTopicsExcluded();
         if (layout.rocksDbQueues()) {                       // the database's queues as they are now
             for (QueueKey k : layout.listQueues()) {
                 boolean wanted = queues != null ? queues.contains(k)
                         : topics != null ? topics.contains(k.topic)
-                        : pattern.matcher(k.topic).matches() && !(excluded && SystemTopics.isInternal(k.topic));
+                        : matchesPattern(k.topic);
                 if (wanted) out.add(k);
             }
             return new ArrayList<>(out);
@@ -91,7 +90,7 @@ public final class StoreWatcher implements QueueTail.Verifier {
             List<StoreFiles.Entry> all = files.list(cq);
             if (all != null) {
                 for (StoreFiles.Entry t : all) {
-                    if (pattern.matcher(t.name).matches() && !(excluded && SystemTopics.isInternal(t.name))) names.add(t.name);
+                    if (matchesPattern(t.name)) names.add(t.name);
                 }
             }
         }
@@ -107,6 +106,12 @@ public final class StoreWatcher implements QueueTail.Verifier {
             }
         }
         return new ArrayList<>(out);
+    }
+
+    /** A topic the topicPattern subscribes to: RocketMQ's own topics only with excludeInternalTopics=false. */
+    private boolean matchesPattern(String topic) {
+        return pattern.matcher(topic).matches()
+                && !(opts.read.internalTopicsExcluded() && SystemTopics.isInternal(topic));
     }
 
     QueueTail tail(QueueKey key) {
