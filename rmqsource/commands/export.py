@@ -65,7 +65,8 @@ def _timer_batches(args) -> Iterator[pa.RecordBatch]:
     """The timers view (option view=timers) of the store, as the Spark source reads it."""
     from ..spark.batch import ReadSpec, read_partition
     from ..spark.options import parse_options
-    from ..spark.timers import TIMERS_COLUMNS, TimersPushed, plan_timers
+    from ..spark.schema import TIMERS_COLUMNS
+    from ..spark.timers import TimersPushed, plan_timers
     for flag, given in (("--queue", args.queues), ("--tag", args.tag), ("--begin", args.begin), ("--end", args.end),
                         ("--from-offset", args.from_offset), ("--to-offset", args.to_offset)):
         if given is not None:
@@ -243,7 +244,7 @@ def add_parsers(sub, common, int_arg) -> None:
                         "left out of a whole-store export by default; a --topic or --queue is always read")
     p.add_argument("--view", choices=VIEWS, default="messages",
                    help="messages (default), or timers: one row per timer / delay message with deliverTime, "
-                        "delayLevel and state (pending | delivered), as option view=timers reads; --topic names "
+                        "delayLevel and state (pending | delivered | recalled), as option view=timers reads; --topic names "
                         "real topics")
     p.set_defaults(func=cmd_export)
 

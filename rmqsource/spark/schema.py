@@ -50,7 +50,7 @@ COLUMNS = tuple(ARROW_SCHEMA.names)
 TIMERS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
     pa.field("deliverTime", TIMESTAMP_TYPE),     # due time: TIMER_OUT_MS, or the schedule unit's tagsCode
     pa.field("delayLevel", pa.int32()),          # DELAY of a delay-level message; null for a timer
-    pa.field("state", pa.string()),              # pending | delivered
+    pa.field("state", pa.string()),              # pending | delivered | recalled
 ])
 TIMERS_COLUMNS = tuple(TIMERS_ARROW_SCHEMA.names)
 

@@ -17,14 +17,13 @@ from typing import Iterator, Optional
 
 import pyarrow as pa
 
-from ..store.timers import DELIVERED, PENDING, timer_entries
+from ..store.timers import timer_entries
 from .planning import Lookup, RmqPartition, StoreRef, open_store
 from .pushdown import _intersect, _strings, _ts_range, _MAX, _MIN
 from .read_spec import ReadSpec
-from .schema import ARROW_SCHEMA, COLUMNS, TIMERS_ARROW_SCHEMA, TIMERS_COLUMNS, TIMESTAMP_TYPE, ddl
+from .schema import ARROW_SCHEMA, COLUMNS, TIMERS_ARROW_SCHEMA, TIMESTAMP_TYPE, ddl
 
 TIMERS_DDL = ddl(TIMERS_ARROW_SCHEMA)
-STATES = (PENDING, DELIVERED)
 
 
 @dataclass(frozen=True)

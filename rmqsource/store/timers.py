@@ -9,6 +9,12 @@ failure, ``REAL_TOPIC=%RETRY%<group>``) as a copy in ``SCHEDULE_TOPIC_XXXX`` que
 real topic and queue: a timer's copy carries ``TIMER_DEQUEUE_MS``, a delay's keeps ``DELAY``; both keep the
 UNIQ_KEY and reconsumeTimes. The wheel re-parks long timers (several wheel records of one message).
 
+A timer is recalled (``DefaultMQProducer.recallMessage``, 5.3.2+, with ``recallMessageEnable=true``) by a
+marker the broker parks in the wheel beside it: a wheel record with ``TIMER_DEL_UNIQKEY`` (the target's
+UNIQ_KEY, or ``<topic>+<UNIQ_KEY>`` with ``appendTopicForTimerDeleteKey``), the target's real topic, its
+UNIQ_KEY and the same ``TIMER_OUT_MS``. When the slot is due, the wheel reads its markers first and drops
+every message of that slot whose key a marker names; the marker itself is never delivered.
+
 :func:`timer_entries` gives one :class:`TimerEntry` per parked message:
 
 * the two parked topics are read through their ConsumeQueues (every queue of each);
@@ -44,7 +50,8 @@ TIMER_TOPIC = "rmq_sys_wheel_timer"
 PARKED_TOPICS = (TIMER_TOPIC, SCHEDULE_TOPIC)
 TIMER_OUT_MS = "TIMER_OUT_MS"
 TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
-PENDING, DELIVERED = "pending", "delivered"
+TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+PENDING, DELIVERED, RECALLED = "pending", "delivered", "recalled"
 MAX_PARKED_UNITS = 1 << 31      # bound of one queue walk
 
 
@@ -123,9 +130,11 @@ def _first_at_or_after(reader: MessageStoreReader, topic: str, queue_id: int, ts
     return a
 
 
-def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset], exclude_internal: bool) -> dict:
+def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset], exclude_internal: bool) -> tuple[dict, set]:
+    """(parked messages by identity, recall markers as (TIMER_OUT_MS, TIMER_DEL_UNIQKEY))."""
     delays = reader.config.message_delay_levels_ms
     by_key: dict = {}
+    recalls: set = set()
     for topic in PARKED_TOPICS:
         for t, qid in reader.queue_keys():
             if t != topic:
@@ -135,6 +144,9 @@ def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset], exclud
                 if r is None or r.topic != topic:
                     continue
                 p = r.properties
+                if topic == TIMER_TOPIC and TIMER_DEL_UNIQKEY in p:
+                    recalls.add((java_parse_int_long(p.get(TIMER_OUT_MS)), p[TIMER_DEL_UNIQKEY]))
+                    continue
                 real = p.get(REAL_TOPIC)
                 real_qid = java_parse_int(p.get(REAL_QID))
                 if real is None or real_qid is None or (real_topics is not None and real not in real_topics):
@@ -156,7 +168,16 @@ def _parked(reader: MessageStoreReader, real_topics: Optional[frozenset], exclud
                 prev = by_key.get(key)
                 if prev is None or prev.record.phy_offset < phy:
                     by_key[key] = _Parked(r, size, due, level, wheel)
-    return by_key
+    return by_key, recalls
+
+
+def _recalled(pk: _Parked, real_topic: str, uniq: Optional[str], recalls: set) -> bool:
+    """Whether a recall marker of ``pk``'s wheel slot names it: the broker's ``TimerMessageStore.buildDeleteKey``
+    is the UNIQ_KEY, or ``<real topic>+<UNIQ_KEY>`` with ``appendTopicForTimerDeleteKey``."""
+    if not pk.wheel or uniq is None:
+        return False
+    due = pk.deliver_time_ms
+    return (due, uniq) in recalls or (due, f"{real_topic}+{uniq}") in recalls
 
 
 def java_parse_int_long(text: Optional[str]) -> Optional[int]:
@@ -173,10 +194,10 @@ def java_parse_int_long(text: Optional[str]) -> Optional[int]:
 def timer_entries(reader: MessageStoreReader, real_topics: Optional[Iterable[str]] = None, *,
                   exclude_internal: bool = False) -> list[TimerEntry]:
     """Every parked message (restricted to ``real_topics`` when given; ``exclude_internal``: none whose real
-    topic is RocketMQ's own, format/system_topics.py), pending or delivered, in the order (real topic, real
-    queue, parked CommitLog offset)."""
+    topic is RocketMQ's own, format/system_topics.py), pending, delivered or recalled, in the order (real
+    topic, real queue, parked CommitLog offset)."""
     wanted = frozenset(real_topics) if real_topics is not None else None
-    parked = _parked(reader, wanted, exclude_internal)
+    parked, recalls = _parked(reader, wanted, exclude_internal)
     # Per real queue: the parked messages waiting for a delivered copy, by (UNIQ_KEY, reconsumeTimes), oldest first.
     per_queue: dict = {}
     for key in sorted(parked, key=lambda k: parked[k].record.phy_offset):
@@ -215,7 +236,8 @@ def timer_entries(reader: MessageStoreReader, real_topics: Optional[Iterable[str
                       deliver_time_ms=pk.deliver_time_ms, delay_level=pk.delay_level, parked_offset=r.phy_offset,
                       parked_store_timestamp_ms=r.store_timestamp_ms)
         if d is None:
-            out.append(TimerEntry(state=PENDING, phy_offset=r.phy_offset, size=pk.size, queue_offset=None,
+            state = RECALLED if _recalled(pk, hit[0], hit[2], recalls) else PENDING
+            out.append(TimerEntry(state=state, phy_offset=r.phy_offset, size=pk.size, queue_offset=None,
                                   tags_code=None, **common))
         else:
             dr, qoff, code, size = d

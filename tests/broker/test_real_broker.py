@@ -9,7 +9,8 @@ Kinds (harness RealBroker): ``plain normal multikey props big tiny order batch``
 result says (queueId, queueOffset, offsetMsgId); ``delay`` (level 1-2), ``timer`` (2-3 s) and
 ``tx_commit`` are stored first elsewhere (SCHEDULE_TOPIC_XXXX, rmq_sys_wheel_timer, the half topic) and then
 put under their topic by the broker, at a position the send result does not give; ``delay_parked``
-(level 18), ``timer_parked`` (hours ahead) and ``tx_rollback`` never reach their topic.
+(level 18), ``timer_parked`` (hours ahead), ``tx_rollback`` and the recalled timers (``timer_recalled``,
+``timer_parked_recalled``: test_broker_timers.py) never reach their topic.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from conftest import store_checksums
 
 DIRECT = {"plain", "normal", "multikey", "props", "big", "tiny", "order", "batch"}
 REPUT = {"delay", "timer", "tx_commit"}
-NEVER = {"delay_parked", "timer_parked", "tx_rollback"}
+NEVER = {"delay_parked", "timer_parked", "tx_rollback", "timer_recalled", "timer_parked_recalled"}
 # Properties the client adds to a delivered message after decoding it: not in the store.
 CLIENT_ADDED = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "POP_CK", "1ST_POP_TIME"}
 
@@ -77,10 +78,13 @@ def user_props(props: dict) -> dict:
     return {k: v for k, v in props.items() if k.startswith("rb_")}
 
 
-def seq_of(properties: dict) -> int:
-    """The send's sequence number: ``rb_seq``, or for ``plain`` sends (no user property) the key ``k-<seq>``."""
+def seq_of(properties: dict) -> int | None:
+    """The send's sequence number: ``rb_seq``, or for ``plain`` sends (no user property) the key ``k-<seq>``;
+    None for a record of no send (a recall's marker in the timer wheel)."""
     if "rb_seq" in properties:
         return int(properties["rb_seq"])
+    if "KEYS" not in properties:
+        return None
     return int(properties["KEYS"].split()[0].split("-")[1])
 
 

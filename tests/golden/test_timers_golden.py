@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.timers import DELIVERED, PENDING, SCHEDULE_TOPIC, TIMER_TOPIC, timer_entries
 
 from golden import broker_corpora, corpora, load_config, read_jsonl
+from jvm_twins import jvm_timers
 
 pytestmark = pytest.mark.golden
 
@@ -205,20 +204,6 @@ def test_cli_export_view_timers_writes_the_store_rows(run, tmp_path):
     assert len(lines) == sum(e.real_topic == "rb_topic_1" for e in entries)
     code, text = run_cli(["export", run / "store", tmp_path / "t2.jsonl", "--view", "timers", "--begin", "0"])
     assert code != 0 and not (tmp_path / "t2.jsonl").exists()
-
-
-def jvm_timers(store: Path, *args: str) -> list[dict]:
-    import pyspark
-    from rmqsource.spark.jar import find_java, jar_path
-    jar, java = jar_path(), find_java()
-    if jar is None or java is None:
-        pytest.skip("the JVM twin needs the rmq jar (rmq jar --build) and java")
-    # Spark's jars for rocksdbjni (RocksDB ConsumeQueues)
-    cp = os.pathsep.join([jar, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
-    proc = subprocess.run([java, "-XX:+UseSerialGC", "-cp", cp, "io.rmqsource.tools.TimersMain", str(store), *args],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize("store", [p / "store" for p in RUNS] + [c / "store" for c in ENGINE],

@@ -19,7 +19,10 @@ same message (and file/offset for FormatError).
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -363,3 +366,19 @@ def same_message(a: Exception, b: Exception) -> bool:
     def norm(e):
         return re.sub(r"^[\w.]+Error: ", "", str(e)).strip()
     return norm(a) == norm(b)
+
+
+def jvm_timers(store: Path, *args: str) -> list[dict]:
+    """``io.rmqsource.tools.TimersMain`` (store/Timers.java) on ``store``: one dict per entry, in TimerEntry's
+    fields; skips without the rmq jar or java."""
+    import pyspark
+    from rmqsource.spark.jar import find_java, jar_path
+    jar, java = jar_path(), find_java()
+    if jar is None or java is None:
+        pytest.skip("the JVM twin needs the rmq jar (rmq jar --build) and java")
+    # Spark's jars for rocksdbjni (RocksDB ConsumeQueues)
+    cp = os.pathsep.join([jar, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    proc = subprocess.run([java, "-XX:+UseSerialGC", "-cp", cp, "io.rmqsource.tools.TimersMain", str(store), *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]

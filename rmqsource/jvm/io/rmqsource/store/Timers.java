@@ -21,14 +21,18 @@ import java.util.TreeMap;
  * rmqsource/store/timers.py, whose docstring explains the broker's records).  Parked copies are read through
  * the ConsumeQueues of {@code rmq_sys_wheel_timer} and {@code SCHEDULE_TOPIC_XXXX}; one message is (real
  * topic, UNIQ_KEY, reconsumeTimes) whatever the number of re-parked copies; delivered copies are looked for in
- * the real queues only, from the first unit stored at or after the earliest parked copy of that queue.
+ * the real queues only, from the first unit stored at or after the earliest parked copy of that queue. Recall
+ * markers (wheel records with {@code TIMER_DEL_UNIQKEY}) are no rows: an undelivered wheel message a marker of
+ * its slot names is {@code recalled}.
  */
 public final class Timers {
     public static final String TIMER_TOPIC = "rmq_sys_wheel_timer";
     public static final String PENDING = "pending";
     public static final String DELIVERED = "delivered";
+    public static final String RECALLED = "recalled";
     static final byte[] TIMER_OUT_MS = "TIMER_OUT_MS".getBytes(StandardCharsets.US_ASCII);
     static final byte[] TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY".getBytes(StandardCharsets.US_ASCII);
     static final byte[] REAL_TOPIC = Properties.REAL_TOPIC_NAME.getBytes(StandardCharsets.US_ASCII);
     static final byte[] REAL_QID = Properties.REAL_QID_NAME.getBytes(StandardCharsets.US_ASCII);
     static final long MAX_PARKED_UNITS = 1L << 31;
@@ -167,16 +171,31 @@ public final class Timers {
         return a;
     }
 
+    /**
+     * Whether a recall marker of the message's wheel slot names it: the broker's {@code buildDeleteKey} is the
+     * UNIQ_KEY, or {@code <real topic>+<UNIQ_KEY>} with {@code appendTopicForTimerDeleteKey}.
+     */
+    private static boolean recalled(Parked pk, Set<String> recalls) {
+        if (!pk.wheel || pk.uniqKey == null) return false;
+        String slot = pk.due + "\0";
+        return recalls.contains(slot + pk.uniqKey) || recalls.contains(slot + pk.realTopic + "+" + pk.uniqKey);
+    }
+
     private List<Entry> run(Set<String> realTopics, boolean excludeInternal) {
         long[] delays = reader.config.messageDelayLevelsMs();
         boolean ext = reader.config.enableConsumeQueueExt();
         Map<String, Parked> parked = new LinkedHashMap<>();
+        Set<String> recalls = new java.util.HashSet<>();          // TIMER_OUT_MS + "\0" + TIMER_DEL_UNIQKEY
         for (String parkedTopic : new String[] {TIMER_TOPIC, TagsCode.SCHEDULE_TOPIC}) {
             for (QueueKey k : reader.queueKeys()) {
                 if (!k.topic.equals(parkedTopic)) continue;
                 boolean wheel = parkedTopic.equals(TIMER_TOPIC);
                 units(k.topic, k.queueId, -1, (qoff, phy, size, code) -> {
                     if (!load(phy, size) || !topic().equals(parkedTopic)) return true;
+                    if (wheel && props.find(TIMER_DEL_UNIQKEY) >= 0) {
+                        recalls.add(parseLong(prop(TIMER_OUT_MS)) + "\0" + prop(TIMER_DEL_UNIQKEY));
+                        return true;
+                    }
                     String real = prop(REAL_TOPIC);
                     Integer realQid = TagsCode.javaParseInt(prop(REAL_QID));
                     if (real == null || realQid == null || (realTopics != null && !realTopics.contains(real))) return true;
@@ -269,7 +288,7 @@ public final class Timers {
             if (pk.delivered != null) {
                 en.state = DELIVERED;
             } else {
-                en.state = PENDING;
+                en.state = recalled(pk, recalls) ? RECALLED : PENDING;
                 en.phyOffset = pk.phy;
                 en.size = pk.size;
             }

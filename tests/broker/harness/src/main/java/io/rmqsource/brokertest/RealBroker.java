@@ -199,6 +199,8 @@ public final class RealBroker {
         p.setProperty("autoCreateTopicEnable", "true");
         p.setProperty("traceTopicEnable", "false");
         p.setProperty("enablePropertyFilter", "false");
+        // Timers sent with kinds timer_recalled / timer_parked_recalled are recalled (off by default).
+        p.setProperty("recallMessageEnable", "true");
         // Nothing expires during a run.
         p.setProperty("deleteWhen", "04");
         p.setProperty("fileReservedTime", "72");
@@ -699,8 +701,8 @@ public final class RealBroker {
             : kill
             ? new String[] {"plain", "normal", "props", "multikey", "big", "batch"}
             : new String[] {"plain", "plain", "plain", "normal", "normal", "normal", "multikey", "multikey", "props",
-                "props", "big", "big", "tiny", "order", "order", "order", "batch", "batch", "batch", "delay", "delay_parked", "timer", "timer_parked",
-                "tx_commit", "tx_rollback"};
+                "props", "big", "big", "big", "big", "tiny", "order", "order", "order", "batch", "batch", "batch", "delay", "delay_parked", "timer", "timer_parked",
+                "timer_recalled", "timer_parked_recalled", "tx_commit", "tx_rollback"};
         return kinds[rnd.nextInt(kinds.length)];
     }
 
@@ -819,7 +821,12 @@ public final class RealBroker {
             case "timer":
                 m.setDeliverTimeMs(now + 2000 + rnd.nextInt(1000));
                 break;
+            case "timer_recalled":
+                m.setDeliverTimeMs(now + 3000 + rnd.nextInt(1000));
+                due = false;
+                break;
             case "timer_parked":
+            case "timer_parked_recalled":
                 m.setDeliverTimeMs(now + 3 * 3600_000L + rnd.nextInt(3 * 3600_000));
                 due = false;
                 break;
@@ -851,6 +858,9 @@ public final class RealBroker {
                     : ts.getLocalTransactionState().name());
             }
             line.put("result", res);
+            if (kind.endsWith("_recalled") && r.getSendStatus().name().equals("SEND_OK")) {
+                line.put("recall", recall(producer, m.getTopic(), r));
+            }
             if (due && r.getSendStatus().name().equals("SEND_OK")) {
                 expectedForAll.add(String.valueOf(seq - 1));
             }
@@ -890,6 +900,17 @@ public final class RealBroker {
         line.put("uniqKey", m.getProperty(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX));
         line.put("properties", new TreeMap<>(m.getProperties()));
         return line;
+    }
+
+    /** Recalls a timer message right after its send: {"msgId": what the broker answered} or {"error": ...}. */
+    static Map<String, Object> recall(DefaultMQProducer producer, String topic, SendResult r) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        try {
+            out.put("msgId", producer.recallMessage(topic, r.getRecallHandle()));
+        } catch (Throwable t) {
+            out.put("error", error(t));
+        }
+        return out;
     }
 
     static Map<String, Object> result(SendResult r) {
