@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -90,3 +88,78 @@ def test_broker_serves_a_store_written_by_rmq_put(version, broker_classpath, tmp
         assert sorted(offs) == list(range(len(offs))), q
     print(f"broker {version}: served {len(served)} of {len(msgs)} messages written by rmq put "
           f"({sum('DELAY' in m['properties'] for m in msgs)} delay-level, due after {DELAY_MS} ms)")
+
+
+SINK_TOPICS = ["sk_batch_0", "sk_batch_1", "sk_stream"]
+
+
+def sink_rows(n: int, topics: list[str], first: int) -> list[dict]:
+    """Rows for the sinks: tags, keys (some as arrays), unicode and binary bodies, user properties, and every
+    20th with a delay level (parked by the writer in SCHEDULE_TOPIC_XXXX, as the broker's put hook does)."""
+    out = []
+    for i in range(first, first + n):
+        props = {"sv_seq": str(i), "note": f"ünï:{i};=x"}
+        if i % 20 == 3:
+            props["DELAY"] = str(DELAY_LEVEL)
+        body = (f"row {i} " + "é" * (i % 11)).encode() if i % 13 else bytes(range(256))
+        out.append({"topic": topics[i % len(topics)], "tags": TAGS[i % len(TAGS)], "keys": f"k-{i}",
+                    "properties": props, "body": body})
+    return out
+
+
+@pytest.mark.parametrize("version", versions())
+def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, spark, tmp_path):
+    """The batch sink then the streaming sink (the session's mode: the JVM sinks with the jar, else the Python
+    ones) write one store with the harness's store settings; a broker started on it with
+    autoCreateTopicEnable=false routes all three topics and serves every row once."""
+    from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
+    schema = StructType([StructField("topic", StringType()), StructField("tags", StringType()),
+                         StructField("keys", StringType()), StructField("properties", MapType(StringType(), StringType())),
+                         StructField("body", BinaryType())])
+    store = tmp_path / "store"
+    settings = {**BROKER_STORE_SETTINGS, "engineVersion": version}
+    batch = sink_rows(120, SINK_TOPICS[:2], 0)
+    w = spark.createDataFrame(batch, schema).repartition(3).write.format("rmq").mode("append")
+    for k, v in settings.items():
+        w = w.option(k, v)
+    put_at_ms = int(time.time() * 1000)
+    w.save(str(store))
+    # the streaming sink: an availableNow query over JSON files of the rows (bodies as base64)
+    streamed = sink_rows(60, SINK_TOPICS[2:], 120)
+    src = tmp_path / "in"
+    src.mkdir()
+    for part in range(3):
+        with open(src / f"part-{part}.json", "w", encoding="utf-8") as f:
+            for r in streamed[part::3]:
+                f.write(json.dumps({**r, "body": base64.b64encode(r["body"]).decode()}) + "\n")
+    json_schema = StructType([*schema.fields[:4], StructField("body", StringType())])
+    q = (spark.readStream.schema(json_schema).option("maxFilesPerTrigger", 1).json(str(src))
+         .selectExpr("topic", "tags", "keys", "properties", "unbase64(body) AS body")
+         .writeStream.format("rmq").option("checkpointLocation", str(tmp_path / "ckpt")))
+    for k, v in settings.items():
+        q = q.option(k, v)
+    q.trigger(availableNow=True).start(str(store)).awaitTermination(240)
+    rows = batch + streamed
+    topics_json = json.loads((store / "config" / "topics.json").read_text())
+    assert sorted(topics_json["topicConfigTable"]) == sorted(SINK_TOPICS)
+    run = serve_store(broker_classpath(version), tmp_path / "run", store, SINK_TOPICS, expect=len(rows),
+                      wait_ms=90_000, settings={"autoCreateTopicEnable": "false"})
+    routes = json.loads((run / "expected" / "routes.json").read_text())
+    assert all("error" not in routes[t] for t in SINK_TOPICS), routes
+    served = [json.loads(l) for l in (run / "expected" / "consumed.jsonl").read_text().splitlines() if l]
+    by_seq: dict[int, list[dict]] = {}
+    for s in served:
+        by_seq.setdefault(int(s["properties"]["sv_seq"]), []).append(s)
+    missing = [i for i in range(len(rows)) if i not in by_seq]
+    assert not missing, f"{len(missing)} rows not served, first {missing[:10]}"
+    assert [i for i, v in by_seq.items() if len(v) != 1] == []
+    for i, r in enumerate(rows):
+        (s,) = by_seq[i]
+        assert s["topic"] == r["topic"] and base64.b64decode(s["body_b64"]) == r["body"], i
+        assert s["tags"] == r["tags"] and s["keys"] == r["keys"], i
+        assert {k: s["properties"].get(k) for k in r["properties"] if k != "DELAY"} == \
+            {k: v for k, v in r["properties"].items() if k != "DELAY"}, i
+        if "DELAY" in r["properties"]:
+            assert s["receivedAtMs"] >= put_at_ms + DELAY_MS - 1_000, (i, s["receivedAtMs"] - put_at_ms)
+            assert s["properties"].get("REAL_TOPIC") == r["topic"]
+    print(f"broker {version}: served {len(served)} of {len(rows)} rows written by the batch and streaming sinks")
