@@ -94,6 +94,7 @@ class _Verifier(CommitLogWalk, UnitMatching):
         self.records = 0
         self.max_store_ts = 0
         self.unmatched: dict[tuple[int, int], list] = {}     # (topic id, queueId) -> [count, first phy]
+        self.last_dispatched = -1      # CommitLog offset of the last record a ConsumeQueue unit points at
         self.invalid_at = 1 << 62       # first record recovery would stop at (fields that do not add up)
         self.dledger_entries: list[tuple[int, int, int, int, int]] = []   # (index, pos, size, term, magic)
         self.dledger_ended = False      # DLedger recovery stopped: later data files are past the end

@@ -126,6 +126,9 @@ class UnitMatching:
 
     def _collect_unmatched(self, win) -> None:
         phy, _, r_topic, r_qid, _, _, eligible, matched, *_ = win
+        done = np.flatnonzero(eligible & matched)
+        if len(done):
+            self.last_dispatched = max(self.last_dispatched, int(phy[done[-1]]))
         missing = np.flatnonzero(eligible & ~matched)
         if len(missing) == 0:
             return
@@ -136,13 +139,24 @@ class UnitMatching:
             entry[0] += c          # keyed by the unsigned queueId: the JVM walk's order
 
     def _report_unmatched_records(self) -> None:
+        """Records no unit points at. After an unclean shutdown, those past the last dispatched record are the
+        broker's dispatch backlog (it dispatches in CommitLog order; its recovery, or rmq recover, finishes it):
+        a warning. Any other is an error."""
         rep = self.report
+        unclean = self.layout.abort_exists()
         for (tid, unsigned_qid), (count, first) in sorted(self.unmatched.items()):
             qid = unsigned_qid - (1 << 32) if unsigned_qid >= 1 << 31 else unsigned_qid      # the record's int field
             topic = self._topic_name(tid)
             i = self.queue_key_index.get((tid, qid))
             where = rep.rel(self.layout.queue_dir(topic, qid))
             has_files = i is not None
+            if unclean and first > self.last_dispatched:
+                rep.add(Problem("consumequeue", "cq-undispatched", where, None,
+                                f"{count} record(s) of {topic}/{qid} after the last dispatched record (first at "
+                                f"CommitLog offset {first}): the broker stopped before dispatching them; its "
+                                f"recovery (or rmq recover) does", "a unit per record", f"{count} not yet dispatched",
+                                severity=WARNING))
+                continue
             rep.add(Problem("consumequeue", "cq-missing-unit", where, None,
                             f"{count} record(s) of {topic}/{qid} have no ConsumeQueue unit "
                             f"(first at CommitLog offset {first})"

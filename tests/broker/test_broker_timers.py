@@ -86,6 +86,26 @@ def test_every_timer_send_is_one_row_in_the_brokers_state(broker_run):
     assert len(entries) == len(sends)
 
 
+def test_a_rolled_timer_is_one_row(broker_run):
+    """With the harness's 8 s roll window the wheel re-parks timers hours ahead: several records of one message
+    in rmq_sys_wheel_timer (the broker's own, read raw), one row in the view."""
+    with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
+        copies = Counter()
+        for t, qid in reader.queue_keys():
+            if t == "rmq_sys_wheel_timer":
+                for result in reader.get_loop("rmq-broker-test", t, qid, 0, 1 << 30):
+                    for m in result.messages:
+                        p = m.record.properties
+                        if "TIMER_DEL_UNIQKEY" not in p:
+                            copies[(p.get("REAL_TOPIC"), p.get("UNIQ_KEY"))] += 1
+        entries = timer_entries(reader, exclude_internal=True)
+    parked = [s for s in timer_sends(broker_run) if s["kind"] in ("timer_parked", "timer_parked_recalled")]
+    rolled = [s for s in parked if copies[(s["topic"], s["uniqKey"])] >= 2]
+    assert len(rolled) >= len(parked) // 2, (len(rolled), len(parked))
+    rows = Counter((e.real_topic, e.uniq_key) for e in entries)
+    assert all(rows[(s["topic"], s["uniqKey"])] == 1 for s in rolled)
+
+
 def test_jvm_twin_equals_python(broker_run):
     with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
         every = [dataclasses.asdict(e) for e in timer_entries(reader)]

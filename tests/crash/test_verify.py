@@ -23,6 +23,7 @@ from rmqsource.format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE
 from rmqsource.format.indexfile import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexHeader
 from rmqsource.format.record import decode_record
 from rmqsource.io.lock import StoreLock
+from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.recovery import recover_store
 from rmqsource.store.recovery_plan import plan_recovery
 from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
@@ -133,6 +134,49 @@ def test_bad_consumequeue_unit_is_found(corpus, tmp_path, engine):
     assert problems(report, "cq-tagscode") == [(rel, k * CQ_UNIT_SIZE)]
     assert problems(report, "cq-size") == [(rel, (k + 1) * CQ_UNIT_SIZE)]
     assert not report.ok
+
+
+def zero_last_unit(store: Path, config, last_of_all: bool) -> tuple[str, int]:
+    """Zeroes the last unit of the queue holding the CommitLog's last dispatched record (``last_of_all``) or of
+    a queue whose last record comes before another queue's; returns (queue folder, the record's offset)."""
+    with MessageStoreReader(store, config) as reader:
+        lasts = []
+        for t, qid in reader.queue_keys():
+            q = reader.consume_queue(t, qid)
+            mx = reader.queue_max_offset(q)
+            if mx > reader.queue_min_offset(q, mx):
+                lasts.append((int(q.unit_at(mx - 1)[0]), t, qid, mx - 1))
+    lasts.sort()
+    phy, topic, qid, unit = lasts[-1] if last_of_all else lasts[0]
+    per_file = config.consume_queue_units_per_file
+    folder = store / "consumequeue" / topic / str(qid)
+    cq_file = folder / f"{unit // per_file * per_file * CQ_UNIT_SIZE:020d}"
+    with open(cq_file, "r+b") as f:
+        f.seek(unit % per_file * CQ_UNIT_SIZE)
+        f.write(bytes(CQ_UNIT_SIZE))
+    return f"consumequeue/{topic}/{qid}", phy
+
+
+@pytest.mark.parametrize("corpus", [c for c in CORPORA if not is_dledger(c)][:1], ids=case_id)
+def test_an_undispatched_tail_after_an_unclean_shutdown_is_a_warning(corpus, tmp_path, engine):
+    """A broker killed between appending a record and dispatching it leaves the CommitLog's tail without units;
+    it dispatches in CommitLog order and its recovery finishes the tail. With the abort file that is a warning;
+    without it, or for a record before the last dispatched one, a missing unit stays an error."""
+    config = load_config(corpus)
+    store = copy_store(corpus / "store", tmp_path / "tail")
+    queue, phy = zero_last_unit(store, config, last_of_all=True)
+    report = walk(engine)(store, config)
+    assert problems(report, "cq-missing-unit") == [(queue, None)] and not report.ok
+    (store / "abort").write_bytes(b"")
+    report = walk(engine)(store, config)
+    assert report.ok, [p.text() for p in report.problems]
+    assert problems(report, "cq-undispatched") == [(queue, None)] and problems(report, "cq-missing-unit") == []
+    assert f"first at CommitLog offset {phy}" in next(p.message for p in report.problems if p.check == "cq-undispatched")
+    middle = copy_store(corpus / "store", tmp_path / "middle")
+    (middle / "abort").write_bytes(b"")
+    queue, _ = zero_last_unit(middle, config, last_of_all=False)
+    report = walk(engine)(middle, config)
+    assert problems(report, "cq-missing-unit") == [(queue, None)] and not report.ok
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)

@@ -32,6 +32,7 @@ final class UnitMatching {
     final long[] indexEntries = {0};
     boolean indexChecked;
     private final TreeMap<Long, long[]> unmatched = new TreeMap<>();   // (topic id, queueId) -> {count, first phy}
+    private long lastDispatched = -1;   // CommitLog offset of the last record a ConsumeQueue unit points at
 
     /** {a, b} pairs of longs, by a then b. */
     private static final class PairOrder implements java.util.Comparator<long[]> {
@@ -165,6 +166,7 @@ final class UnitMatching {
 
     private void collectUnmatched() {
         for (int r = 0; r < w.n; r++) {
+            if (w.eligible[r] && w.matched[r]) lastDispatched = Math.max(lastDispatched, w.phy[r]);
             if (!w.eligible[r] || w.matched[r]) continue;
             long key = queueKey(w.topic[r], w.queueId[r]);
             long[] e = unmatched.get(key);
@@ -173,13 +175,27 @@ final class UnitMatching {
         }
     }
 
+    /**
+     * Records no unit points at. After an unclean shutdown, those past the last dispatched record are the
+     * broker's dispatch backlog (it dispatches in CommitLog order; its recovery, or rmq recover, finishes it): a
+     * warning. Any other is an error.
+     */
     void reportUnmatchedRecords() {
+        boolean unclean = layout.abortExists();
         for (Map.Entry<Long, long[]> e : unmatched.entrySet()) {
             int tid = (int) (e.getKey() >>> 32);
             int qid = (int) (long) e.getKey();
             String topic = topics.name(tid);
             long count = e.getValue()[0];
             boolean hasFiles = queueKeyIndex.containsKey(e.getKey());
+            if (unclean && e.getValue()[1] > lastDispatched) {
+                report.add("consumequeue", "cq-undispatched", report.rel(layout.queueDir(topic, qid).getPath()), -1,
+                        count + " record(s) of " + topic + "/" + qid + " after the last dispatched record (first at "
+                                + "CommitLog offset " + e.getValue()[1] + "): the broker stopped before dispatching "
+                                + "them; its recovery (or rmq recover) does",
+                        "a unit per record", count + " not yet dispatched", Report.WARNING);
+                continue;
+            }
             report.add("consumequeue", "cq-missing-unit", report.rel(layout.queueDir(topic, qid).getPath()), -1,
                     count + " record(s) of " + topic + "/" + qid + " have no ConsumeQueue unit (first at CommitLog "
                             + "offset " + e.getValue()[1] + ")"

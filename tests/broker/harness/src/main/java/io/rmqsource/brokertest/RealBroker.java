@@ -201,6 +201,9 @@ public final class RealBroker {
         p.setProperty("enablePropertyFilter", "false");
         // Timers sent with kinds timer_recalled / timer_parked_recalled are recalled (off by default).
         p.setProperty("recallMessageEnable", "true");
+        // An 8 s roll window (default 2 days): timers hours ahead are re-parked every few seconds, several
+        // wheel records of one message, as a long timer gets on a broker with default settings.
+        p.setProperty("timerRollWindowSlot", "8");
         // Nothing expires during a run.
         p.setProperty("deleteWhen", "04");
         p.setProperty("fileReservedTime", "72");
