@@ -69,7 +69,7 @@ def crc32_spans(data, starts: np.ndarray, lengths: np.ndarray, *, words: np.ndar
     """``zlib.crc32(data[s:s + n])`` for every (s, n), as int64.
 
     ``words``: :func:`padded_words` of ``data`` when the caller has them (e.g.
-    ``columnar.PaddedBuffer.words``: little-endian words, zero-padded after the data).
+    ``columnar_headers.PaddedBuffer.words``: little-endian words, zero-padded after the data).
     """
     starts = np.asarray(starts, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)

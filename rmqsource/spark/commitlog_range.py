@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from .. import limits
 from ..errors import CorruptRecordError, DataLossError
-from ..format import columnar as col
+from ..format import columnar_headers as hdr
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.dledger import ENTRY_HEADER_BYTES, EntryKind, decode_entry, header_problem
 from ..format.record import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
@@ -106,7 +106,7 @@ def _window_units(queues: list, lo: int, hi: int) -> _WindowUnits:
     return _WindowUnits(phy, phy + size, size, code, qk, qoff, dup)
 
 
-def _unit_tags_codes(reader, buf, h: col.Headers, topics: pa.Array, u: _WindowUnits, a: int, b: int,
+def _unit_tags_codes(reader, buf, h: hdr.Headers, topics: pa.Array, u: _WindowUnits, a: int, b: int,
                      queue_topic_idx: np.ndarray, topic_names: list) -> tuple[np.ndarray, np.ndarray]:
     """tagsCode of the records decoded from units [a, b) (same rows), as :func:`cq_tags_codes` defines it."""
     n = len(h)
@@ -168,7 +168,7 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
             queues.append((q, q.first_file_start_offset, q.max_offset) if q is not None else (None, 0, 0))
     state = {"first": not seg.dledger}     # a DLedger range may start at its file start, an entry header
 
-    def emit(pb: col.PaddedBuffer, rel_pos: np.ndarray, h: col.Headers, file_pos: int, units=None, ua=0, ub=0):
+    def emit(pb: hdr.PaddedBuffer, rel_pos: np.ndarray, h: hdr.Headers, file_pos: int, units=None, ua=0, ub=0):
         """Filters, tagsCode and the output batch for records ``h`` read at ``file_pos``."""
         buf = RecordBuffer(pb.view, [0], [seg.path], [file_pos])
         if state["first"]:
@@ -232,13 +232,13 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                 j = max(ui + 1, min(j, lim))
                 stop_at = int(units.end[j - 1]) - base
                 if stop_at <= end and stop_at - pos <= limits.MAX_RECORD_BYTES_READ:
-                    pb = col.read_padded(fd, stop_at - pos, pos)
+                    pb = hdr.read_padded(fd, stop_at - pos, pos)
                     rel = units.phy[ui:j] - (base + pos)
-                    ok, win = col.cq_positions_match(pb.view, rel, units.phy[ui:j], units.size[ui:j],
+                    ok, win = hdr.cq_positions_match(pb.view, rel, units.phy[ui:j], units.size[ui:j],
                                                      words=pb.words) if pb.n == stop_at - pos else (None, None)
                     if ok is not None and ok.all():
                         buf = RecordBuffer(pb.view, [0], [seg.path], [pos])
-                        h = col.decode_headers(pb.view, rel, locate=buf.locate, words=pb.words, windows=win)
+                        h = hdr.decode_headers(pb.view, rel, locate=buf.locate, words=pb.words, windows=win)
                         yield from emit(pb, rel, h, pos, units, ui, j)
                         pos = stop_at
                         continue
@@ -254,14 +254,14 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
             read_size = CHUNK_BYTES
             for _ in range(2):
                 want = min(max(read_size, 8), end - pos)
-                pb = col.read_padded(fd, want, pos)
+                pb = hdr.read_padded(fd, want, pos)
                 data = pb.view
                 if len(data) < min(8, end - pos):
                     raise CorruptRecordError(f"file ends at position {pos + len(data)} before the valid CommitLog "
                                              f"end {part.end}", file=seg.path, offset=pos + len(data))
-                positions, stop = col.walk_chain(data, 0, min(len(data), max(limit - pos, 1)),
+                positions, stop = hdr.walk_chain(data, 0, min(len(data), max(limit - pos, 1)),
                                                  segment_remaining=seg_len - pos, max_records=batch)
-                if stop.reason != col.STOP_SHORT or len(positions):
+                if stop.reason != hdr.STOP_SHORT or len(positions):
                     break
                 if stop.total_size and pos + stop.total_size > end:
                     raise CorruptRecordError(f"record of {stop.total_size} bytes runs past the range end "
@@ -280,12 +280,12 @@ def _scan_segment(spec: ReadSpec, reader: MessageStoreReader, part: CommitLogRan
                                          file=seg.path, offset=pos)
             if len(positions):
                 buf = RecordBuffer(data, [0], [seg.path], [pos])
-                h = col.decode_headers(data, positions, locate=buf.locate, words=pb.words)
+                h = hdr.decode_headers(data, positions, locate=buf.locate, words=pb.words)
                 yield from emit(pb, positions, h, pos)
             pos += stop.position
-            if stop.reason in (col.STOP_LIMIT, col.STOP_SHORT):
+            if stop.reason in (hdr.STOP_LIMIT, hdr.STOP_SHORT):
                 continue
-            if stop.reason == col.STOP_BLANK:
+            if stop.reason == hdr.STOP_BLANK:
                 return
             if pos >= end:
                 return
@@ -310,7 +310,7 @@ def _scan_dledger_segment(spec: ReadSpec, part: CommitLogRange, seg, fd: int, em
     end = part.end - base                # record positions below this are in the range
     prev_index = prev_term = None
     while pos + ENTRY_HEADER_BYTES < end:
-        pb = col.read_padded(fd, min(max(CHUNK_BYTES, ENTRY_HEADER_BYTES), seg_len - pos), pos)
+        pb = hdr.read_padded(fd, min(max(CHUNK_BYTES, ENTRY_HEADER_BYTES), seg_len - pos), pos)
         data, rel, positions, sizes, done = pb.view, 0, [], [], False
         while len(positions) < batch and pos + rel + ENTRY_HEADER_BYTES < end:
             entry = decode_entry(data, rel, pb.n)
@@ -330,7 +330,7 @@ def _scan_dledger_segment(spec: ReadSpec, part: CommitLogRange, seg, fd: int, em
                                          f"with: {problem[1]}", file=seg.path, offset=at)
             if rel + h.size > pb.n:
                 if rel == 0:             # one entry longer than a chunk: read exactly that entry
-                    pb = col.read_padded(fd, h.size, pos)
+                    pb = hdr.read_padded(fd, h.size, pos)
                     data = pb.view
                     if pb.n < h.size:
                         raise CorruptRecordError(f"the file ends inside the DLedger entry of {h.size} bytes that "
@@ -344,7 +344,7 @@ def _scan_dledger_segment(spec: ReadSpec, part: CommitLogRange, seg, fd: int, em
         if positions:
             rel_pos = np.array(positions, dtype=np.int64)
             buf = RecordBuffer(data, [0], [seg.path], [pos])
-            h = col.decode_headers(data, rel_pos, locate=buf.locate, words=pb.words,
+            h = hdr.decode_headers(data, rel_pos, locate=buf.locate, words=pb.words,
                                    expected_sizes=np.array(sizes, dtype=np.int64))
             wrong = np.flatnonzero(h.phy_offset != rel_pos + (base + pos))
             if len(wrong):

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from .. import limits
 from ..errors import CorruptRecordError, DataLossError
-from ..format import columnar as col
+from ..format import columnar_headers as hdr
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.tagscode import SCHEDULE_TOPIC
 from ..store.reader import MessageStoreReader
@@ -43,7 +43,7 @@ def fetch_records(reader: MessageStoreReader, phys: np.ndarray, sizes: np.ndarra
     run_buf = np.zeros(len(run_starts) + 1, dtype=np.int64)
     np.cumsum(run_len, out=run_buf[1:])
     positions = np.repeat(run_buf[:-1] - run_first, run_ends - run_starts) + phys
-    pb = col.PaddedBuffer(int(run_buf[-1]))
+    pb = hdr.PaddedBuffer(int(run_buf[-1]))
     mv = memoryview(pb.array)
     paths, seg_pos = [], []
     fds: dict = {}
@@ -138,7 +138,7 @@ def read_queue_range(spec: ReadSpec, reader: MessageStoreReader, part: QueueRang
         order = np.argsort(phy[idx], kind="stable")
         idx = idx[order]
         buf, positions = fetch_records(reader, phy[idx], size[idx])
-        h = col.decode_headers(buf.data, positions, locate=buf.locate, expected_sizes=size[idx], words=buf.words)
+        h = hdr.decode_headers(buf.data, positions, locate=buf.locate, expected_sizes=size[idx], words=buf.words)
         bad = h.phy_offset != phy[idx]
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -181,7 +181,7 @@ def read_lookup(spec: ReadSpec, reader: MessageStoreReader, part: Lookup):
     phys = np.array(phys, dtype=np.int64)
     sizes = np.array(sizes, dtype=np.int64)
     buf, positions = fetch_records(reader, phys, sizes)
-    h = col.decode_headers(buf.data, positions, locate=buf.locate, words=buf.words)
+    h = hdr.decode_headers(buf.data, positions, locate=buf.locate, words=buf.words)
     ok = h.phy_offset == phys
     rows = np.flatnonzero(ok & row_mask(spec, h, whole_store=True))
     topics = topics_of(buf.data, h)

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..format import columnar as col
+from ..format import columnar as col, columnar_headers as hdr, columnar_properties as colprops
 from ..format.compression import inflate_body
 from ..format.system_topics import internal_topic_mask
 from ..format.record import COMPRESSED_FLAG, TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
@@ -37,7 +37,7 @@ class RecordBuffer:
         return self._paths[i], self._positions[i] + (pos - int(self._starts[i]))
 
 
-def row_mask(spec: ReadSpec, h: col.Headers, *, whole_store: bool) -> np.ndarray:
+def row_mask(spec: ReadSpec, h: hdr.Headers, *, whole_store: bool) -> np.ndarray:
     p = spec.pushed
     m = np.ones(len(h), dtype=bool)
     if whole_store and not spec.options.include_transactional:
@@ -53,11 +53,11 @@ def row_mask(spec: ReadSpec, h: col.Headers, *, whole_store: bool) -> np.ndarray
     return m
 
 
-def topics_of(buf, h: col.Headers) -> pa.Array:
-    return col.binary_to_string(col.spans_binary(buf, h.topic_pos, h.topic_len))
+def topics_of(buf, h: hdr.Headers) -> pa.Array:
+    return colprops.binary_to_string(hdr.spans_binary(buf, h.topic_pos, h.topic_len))
 
 
-def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Headers, rows: Optional[np.ndarray],
+def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: hdr.Headers, rows: Optional[np.ndarray],
                 tags_code: Optional[np.ndarray], tags_valid: Optional[np.ndarray],
                 topics: Optional[pa.Array] = None, *, words: Optional[np.ndarray] = None,
                 whole_store: bool = False) -> Iterator[pa.RecordBatch]:
@@ -86,7 +86,7 @@ def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Heade
     if len(h) == 0:
         return
     if words is None:
-        words = col.padded_words(buf.data)
+        words = hdr.padded_words(buf.data)
     props = None
     keep = None
     if p.topics is not None:
@@ -103,9 +103,9 @@ def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Heade
     if p.tags is not None or p.uniq_keys is not None or p.msg_ids is not None:
         keep = np.ones(len(h), dtype=bool) if keep is None else keep
         if p.tags is not None or p.uniq_keys is not None:
-            props = col.parse_properties_columns(buf.data, h, words=words)
+            props = colprops.parse_properties_columns(buf.data, h, words=words)
         if p.tags is not None:
-            keep &= col.exact_tag_mask(props, p.tags)
+            keep &= colprops.exact_tag_mask(props, p.tags)
         if p.uniq_keys is not None:
             u = props.entry_values(props.value_index("UNIQ_KEY"))
             keep &= np.asarray(pc.fill_null(pc.is_in(u, value_set=pa.array(sorted(p.uniq_keys), type=pa.string())),
@@ -132,7 +132,7 @@ def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Heade
     yield record_batch(spec, store, buf, h, tags_code, tags_valid, topics, words, props=props)
 
 
-def record_batch(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Headers, tags_code, tags_valid, topics,
+def record_batch(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: hdr.Headers, tags_code, tags_valid, topics,
                  words, *, props=None, body: Optional[pa.Array] = None) -> pa.RecordBatch:
     arrays = col.build_columns(buf.data, h, spec.columns, tags_code=tags_code, tags_code_valid=tags_valid,
                                broker=store.broker, store_path=store.root, locate=buf.locate,
@@ -140,7 +140,7 @@ def record_batch(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Head
     return pa.RecordBatch.from_arrays([arrays[c] for c in spec.columns], schema=output_schema(spec.columns))
 
 
-def inflated_batches(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.Headers, tags_code, tags_valid,
+def inflated_batches(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: hdr.Headers, tags_code, tags_valid,
                      topics, words) -> Iterator[pa.RecordBatch]:
     """Batches of ``h`` with inflated bodies, each holding at most maxInflatedBatchBytes of bodies (or one row).
 
@@ -180,7 +180,7 @@ def inflated_batches(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: col.
 
 
 
-def cq_tags_codes(reader: MessageStoreReader, buf, h: col.Headers, rows: np.ndarray,
+def cq_tags_codes(reader: MessageStoreReader, buf, h: hdr.Headers, rows: np.ndarray,
                   topics: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """tagsCode of the ConsumeQueue unit at each record's (topic, queueId, queueOffset).
 

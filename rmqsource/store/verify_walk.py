@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .. import limits
 from ..errors import CorruptRecordError
-from ..format import columnar as col
+from ..format import columnar_headers as hdr
 from ..format.dledger import ENTRY_HEADER_BYTES, EntryKind, decode_entry, header_problem
 from ..format.crc32 import crc32_spans
 from ..format.javahash import java_string_hash
@@ -68,16 +68,16 @@ class CommitLogWalk:
                 self.progress(0)
                 return None
             want = min(CHUNK_BYTES, seg_len - pos)
-            pb = col.read_padded(fd, want, pos)
+            pb = hdr.read_padded(fd, want, pos)
             n = pb.n
             self._take_units(seg.start_offset + pos + n)
             if n == 0:
                 return self._data_ends(rel, seg, pos, seg_len, last, "the file ends here, before the segment size")
             hints = self._hints() - (seg.start_offset + pos)
             positions, stop = _chain_with_hints(pb, n, seg_len - pos, hints)
-            if stop.reason == col.STOP_SHORT and len(positions) == 0:
+            if stop.reason == hdr.STOP_SHORT and len(positions) == 0:
                 if stop.total_size > want:         # one record larger than a chunk: read exactly it
-                    pb = col.read_padded(fd, stop.total_size, pos)
+                    pb = hdr.read_padded(fd, stop.total_size, pos)
                     n = pb.n
                     self._take_units(seg.start_offset + pos + n)
                     positions, stop = _chain_with_hints(pb, n, seg_len - pos, np.zeros(0, np.int64))
@@ -90,11 +90,11 @@ class CommitLogWalk:
             self._check_records(pb, positions, seg, pos)
             self._check_units_and_entries(window_end)
             self.progress(stop.position)
-            if stop.reason in (col.STOP_LIMIT, col.STOP_SHORT):
+            if stop.reason in (hdr.STOP_LIMIT, hdr.STOP_SHORT):
                 pos += stop.position
                 continue
             p = pos + stop.position
-            if stop.reason == col.STOP_BLANK:
+            if stop.reason == hdr.STOP_BLANK:
                 total = int.from_bytes(bytes(pb.view[stop.position:stop.position + 4]), "big", signed=True)
                 if total != seg_len - p:
                     rep.add(Problem("commitlog", "blank-size", rel, p,
@@ -102,7 +102,7 @@ class CommitLogWalk:
                                     str(seg_len - p), str(total)))
                 self.progress(seg_len - p)
                 return seg.start_offset + p if last else None
-            if stop.reason == col.STOP_CORRUPT:
+            if stop.reason == hdr.STOP_CORRUPT:
                 rep.add(Problem("commitlog", "record-length", rel, p, f"record header is not valid: {stop.detail}",
                                 f"totalSize in [{limits.MIN_RECORD_BYTES}, {seg_len - p}]", str(stop.total_size)))
                 self.progress(seg_len - p)
@@ -124,7 +124,7 @@ class CommitLogWalk:
             if pos >= seg_len:
                 return None
             want = min(CHUNK_BYTES, seg_len - pos)
-            pb = col.read_padded(fd, want, pos)
+            pb = hdr.read_padded(fd, want, pos)
             n, r, positions, sizes, stop = pb.n, 0, [], [], None
             while stop is None:
                 at = pos + r
@@ -148,7 +148,7 @@ class CommitLogWalk:
                 if r + h.size > n:
                     if r > 0:
                         break                              # the entry continues in the next window
-                    pb = col.read_padded(fd, h.size, pos)  # one entry larger than a window
+                    pb = hdr.read_padded(fd, h.size, pos)  # one entry larger than a window
                     n = pb.n
                     if n < h.size:
                         rep.add(Problem("commitlog", "record-length", rel, at + ENTRY_HEADER_BYTES,
@@ -222,12 +222,12 @@ class CommitLogWalk:
         base = self.window_base = seg.start_offset + chunk_pos
         locate = lambda p: (seg.path, chunk_pos + p)  # noqa: E731
         try:
-            h = col.decode_headers(pb.view, positions, locate=locate, words=pb.words)
+            h = hdr.decode_headers(pb.view, positions, locate=locate, words=pb.words)
         except CorruptRecordError:
             positions = self._drop_corrupt(pb, positions, rel, chunk_pos)
             if len(positions) == 0:
                 return
-            h = col.decode_headers(pb.view, positions, locate=locate, words=pb.words)
+            h = hdr.decode_headers(pb.view, positions, locate=locate, words=pb.words)
         n = len(h)
         self.records += n
         phy = base + h.pos
@@ -259,7 +259,7 @@ class CommitLogWalk:
                 keep.append(p)
         return np.array(keep, dtype=np.int64)
 
-    def _check_crcs(self, pb, h: col.Headers, rel: str, chunk_pos: int) -> None:
+    def _check_crcs(self, pb, h: hdr.Headers, rel: str, chunk_pos: int) -> None:
         rep = self.report
         got = crc32_spans(pb.view, h.body_pos, h.body_len, words=pb.words)
         got &= 0x7FFFFFFF
@@ -276,7 +276,7 @@ class CommitLogWalk:
         if len(cand) == 0:
             return
         tail = end[cand] - 20
-        word = col.window_at(pb.words, tail)
+        word = hdr.window_at(pb.words, tail)
         has = (word == np.uint64(_CRC_PROP_WORD)) & (b[end[cand] - 1] == 2)
         rows = cand[has]
         if len(rows) == 0:
@@ -292,7 +292,7 @@ class CommitLogWalk:
                             "__CRC32# property does not match the record's bytes",
                             str(int(got[j])), str(int(value[j])) if valid_digits[j] else "not 10 digits"))
 
-    def _tags_codes(self, pb, h: col.Headers, names: list, topic_id: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def _tags_codes(self, pb, h: hdr.Headers, names: list, topic_id: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """The tagsCode dispatch computes for each record (spec §4), without a full properties parse.
 
         TAGS is found by its ``TAGS\\x01`` key at an entry start; rows with more
@@ -301,7 +301,7 @@ class CommitLogWalk:
         """
         n = len(h)
         codes = np.zeros(n, dtype=np.int64)
-        props = col.spans_binary(pb.view, h.props_pos, h.props_len)
+        props = hdr.spans_binary(pb.view, h.props_pos, h.props_len)
         offsets = np.frombuffer(props.buffers()[1], dtype=np.int32, count=n + 1 + props.offset)[props.offset:]
         offsets = offsets.astype(np.int64)
         data = np.frombuffer(props.buffers()[2], dtype=np.uint8) if props.buffers()[2] is not None else \
@@ -331,7 +331,7 @@ class CommitLogWalk:
                 slow[row[empty]] = True
                 use = ~empty & ~slow[row]
                 if use.any():
-                    vals = col.spans_binary(pa.py_buffer(d), vstart[use], vend[use] - vstart[use]).dictionary_encode()
+                    vals = hdr.spans_binary(pa.py_buffer(d), vstart[use], vend[use] - vstart[use]).dictionary_encode()
                     dict_codes = np.array([java_string_hash(v.decode("utf-8", "replace"))
                                            for v in vals.dictionary.to_pylist()], dtype=np.int64)
                     codes[row[use]] = dict_codes[np.asarray(vals.indices.to_numpy(zero_copy_only=False), np.int64)]
@@ -342,8 +342,8 @@ class CommitLogWalk:
         return codes
 
 
-def _chain_with_hints(pb, n: int, seg_remaining: int, hints: np.ndarray) -> tuple[np.ndarray, col.ChainStop]:
-    """Record positions from 0 in ``pb`` (as :func:`columnar.walk_chain`), jumping over runs of hinted records.
+def _chain_with_hints(pb, n: int, seg_remaining: int, hints: np.ndarray) -> tuple[np.ndarray, hdr.ChainStop]:
+    """Record positions from 0 in ``pb`` (as :func:`columnar_headers.walk_chain`), jumping over runs of hinted records.
 
     A run of hints where each record's totalSize leads exactly to the next hint
     is taken as a whole (vectorized); between runs, and wherever a hint is not
@@ -354,7 +354,7 @@ def _chain_with_hints(pb, n: int, seg_remaining: int, hints: np.ndarray) -> tupl
     out = []
     pos = 0
     if len(hints):
-        win0 = col.window_at(pb.words, hints)
+        win0 = hdr.window_at(pb.words, hints)
         total = (win0 >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
         magic = (win0 & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
         nxt = hints + total
@@ -378,21 +378,21 @@ def _chain_with_hints(pb, n: int, seg_remaining: int, hints: np.ndarray) -> tupl
             else:                                    # i..b-1 are; b needs the record-by-record walk
                 out.append(hints[i:b])
                 pos, i = int(hints[b]), b
-                p, stop = col.walk_chain(pb.view, pos, n, segment_remaining=seg_remaining - pos, max_records=1)
+                p, stop = hdr.walk_chain(pb.view, pos, n, segment_remaining=seg_remaining - pos, max_records=1)
                 out.append(p)
-                if stop.reason != col.STOP_LIMIT:
+                if stop.reason != hdr.STOP_LIMIT:
                     return _cat(out), stop
                 pos, i = stop.position, b + 1
             continue
         limit = int(hints[i + 1]) if (i < H and hints[i] == pos and i + 1 < H) else (int(hints[i]) if i < H else n)
         if limit <= pos:
             limit = n
-        p, stop = col.walk_chain(pb.view, pos, min(limit, n), segment_remaining=seg_remaining - pos)
+        p, stop = hdr.walk_chain(pb.view, pos, min(limit, n), segment_remaining=seg_remaining - pos)
         out.append(p)
-        if stop.reason != col.STOP_LIMIT:
+        if stop.reason != hdr.STOP_LIMIT:
             return _cat(out), stop
         pos = stop.position
-    return _cat(out), col.ChainStop(pos, col.STOP_LIMIT)
+    return _cat(out), hdr.ChainStop(pos, hdr.STOP_LIMIT)
 
 
 def _cat(parts: list) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""format/columnar.py (vectorized decoding) against the scalar decode_record."""
+"""format/columnar.py, columnar_headers.py and columnar_properties.py (vectorized decoding) against the scalar decode_record."""
 
 from __future__ import annotations
 
 import pytest
 
 from rmqsource.errors import CorruptRecordError
-from rmqsource.format import columnar as col
+from rmqsource.format import columnar as col, columnar_headers as hdr
 from rmqsource.format.compression import inflate_body
 from rmqsource.format.record import decode_record, encode_blank, encode_record
 from rmqsource.io.segments import list_segments
@@ -21,7 +21,7 @@ TX = {0: "NOT_TYPE", 4: "PREPARED_TYPE", 8: "COMMIT_TYPE", 12: "ROLLBACK_TYPE"}
 
 
 def compare(buf, positions, decompress=False):
-    h = col.decode_headers(buf, positions)
+    h = hdr.decode_headers(buf, positions)
     cols = col.build_columns(buf, h, ALL, decompress=decompress)
     rows = {k: v.to_pylist() for k, v in cols.items()}
     for i, p in enumerate(positions.tolist()):
@@ -60,14 +60,14 @@ def test_every_golden_record_decodes_like_decode_record(store):
     total = 0
     for seg in list_segments(store / "commitlog"):
         buf = open(seg.path, "rb").read()
-        positions, stop = col.walk_chain(buf, 0, len(buf))
-        assert stop.reason in (col.STOP_BLANK, col.STOP_END, col.STOP_CORRUPT)
+        positions, stop = hdr.walk_chain(buf, 0, len(buf))
+        assert stop.reason in (hdr.STOP_BLANK, hdr.STOP_END, hdr.STOP_CORRUPT)
         # crash stores: stop where the scalar decoder stops (torn tail past the valid end)
         ok = [decode_record(buf, p, len(buf)).kind.value == "MESSAGE" for p in positions.tolist()]
         if not all(ok):
             positions = positions[:ok.index(False)]
             with pytest.raises(CorruptRecordError):
-                col.decode_headers(buf, col.walk_chain(buf, 0, len(buf))[0])
+                hdr.decode_headers(buf, hdr.walk_chain(buf, 0, len(buf))[0])
         if len(positions):
             compare(buf, positions)
         total += len(positions)
@@ -79,8 +79,8 @@ def test_golden_compressed_bodies_inflate():
     seen = 0
     for seg in list_segments(corpus / "store" / "commitlog"):
         buf = open(seg.path, "rb").read()
-        positions, _ = col.walk_chain(buf, 0, len(buf))
-        h = col.decode_headers(buf, positions)
+        positions, _ = hdr.walk_chain(buf, 0, len(buf))
+        h = hdr.decode_headers(buf, positions)
         comp = positions[(h.sys_flag & 1) == 1]
         if len(comp):
             compare(buf, comp, decompress=True)
@@ -118,8 +118,8 @@ def test_tricky_synthetic_records():
         buf += _rec(len(buf), **r)
     buf += encode_blank(64) + bytes(56)
     import numpy as np
-    pos, stop = col.walk_chain(bytes(buf), 0, len(buf))
-    assert pos.tolist() == positions and stop.reason == col.STOP_BLANK
+    pos, stop = hdr.walk_chain(bytes(buf), 0, len(buf))
+    assert pos.tolist() == positions and stop.reason == hdr.STOP_BLANK
     rows = compare(bytes(buf), np.array(positions))
     assert rows["tags"][3] == "b"
     assert rows["keys"][4] == ["k1", "k2"]
@@ -133,8 +133,8 @@ def test_subset_of_rows_and_columns():
     corpus = corpora()[-1]
     seg = list_segments(corpus / "store" / "commitlog")[0]
     buf = open(seg.path, "rb").read()
-    positions, _ = col.walk_chain(buf, 0, len(buf))
-    h = col.decode_headers(buf, positions)
+    positions, _ = hdr.walk_chain(buf, 0, len(buf))
+    h = hdr.decode_headers(buf, positions)
     sub = h.take(np.arange(0, len(h), 7))
     cols = col.build_columns(buf, sub, ["body", "tags"])
     assert set(cols) == {"body", "tags"}
@@ -151,21 +151,21 @@ def test_hostile_lengths_name_file_and_offset():
     buf[second + 84:second + 88] = (10_000).to_bytes(4, "big")        # body length past the record end
     locate = lambda p: ("/store/commitlog/00000000000000262144", 1000 + p)  # noqa: E731
     with pytest.raises(CorruptRecordError, match=rf"00000000000000262144, offset {1000 + second}: body length"):
-        col.decode_headers(bytes(buf), np.array([0, second]), locate=locate)
+        hdr.decode_headers(bytes(buf), np.array([0, second]), locate=locate)
     buf2 = bytearray(good)
     buf2[0:4] = (50).to_bytes(4, "big")                               # totalSize below the minimum
-    _, stop = col.walk_chain(bytes(buf2), 0, len(buf2))
-    assert stop.reason == col.STOP_CORRUPT and stop.position == 0
+    _, stop = hdr.walk_chain(bytes(buf2), 0, len(buf2))
+    assert stop.reason == hdr.STOP_CORRUPT and stop.position == 0
     buf3 = bytearray(good)
     buf3[len(good) - len(b"TAGS\x01a") - 2:len(good) - len(b"TAGS\x01a")] = (3).to_bytes(2, "big")
     with pytest.raises(CorruptRecordError, match="fields add up"):
-        col.decode_headers(bytes(buf3), np.array([0]))
+        hdr.decode_headers(bytes(buf3), np.array([0]))
     with pytest.raises(CorruptRecordError, match="ConsumeQueue says"):
-        col.decode_headers(good, np.array([0]), expected_sizes=np.array([len(good) + 1]))
+        hdr.decode_headers(good, np.array([0]), expected_sizes=np.array([len(good) + 1]))
 
 
 def test_walk_chain_stops_short_for_partial_record():
     good = _rec(0, body=b"a" * 100)
     buf = good + _rec(len(good), body=b"b" * 100)
-    pos, stop = col.walk_chain(buf[: len(good) + 50], 0, len(good) + 50, segment_remaining=10_000)
-    assert pos.tolist() == [0] and stop.reason == col.STOP_SHORT and stop.position == len(good)
+    pos, stop = hdr.walk_chain(buf[: len(good) + 50], 0, len(good) + 50, segment_remaining=10_000)
+    assert pos.tolist() == [0] and stop.reason == hdr.STOP_SHORT and stop.position == len(good)

@@ -5,7 +5,7 @@ import java.nio.ByteBuffer;
 
 /**
  * The totalSize chain through one window of a segment (twin of walk_chain in
- * rmqsource/format/columnar.py): record positions, and why and where the walk stopped.
+ * rmqsource/format/columnar_headers.py): record positions, and why and where the walk stopped.
  */
 final class Chain {
     static final int LIMIT = 0;       // reached the window's end exactly
