@@ -15,7 +15,8 @@ and anything else are left out.  Every column family is opened.
 A read-only open is a snapshot.  :class:`ReadOnlyRocksDb` is one open (a context manager: the config
 readers open, read and close); :func:`open_read_only` keeps one per folder and process and opens a fresh
 one when the folder's listing changed (a broker that is still writing), so a stream sees units written
-since its last trigger.
+since its last trigger.  Since a snapshot never changes, what a caller derives from it may be kept with it
+(``memo``, dropped at close and with the snapshot): the store layer keeps decoded units there.
 
 Errors: :class:`RocksDbOpenError` (an :class:`~rmqsource.errors.UnsupportedLayoutError` naming the folder,
 with RocksDB's own words in ``status``) when the database cannot be opened, the same class with
@@ -134,6 +135,7 @@ class ReadOnlyRocksDb:
             raise
         self._cfs: dict[str, object] = {DEFAULT_CF: self._db}
         self.column_families: tuple[str, ...] = tuple(names)
+        self.memo: dict[str, object] = {}       # what callers derive from this snapshot (it never changes)
 
     def _open(self, rocksdict):
         last: Optional[BaseException] = None
@@ -225,6 +227,7 @@ class ReadOnlyRocksDb:
     def close(self) -> None:
         db, self._db = getattr(self, "_db", None), None
         self._cfs = {}
+        self.memo = {}
         if db is not None:
             try:
                 db.close()

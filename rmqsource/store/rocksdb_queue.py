@@ -12,11 +12,19 @@ The broker's own answers, for comparison (RocketMQ ``RocksDBConsumeQueueStore``)
 whose record is at or above the CommitLog's min offset, which is what
 :meth:`ConsumeQueueBase.min_offset` finds from the units (5.x rule).  A queue's units start at the
 lowest key present (compaction may drop expired ones): that is its ``first_file_start_offset``.
+
+Units read in bulk are kept, decoded, with the snapshot they came from (:class:`UnitBlocks`, in the open's
+``memo``): rocksdict hands out one Python object a value (~0.25-0.5 us a unit, where a file queue's units
+are one copy out of the page cache), so a second query of the same snapshot in the process (a notebook, a
+reused Spark Python worker, the next export) reads its units from memory.  A new snapshot (the broker
+wrote since) starts with none.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
 from typing import Optional
@@ -34,6 +42,55 @@ from .consumequeue import ConsumeQueueBase
 # (the file queues' default, so a read is cut where it is cut over files of the default size).
 DEFAULT_UNITS_PER_FILE = 300_000
 _END_OF_QUEUE = b"\xff" * 8
+UNIT_BLOCK = 1024                   # units a cached block holds, aligned on queue offsets
+UNIT_CACHE_BYTES = 64 << 20         # decoded units kept per snapshot (20 bytes a unit: ~3.3M units)
+_ENTRY_BYTES = 200                  # what a kept block costs besides its units (key, array, order)
+READ_DIRECTLY = np.empty(0, dtype=CQ_UNIT_DTYPE)     # a block kept as "not kept"; compared by identity
+READ_DIRECTLY.flags.writeable = False
+
+
+class UnitBlocks:
+    """Decoded units of one snapshot in aligned blocks of :data:`UNIT_BLOCK`, least recently used dropped
+    past ``budget`` bytes.  Block (topic, queueId, b) -> the units of keys ``b * UNIT_BLOCK`` on, which are
+    all the block's keys (a full block, or a queue's tail: the keys stop, none follow in the block), or
+    :data:`READ_DIRECTLY` for a block with a gap inside or a malformed value (read as asked, every time)."""
+
+    def __init__(self, budget: int = UNIT_CACHE_BYTES):
+        self.budget = budget
+        self.nbytes = 0
+        self._blocks: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, db) -> Optional["UnitBlocks"]:
+        memo = getattr(db, "memo", None)
+        if memo is None:
+            return None
+        with _memo_lock:
+            blocks = memo.get("units")
+            if blocks is None:
+                blocks = memo["units"] = cls()
+        return blocks
+
+    def get(self, key: tuple[str, int, int]) -> Optional[np.ndarray]:
+        with self._lock:
+            units = self._blocks.get(key)
+            if units is not None:
+                self._blocks.move_to_end(key)
+            return units
+
+    def put(self, key: tuple[str, int, int], units: np.ndarray) -> None:
+        with self._lock:
+            old = self._blocks.pop(key, None)
+            if old is not None:
+                self.nbytes -= old.nbytes + _ENTRY_BYTES
+            self._blocks[key] = units
+            self.nbytes += units.nbytes + _ENTRY_BYTES
+            while self.nbytes > self.budget and self._blocks:
+                self.nbytes -= self._blocks.popitem(last=False)[1].nbytes + _ENTRY_BYTES
+
+
+_memo_lock = threading.Lock()
 
 
 class RocksDbQueueStore:
@@ -107,12 +164,73 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
     def _read(self, start: int, count: int) -> np.ndarray:
         """Units [start, start + count) present without a gap from ``start`` (none when ``start`` is missing).
 
+        Through the snapshot's :class:`UnitBlocks`: a bulk read (``count`` >= a block) reads and keeps the
+        whole blocks it covers; a short read (a binary search's probe) is answered from kept blocks, or
+        read directly when one is not kept.  A kept block holds all its keys, so each block's part of the
+        range is exact, and the first part that comes back short (a missing key) ends the run."""
+        if count <= 0 or start < 0:
+            return np.empty(0, dtype=CQ_UNIT_DTYPE)
+        cache = self._cache
+        if cache is None:
+            return self._read_direct(start, count)
+        end = start + count
+        first_block, last_block = start // UNIT_BLOCK, (end - 1) // UNIT_BLOCK
+        fill = count >= UNIT_BLOCK
+        blocks = []
+        for b in range(first_block, last_block + 1):
+            units = cache.get((self.topic, self.queue_id, b))
+            if units is None:
+                if not fill:
+                    return self._read_direct(start, count)
+                units = self._read_block(b)
+                cache.put((self.topic, self.queue_id, b), units)
+            blocks.append(units)
+        parts = []
+        for b, units in zip(range(first_block, last_block + 1), blocks):
+            base = b * UNIT_BLOCK
+            lo, hi = max(start, base), min(end, base + UNIT_BLOCK)
+            part = self._read_direct(lo, hi - lo) if units is READ_DIRECTLY else units[lo - base:hi - base]
+            parts.append(part)
+            if len(part) < hi - lo:
+                break                           # a missing key: the run from ``start`` ends here
+        out = np.empty(sum(len(p) for p in parts), dtype=CQ_UNIT_DTYPE)   # (np.concatenate would make the
+        at = 0                                                              # fields native-endian)
+        for part in parts:
+            out[at:at + len(part)] = part
+            at += len(part)
+        return out
+
+    @cached_property
+    def _cache(self) -> Optional[UnitBlocks]:
+        return UnitBlocks.of(self.store.db)
+
+    def _read_block(self, block: int) -> np.ndarray:
+        """The units of a block to keep (see :class:`UnitBlocks`): all its keys from its first, or
+        :data:`READ_DIRECTLY`.  A full block is one values pass; a short one is read again with its keys."""
+        db, first = self.store.db, block * UNIT_BLOCK
+        lo, hi = encode_cq_key(self.topic, self.queue_id, first), \
+            encode_cq_key(self.topic, self.queue_id, first + UNIT_BLOCK)
+        values = db.values_range(DEFAULT_CF, lo, hi)
+        if len(values) != UNIT_BLOCK:
+            keys, values = db.range(DEFAULT_CF, lo, hi, UNIT_BLOCK)
+            # Keys are unique and sorted: the first and last in place mean every one between is there.
+            if keys and (queue_offset_of_cq_key(keys[0]) != first
+                         or queue_offset_of_cq_key(keys[-1]) != first + len(keys) - 1):
+                return READ_DIRECTLY
+        joined = b"".join(values)
+        if len(joined) != CQ_VALUE_SIZE * len(values):
+            return READ_DIRECTLY                # a direct read names the unit, if it is asked for
+        units = values_to_units(joined)
+        units.flags.writeable = False
+        return units
+
+    def _read_direct(self, start: int, count: int) -> np.ndarray:
+        """Units [start, start + count) from the database, as :meth:`_read` answers.
+
         One bounded iterator pass over the range's values, joined and decoded at once (as file units are):
         the keys of one queue have one length, so a range holding ``count`` values has no gap.  Fewer values
         mean a gap (units compacted away, or a dispatch in progress): the keys are read to keep the run
         from ``start``."""
-        if count <= 0 or start < 0:
-            return np.empty(0, dtype=CQ_UNIT_DTYPE)
         db, first, end = self.store.db, encode_cq_key(self.topic, self.queue_id, start), \
             encode_cq_key(self.topic, self.queue_id, start + count)
         values = db.values_range(DEFAULT_CF, first, end)

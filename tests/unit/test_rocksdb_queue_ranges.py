@@ -3,24 +3,30 @@
 Queues of thousands of units (the broker corpora's queues hold a few dozen): a range is one bounded iterator
 pass, so these check whole queues and ranges come back complete (an upper bound released while its iterator
 was read once ended a scan after 96 keys: see rmqsource/io/rocksdb.py), that a gap keeps the run from the
-start, that neighbouring queues do not leak into a range, and that the database folder is left as it was.
+start, that neighbouring queues do not leak into a range, and that the database folder is left as it was;
+and that the units kept with a snapshot (UnitBlocks) answer every range as the database does, cold or warm.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 
 import numpy as np
 import pytest
 
 from rmqsource.format.rocksdb_queue import encode_cq_key, encode_cq_value, encode_offset_key, encode_offset_value
 from rmqsource.io.rocksdb import ReadOnlyRocksDb
-from rmqsource.store.rocksdb_queue import RocksDbQueueStore
+from rmqsource.errors import CorruptRecordError
+from rmqsource.format.consumequeue import CQ_UNIT_DTYPE
+from rmqsource.store.rocksdb_queue import UNIT_BLOCK, RocksDbQueueStore, UnitBlocks
 
 rocksdict = pytest.importorskip("rocksdict", reason="rmqsource[rocksdb]")
 pytestmark = pytest.mark.unit
 
 N = 5_000
+W_MISSING = set(range(100)) | {2048, 2049}          # queue W: compacted head, a gap at a block's start
+W_MALFORMED = 3500                                  # ... and one value of the wrong length
 
 
 def unit(topic: str, qid: int, off: int) -> tuple[int, int, int]:
@@ -40,6 +46,11 @@ def folder(tmp_path_factory):
                 continue                                   # a gap (units compacted away)
             db[encode_cq_key(topic, qid, off)] = encode_cq_value(*unit(topic, qid, off), 0)
         offsets[encode_offset_key(topic, qid, max_entry=True)] = encode_offset_value(unit(topic, qid, N - 1)[0], N - 1)
+    for off in range(N):
+        if off not in W_MISSING:
+            value = encode_cq_value(*unit("W", 0, off), 0)
+            db[encode_cq_key("W", 0, off)] = value[:20] if off == W_MALFORMED else value
+    offsets[encode_offset_key("W", 0, max_entry=True)] = encode_offset_value(unit("W", 0, N - 1)[0], N - 1)
     db.flush()
     db.close()
     (path / "rocksdict-config.json").unlink(missing_ok=True)
@@ -58,7 +69,7 @@ def test_whole_queues_and_ranges(folder):
     before = tree(folder)
     with ReadOnlyRocksDb(folder) as db:
         store = RocksDbQueueStore(folder, db)
-        assert store.list_queues() == [("T", 0), ("T", 1), ("U", 0)]
+        assert store.list_queues() == [("T", 0), ("T", 1), ("U", 0), ("W", 0)]
         for qid in (0, 1):
             q = store.queue("T", qid)
             assert q.max_offset == N and q.first_file_start_offset == 0
@@ -82,3 +93,50 @@ def test_range_helpers_hold_their_bound_for_the_whole_pass(folder):
         assert len(keys) == len(values) == N and keys[-1] == encode_cq_key("T", 0, N - 1)
         assert db.first_key("default", encode_cq_key("T", 0, 4321), end) == encode_cq_key("T", 0, 4321)
         assert db.first_key("default", end, encode_cq_key("T", 0, N + 5)) is None
+
+
+STARTS = (0, 99, 100, 1023, 1024, 2047, 2048, 2050, 2990, 3005, 3010, 3072, 3499, 3500, 4095, 4999, 5000)
+COUNTS = (1, 7, 1023, 1024, 1025, 2100)
+
+
+def answer(read, start, count):
+    try:
+        units = read(start, count)
+        assert units.dtype == CQ_UNIT_DTYPE
+        return units.tobytes()
+    except CorruptRecordError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("budget", [64 << 20, 3 * UNIT_BLOCK * 20])
+def test_kept_units_answer_as_the_database(folder, budget):
+    """Every range, in a shuffled order so that each meets kept, partly kept and unkept blocks, cold and warm
+    (and with a budget of a few blocks, so blocks are dropped meanwhile): the answer of a direct read."""
+    cases = [(t, q, s, c) for t, q in (("T", 0), ("U", 0), ("W", 0)) for s in STARTS for c in COUNTS]
+    random.Random(7).shuffle(cases)
+    with ReadOnlyRocksDb(folder) as db:
+        db.memo["units"] = UnitBlocks(budget)
+        store = RocksDbQueueStore(folder, db)
+        queues = {key: store.queue(*key) for key in (("T", 0), ("U", 0), ("W", 0))}
+        for _ in range(2):
+            for topic, qid, start, count in cases:
+                q = queues[(topic, qid)]
+                assert answer(q._read, start, count) == answer(q._read_direct, start, count), (topic, qid, start, count)
+        assert db.memo["units"].nbytes <= budget
+        w = queues[("W", 0)]
+        assert as_tuples(w._read(100, 3400)) == [unit("W", 0, o) for o in range(100, 2048)]
+        assert as_tuples(w._read(2050, 1450)) == [unit("W", 0, o) for o in range(2050, 3500)]
+        with pytest.raises(CorruptRecordError, match="unit 3500 has a 20-byte value"):
+            w._read(3000, 1024)
+
+
+def test_kept_units_are_not_changed_by_a_caller(folder):
+    with ReadOnlyRocksDb(folder) as db:
+        q = RocksDbQueueStore(folder, db).queue("T", 0)
+        first = q.read_units(0, N)
+        first["size"] = 0
+        part = q.read_units(10, 5)
+        part["tags_code"] = 0
+        assert as_tuples(q.read_units(0, N)) == [unit("T", 0, o) for o in range(N)]
+        assert db.memo["units"].nbytes > 0
+    assert db.memo == {}                                 # dropped with the snapshot
