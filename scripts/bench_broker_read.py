@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
-from broker_harness import DEFAULT_VERSION, build_harness, java  # noqa: E402
+from broker_harness import DEFAULT_VERSION, JVM_OPENS, build_harness, java  # noqa: E402
 
 TOPIC = "BenchHistory"
 QUEUES = 8
@@ -65,7 +65,7 @@ class Jvm:
 
     def __init__(self, classpath: str, mode: str, args: list[str], log: Path, home: Path, heap: str = "1g"):
         self.log_path = log
-        cmd = [java(), f"-Xms{heap}", f"-Xmx{heap}", f"-Duser.home={home}", "-cp", classpath,
+        cmd = [java(), f"-Xms{heap}", f"-Xmx{heap}", *JVM_OPENS, f"-Duser.home={home}", "-cp", classpath,
                "io.rmqsource.brokertest.BrokerBench", mode, *args]
         self.log = open(log, "w")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,

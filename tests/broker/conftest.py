@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_harness import DEFAULT_VERSION, HarnessUnavailable
+from broker_harness import DEFAULT_VERSION, JVM_OPENS, HarnessUnavailable
 from broker_harness import build_harness as _build_harness
 from broker_harness import java as _java
 
@@ -49,12 +49,17 @@ def _log_tail(run_dir: Path, n: int = 60) -> str:
     return "\n".join(lines[-n:])
 
 
+def _harness_jvm(classpath: str, run_dir: Path) -> list[str]:
+    """The command line of a harness JVM up to its arguments."""
+    return [_java(), "-Xmx512m", "-XX:+UseSerialGC", *JVM_OPENS, f"-Duser.home={run_dir / 'home'}", "-cp", classpath,
+            MAIN_CLASS]
+
+
 def run_broker(classpath: str, run_dir: Path, *, seed: int = 7, messages: int = 400, kill: bool = False,
                kill_after: int = 150, settings: dict | None = None) -> Path:
     """One broker run into ``run_dir``; with ``kill`` SIGKILLs the JVM once ``kill_after`` sends were acked."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}",
-           "-cp", classpath, MAIN_CLASS,
+    cmd = [*_harness_jvm(classpath, run_dir),
            "--store", str(run_dir / "store"), "--out", str(run_dir), "--seed", str(seed),
            "--messages", str(messages)]
     if kill:
@@ -146,9 +151,8 @@ def serve_store(classpath: str, run_dir: Path, store: Path, topics: list[str], *
     """Start a broker on ``store`` (written by someone else) and drain ``topics`` with the official lite pull
     consumer (RealBroker --serve): ``run_dir/expected/consumed.jsonl`` and ``routes.json``."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}", "-cp", classpath,
-           MAIN_CLASS, "--store", str(store), "--out", str(run_dir), "--serve", "--topics", ",".join(topics),
-           "--expect", str(expect), "--wait-ms", str(wait_ms)]
+    cmd = [*_harness_jvm(classpath, run_dir), "--store", str(store), "--out", str(run_dir), "--serve",
+           "--topics", ",".join(topics), "--expect", str(expect), "--wait-ms", str(wait_ms)]
     for k, v in (settings or {}).items():
         cmd += ["--set", f"{k}={v}"]
     with open(run_dir / "harness.log", "wb") as log:
@@ -171,9 +175,8 @@ def start_live_broker(classpath: str, run_dir: Path, *, send_for: float, rate: f
     Every SEND_OK is a line of ``expected/sent.jsonl`` as soon as the client has it. With ``hold`` it returns
     once the broker runs with its topics routed (``expected/READY``) and sends only after ``release_live_broker``."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [_java(), "-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={run_dir / 'home'}", "-cp", classpath,
-           MAIN_CLASS, "--store", str(run_dir / "store"), "--out", str(run_dir), "--seed", str(seed),
-           "--send-for", str(send_for), "--rate", str(rate)]
+    cmd = [*_harness_jvm(classpath, run_dir), "--store", str(run_dir / "store"), "--out", str(run_dir),
+           "--seed", str(seed), "--send-for", str(send_for), "--rate", str(rate)]
     if hold:
         cmd += ["--hold-until", str(run_dir / "GO")]
     for k, v in (settings or {}).items():

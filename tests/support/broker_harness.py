@@ -2,9 +2,10 @@
 
 The harness (a Maven project, package io.rmqsource.brokertest) is built once per RocketMQ version into a cache
 outside the repository, ``~/.cache/rmqsource/broker/<version>/`` (``RMQ_BROKER_CACHE`` moves it): ``lib/`` holds
-the RocketMQ jars Maven resolved from Maven Central, ``classes/`` the harness compiled with javac against them.
-``build_harness`` raises ``HarnessUnavailable`` without Maven or a JDK (the broker tier skips on it); a failed fetch
-or build is a ``RuntimeError``.
+the RocketMQ jars Maven resolved from Maven Central, ``classes/`` the harness compiled with javac against them
+(``src/main/java`` with ``src/main/java4`` for a 4.x version, ``src/main/java5`` otherwise: ``harness_sources``).
+``build_harness`` raises ``HarnessUnavailable`` without Maven or a JDK (the broker tier skips on it); a failed
+fetch or build is a ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -28,9 +29,21 @@ def cache_root() -> Path:
     return Path(os.environ.get("RMQ_BROKER_CACHE") or Path.home() / ".cache" / "rmqsource" / "broker")
 
 
+def harness_line(version: str) -> str:
+    """The RocketMQ line of ``version``: ``"4"`` for 4.x, else ``"5"``."""
+    return "4" if version.split(".")[0] == "4" else "5"
+
+
+def harness_sources(version: str) -> list[Path]:
+    """The harness's Java sources for ``version``: ``src/main/java`` (both lines) and ``src/main/java4`` or
+    ``src/main/java5`` (class ``Compat``: what differs between the lines, such as timer messages, 5.x only)."""
+    main = HARNESS / "src" / "main"
+    return sorted([*(main / "java").rglob("*.java"), *(main / f"java{harness_line(version)}").rglob("*.java")])
+
+
 def _sources_digest(version: str) -> str:
     h = hashlib.sha256(version.encode())
-    for p in sorted([HARNESS / "pom.xml", *HARNESS.rglob("*.java")]):
+    for p in [HARNESS / "pom.xml", *harness_sources(version)]:
         h.update(p.relative_to(HARNESS).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()
@@ -75,9 +88,15 @@ def build_harness(version: str = DEFAULT_VERSION) -> str:
             shutil.rmtree(classes, ignore_errors=True)
             classes.mkdir()
             _run([javac, "-encoding", "UTF-8", "--release", "17", "-nowarn", "-cp", f"{lib}/*", "-d", str(classes),
-                  *map(str, sorted(HARNESS.rglob("*.java")))], f"compiling the broker harness against {version}")
+                  *map(str, harness_sources(version))], f"compiling the broker harness against {version}")
             stamp.write_text(digest)
     return f"{classes}{os.pathsep}{lib}/*"
+
+
+# RocketMQ 4.x unmaps its files through DirectByteBuffer's cleaner by reflection (MappedFile.clean): without these a
+# 4.9.7 broker fails to shut down on JDK 17. 5.x frees them through Netty and needs none; harmless there.
+JVM_OPENS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+             "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED"]
 
 
 def java() -> str:

@@ -38,7 +38,6 @@ import org.apache.rocketmq.common.namesrv.NamesrvConfig;
 import org.apache.rocketmq.namesrv.NamesrvController;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
-import org.apache.rocketmq.remoting.protocol.admin.TopicStatsTable;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
@@ -138,7 +137,7 @@ public final class BrokerBench {
         namesrvConfig.setConfigStorePath(new File(outDir, "namesrv/namesrv.properties").getPath());
         NettyServerConfig nsNetty = new NettyServerConfig();
         nsNetty.setListenPort(nsPort);
-        nsNetty.setBindAddress("127.0.0.1");
+        Compat.bindAddress(nsNetty, "127.0.0.1");
         NamesrvController namesrv = new NamesrvController(namesrvConfig, nsNetty);
         RealBroker.check(namesrv.initialize(), "NamesrvController.initialize");
         namesrv.start();
@@ -322,7 +321,7 @@ public final class BrokerBench {
             long dispatched = 0;
             long deadline = System.currentTimeMillis() + 120_000;
             while (System.currentTimeMillis() < deadline) {
-                TopicStatsTable stats = admin.examineTopicStats(topic);
+                var stats = admin.examineTopicStats(topic);
                 dispatched = stats.getOffsetTable().values().stream().mapToLong(o -> o.getMaxOffset()).sum();
                 if (dispatched >= messages) {
                     break;

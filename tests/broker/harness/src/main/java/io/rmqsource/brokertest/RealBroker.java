@@ -65,6 +65,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * [--serve --topics T1,T2 --expect N --wait-ms MS]
  * [--send-for SECONDS [--rate SENDS_PER_SECOND] [--hold-until FILE]]
  * (--set: a BrokerConfig / MessageStoreConfig / NettyServerConfig property, as in a broker.conf file).
+ *
+ * Compiles against RocketMQ 4.x and 5.x: what differs is class Compat (src/main/java4, src/main/java5). On 4.x
+ * the workload has no timer kinds (no timer messages before 5.0).
  */
 public final class RealBroker {
     static final String CLUSTER = "RbCluster";
@@ -170,7 +173,7 @@ public final class RealBroker {
         namesrvConfig.setConfigStorePath(new File(outDir, "namesrv/namesrv.properties").getPath());
         NettyServerConfig nsNetty = new NettyServerConfig();
         nsNetty.setListenPort(nsPort);
-        nsNetty.setBindAddress("127.0.0.1");
+        Compat.bindAddress(nsNetty, "127.0.0.1");
         NamesrvController namesrv = new NamesrvController(namesrvConfig, nsNetty);
         check(namesrv.initialize(), "NamesrvController.initialize");
         namesrv.start();
@@ -431,7 +434,7 @@ public final class RealBroker {
                 q.put("queueId", mq.getQueueId());
                 q.put("brokerOffset", w.getBrokerOffset());
                 q.put("consumerOffset", w.getConsumerOffset());
-                q.put("pullOffset", w.getPullOffset());
+                q.put("pullOffset", Compat.pullOffset(w));
                 q.put("lastTimestamp", w.getLastTimestamp());
                 q.put("diff", w.getBrokerOffset() - w.getConsumerOffset());
                 queues.add(q);
@@ -698,14 +701,20 @@ public final class RealBroker {
         }
     }
 
+    /** The kinds of the default workload, each as often as it is picked. */
+    static final String[] FULL_KINDS = {"plain", "plain", "plain", "normal", "normal", "normal", "multikey", "multikey",
+        "props", "props", "big", "big", "big", "big", "tiny", "order", "order", "order", "batch", "batch", "batch", "delay",
+        "delay_parked", "timer", "timer_parked", "timer_recalled", "timer_parked_recalled", "tx_commit", "tx_rollback"};
+    /** On a line without timer messages (4.x): the same without the timer kinds. */
+    static final String[] FULL_KINDS_NO_TIMERS =
+        Arrays.stream(FULL_KINDS).filter(k -> !k.startsWith("timer")).toArray(String[]::new);
+
     String pickKind(boolean kill) {
         String[] kinds = args.containsKey("send-for")
             ? new String[] {"normal", "normal", "normal", "props", "multikey", "tiny", "order", "batch", "big"}
             : kill
             ? new String[] {"plain", "normal", "props", "multikey", "big", "batch"}
-            : new String[] {"plain", "plain", "plain", "normal", "normal", "normal", "multikey", "multikey", "props",
-                "props", "big", "big", "big", "big", "tiny", "order", "order", "order", "batch", "batch", "batch", "delay", "delay_parked", "timer", "timer_parked",
-                "timer_recalled", "timer_parked_recalled", "tx_commit", "tx_rollback"};
+            : Compat.TIMERS ? FULL_KINDS : FULL_KINDS_NO_TIMERS;
         return kinds[rnd.nextInt(kinds.length)];
     }
 
@@ -822,15 +831,15 @@ public final class RealBroker {
                 due = false;
                 break;
             case "timer":
-                m.setDeliverTimeMs(now + 2000 + rnd.nextInt(1000));
+                Compat.deliverAt(m, now + 2000 + rnd.nextInt(1000));
                 break;
             case "timer_recalled":
-                m.setDeliverTimeMs(now + 3000 + rnd.nextInt(1000));
+                Compat.deliverAt(m, now + 3000 + rnd.nextInt(1000));
                 due = false;
                 break;
             case "timer_parked":
             case "timer_parked_recalled":
-                m.setDeliverTimeMs(now + 3 * 3600_000L + rnd.nextInt(3 * 3600_000));
+                Compat.deliverAt(m, now + 3 * 3600_000L + rnd.nextInt(3 * 3600_000));
                 due = false;
                 break;
             case "tx_rollback":
@@ -909,7 +918,7 @@ public final class RealBroker {
     static Map<String, Object> recall(DefaultMQProducer producer, String topic, SendResult r) {
         Map<String, Object> out = new LinkedHashMap<>();
         try {
-            out.put("msgId", producer.recallMessage(topic, r.getRecallHandle()));
+            out.put("msgId", Compat.recall(producer, topic, r));
         } catch (Throwable t) {
             out.put("error", error(t));
         }
@@ -1003,6 +1012,17 @@ public final class RealBroker {
         }
     }
 
+    /** The RocketMQ version on the class path, dotted ("4.9.7", "5.5.0"). */
+    static String rocketmqVersion() {
+        String desc = org.apache.rocketmq.common.MQVersion.getVersionDesc(
+            org.apache.rocketmq.common.MQVersion.CURRENT_VERSION);          // V4_9_7
+        return String.join(".", Arrays.asList(desc.substring(1).split("_")).subList(0, 3));
+    }
+
+    /**
+     * The effective settings of {@code configs}, one key=value a line, sorted, and engineVersion: not a RocketMQ
+     * setting, the engine generation rmqsource reads the store as (4.x and 5.x stores differ).
+     */
     static void writeEffectiveConfig(File f, Object... configs) throws IOException {
         Properties all = new Properties();
         for (Object c : configs) {
@@ -1012,6 +1032,8 @@ public final class RealBroker {
         for (String k : new TreeSet<>(all.stringPropertyNames())) {
             sb.append(k).append('=').append(all.getProperty(k)).append('\n');
         }
+        sb.append("# not a RocketMQ setting: the engine generation that wrote the store\n");
+        sb.append("engineVersion=").append(rocketmqVersion()).append('\n');
         Files.write(f.toPath(), sb.toString().getBytes(StandardCharsets.UTF_8));
     }
 
