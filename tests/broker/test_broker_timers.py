@@ -104,6 +104,8 @@ def test_every_timer_send_is_one_row_in_the_brokers_state(broker_run):
 def test_a_rolled_timer_is_one_row(broker_run):
     """With the harness's 8 s roll window the wheel re-parks timers hours ahead: several records of one message
     in rmq_sys_wheel_timer (the broker's own, read raw), one row in the view."""
+    if not has_timers(broker_run):
+        pytest.skip("no timer messages before RocketMQ 5")
     with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
         copies = Counter()
         for t, qid in reader.queue_keys():
