@@ -18,8 +18,10 @@ folder has the layout of ../shared/golden-broker's runs: ``store/``, ``broker.pr
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -159,19 +161,55 @@ def broker_classpath():
     return get
 
 
+def _shared_runs_dir(tmp_path_factory) -> Path | None:
+    """Where runs are shared: ``RMQ_BROKER_RUNS_DIR`` (scripts/test.sh sets it for its two passes: the broker's
+    answers do not depend on the Spark mode), else, under pytest-xdist, a folder of the run's base temporary
+    folder (the modules using ``broker_run`` may be on different workers); None: not shared."""
+    shared = os.environ.get("RMQ_BROKER_RUNS_DIR")
+    if shared:
+        return Path(shared)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.getbasetemp().parent / "broker-runs"
+    return None
+
+
+def _run_once(tmp_path_factory, name: str, make, complete: str) -> Path:
+    """The run folder ``name``, made by ``make(folder)``; where runs are shared (``_shared_runs_dir``) the first
+    process makes it and the others reuse it once it holds ``complete``; else a fresh temporary folder."""
+    root = _shared_runs_dir(tmp_path_factory)
+    if root is None:
+        run_dir = tmp_path_factory.mktemp(name)
+        make(run_dir)
+        return run_dir
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir = root / name
+    with open(root / f"{name}.lock", "w") as lock:     # xdist workers and passes make a run one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (run_dir / complete).is_file():
+            shutil.rmtree(run_dir, ignore_errors=True)    # a run that failed half-way
+            make(run_dir)
+    return run_dir
+
+
+def _write_checksums(run_dir: Path) -> None:
+    run_dir.joinpath("checksums.txt").write_text(
+        "".join(f"{d}  {p}\n" for p, d in store_checksums(run_dir / "store").items()))
+
+
 @pytest.fixture(scope="session", params=broker_params())
 def broker_run(request, broker_classpath, tmp_path_factory):
     """A broker run of one variant, shut down cleanly; ``checksums.txt``: its store files right after."""
     version, variant = request.param
     run_dir = _reused_run("RMQ_BROKER_RUN", variant)   # re-check a finished run without starting a broker
-    if run_dir is not None and (run_dir / "checksums.txt").is_file():
+    if run_dir is not None:
+        if not (run_dir / "checksums.txt").is_file():
+            _write_checksums(run_dir)
         return run_dir
-    if run_dir is None:
-        run_dir = run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-{version}-{variant}"),
-                             settings=VARIANTS[variant])
-    run_dir.joinpath("checksums.txt").write_text(
-        "".join(f"{d}  {p}\n" for p, d in store_checksums(run_dir / "store").items()))
-    return run_dir
+
+    def make(run_dir: Path) -> None:
+        run_broker(broker_classpath(version), run_dir, settings=VARIANTS[variant])
+        _write_checksums(run_dir)
+    return _run_once(tmp_path_factory, f"broker-{version}-{variant}", make, "checksums.txt")
 
 
 @pytest.fixture(scope="session", params=broker_params())
@@ -181,8 +219,9 @@ def killed_broker_run(request, broker_classpath, tmp_path_factory):
     run_dir = _reused_run("RMQ_BROKER_KILLED_RUN", variant)
     if run_dir is not None:
         return run_dir
-    return run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-killed-{version}-{variant}"),
-                      kill=True, settings=VARIANTS[variant])
+    return _run_once(tmp_path_factory, f"broker-killed-{version}-{variant}",
+                     lambda d: run_broker(broker_classpath(version), d, kill=True, settings=VARIANTS[variant]),
+                     "expected/KILLED")
 
 
 # The store settings of every harness broker (RealBroker.run): a store handed to a broker must use the same.
