@@ -36,6 +36,13 @@ if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
   exec python -m pytest "${parallel[@]}" "$@"
 fi
 jvm=0 py=0
+# Both passes check the same broker runs of the broker tier (tests/broker/conftest.py): what the broker answered
+# does not depend on the Spark mode, so the second pass starts no broker the first one ran.
+if [ -z "${RMQ_BROKER_RUNS_DIR:-}" ]; then
+  RMQ_BROKER_RUNS_DIR="$(mktemp -d "${TMPDIR:-/tmp}/rmq-broker-runs.XXXXXX")"
+  export RMQ_BROKER_RUNS_DIR
+  trap 'rm -rf "$RMQ_BROKER_RUNS_DIR"' EXIT
+fi
 RMQ_SPARK_MODE=jvm python -m pytest "${parallel[@]}" "$@" || jvm=$?
 echo "== Spark tests again on the Python data source (RMQ_SPARK_MODE=python) =="
 RMQ_SPARK_MODE=python RMQ_SPARK_TESTS_ONLY=1 python -m pytest "${parallel[@]}" "$@" || py=$?

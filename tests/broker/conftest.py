@@ -9,15 +9,19 @@ failed fetch or build is an error. A user of rmqsource never needs any of this.
 
 Each scenario starts one broker (``run_broker``): a temporary store with small files (1 MiB CommitLog files,
 60-unit ConsumeQueue files, small IndexFiles), a workload through the official client, then a clean
-shutdown (or SIGKILL after the acknowledged sends, ``kill=True``). Its folder has the layout of
-../shared/golden-broker's runs: ``store/``, ``broker.properties``, ``expected/{sent,consumed}.jsonl``,
-``expected/admin.json``, ``harness.log``.
+shutdown (or SIGKILL after the acknowledged sends, ``kill=True``); ``broker_run`` and ``killed_broker_run`` run
+once per version and broker variant (``VARIANTS``: default settings, RocksDB ConsumeQueues with config v2).
+``RMQ_BROKER_RUN`` / ``RMQ_BROKER_KILLED_RUN`` re-check a finished run folder (the other variants skip). A run's
+folder has the layout of ../shared/golden-broker's runs: ``store/``, ``broker.properties``,
+``expected/{sent,consumed}.jsonl``, ``expected/admin.json``, ``harness.log``.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -105,6 +109,52 @@ def versions() -> list[str]:
     return [v for v in os.environ.get("RMQ_BROKER_VERSIONS", DEFAULT_VERSION).split(",") if v]
 
 
+# The broker settings of each variant of ``broker_run`` and ``killed_broker_run`` (``--set`` on top of the
+# harness's own, RealBroker.run): every check of test_real_broker.py runs once per version and variant.
+# ``rocksdb-v2`` is the broker of ../shared/golden-broker/rmq550-b2-rocksdb-v2-lmq without LMQ: ConsumeQueues in
+# RocksDB (store/consumequeue/ is one database) and topics, groups and consumer offsets in RocksDB (config/rdb/).
+# RMQ_BROKER_VARIANTS (comma-separated names) runs some of them.
+VARIANTS: dict[str, dict[str, str]] = {
+    "default": {},
+    "rocksdb-v2": {"storeType": "defaultRocksDB", "configManagerVersion": "v2"},
+}
+
+
+def variants() -> list[str]:
+    names = [v for v in os.environ.get("RMQ_BROKER_VARIANTS", ",".join(VARIANTS)).split(",") if v]
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        raise pytest.UsageError(f"RMQ_BROKER_VARIANTS: unknown {unknown}, known {sorted(VARIANTS)}")
+    return names
+
+
+def broker_params() -> list:
+    """(version, variant) of every broker run, with ids such as ``5.5.0-default`` and ``5.5.0-rocksdb-v2``."""
+    return [pytest.param((v, name), id=f"{v}-{name}") for v in versions() for name in variants()]
+
+
+def variant_of(run_dir: Path) -> str:
+    """The variant whose settings a finished run's broker.properties has (for RMQ_BROKER_RUN and friends)."""
+    props = {}
+    for line in (run_dir / "broker.properties").read_text(encoding="utf-8").splitlines():
+        if "=" in line and not line.startswith("#"):
+            k, v = line.split("=", 1)
+            props[k.strip()] = v.strip()
+    matching = [n for n, s in VARIANTS.items() if s and all(props.get(k) == v for k, v in s.items())]
+    return matching[0] if matching else "default"
+
+
+def _reused_run(env: str, variant: str):
+    """The run folder named by ``env`` when its variant is ``variant``; skips the other variants."""
+    reuse = os.environ.get(env)
+    if not reuse:
+        return None
+    run_dir = Path(reuse)
+    if variant_of(run_dir) != variant:
+        pytest.skip(f"{env} is a {variant_of(run_dir)} run")
+    return run_dir
+
+
 @pytest.fixture(scope="session")
 def broker_classpath():
     built: dict[str, str] = {}
@@ -116,29 +166,67 @@ def broker_classpath():
     return get
 
 
-@pytest.fixture(scope="session", params=versions())
-def broker_run(request, broker_classpath, tmp_path_factory):
-    """A broker run with default settings, shut down cleanly; ``.checksums``: its store files right after."""
-    version = request.param
-    reuse = os.environ.get("RMQ_BROKER_RUN")
-    if reuse:                                    # re-check a finished run without starting a broker
-        run_dir = Path(reuse)
-        if (run_dir / "checksums.txt").is_file():
-            return run_dir
-    else:
-        run_dir = run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-{version}"))
-    run_dir.joinpath("checksums.txt").write_text(
-        "".join(f"{d}  {p}\n" for p, d in store_checksums(run_dir / "store").items()))
+def _shared_runs_dir(tmp_path_factory) -> Path | None:
+    """Where runs are shared: ``RMQ_BROKER_RUNS_DIR`` (scripts/test.sh sets it for its two passes: the broker's
+    answers do not depend on the Spark mode), else, under pytest-xdist, a folder of the run's base temporary
+    folder (the modules using ``broker_run`` may be on different workers); None: not shared."""
+    shared = os.environ.get("RMQ_BROKER_RUNS_DIR")
+    if shared:
+        return Path(shared)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.getbasetemp().parent / "broker-runs"
+    return None
+
+
+def _run_once(tmp_path_factory, name: str, make, complete: str) -> Path:
+    """The run folder ``name``, made by ``make(folder)``; where runs are shared (``_shared_runs_dir``) the first
+    process makes it and the others reuse it once it holds ``complete``; else a fresh temporary folder."""
+    root = _shared_runs_dir(tmp_path_factory)
+    if root is None:
+        run_dir = tmp_path_factory.mktemp(name)
+        make(run_dir)
+        return run_dir
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir = root / name
+    with open(root / f"{name}.lock", "w") as lock:     # xdist workers and passes make a run one at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (run_dir / complete).is_file():
+            shutil.rmtree(run_dir, ignore_errors=True)    # a run that failed half-way
+            make(run_dir)
     return run_dir
 
 
-@pytest.fixture(scope="session", params=versions())
+def _write_checksums(run_dir: Path) -> None:
+    run_dir.joinpath("checksums.txt").write_text(
+        "".join(f"{d}  {p}\n" for p, d in store_checksums(run_dir / "store").items()))
+
+
+@pytest.fixture(scope="session", params=broker_params())
+def broker_run(request, broker_classpath, tmp_path_factory):
+    """A broker run of one variant, shut down cleanly; ``checksums.txt``: its store files right after."""
+    version, variant = request.param
+    run_dir = _reused_run("RMQ_BROKER_RUN", variant)   # re-check a finished run without starting a broker
+    if run_dir is not None:
+        if not (run_dir / "checksums.txt").is_file():
+            _write_checksums(run_dir)
+        return run_dir
+
+    def make(run_dir: Path) -> None:
+        run_broker(broker_classpath(version), run_dir, settings=VARIANTS[variant])
+        _write_checksums(run_dir)
+    return _run_once(tmp_path_factory, f"broker-{version}-{variant}", make, "checksums.txt")
+
+
+@pytest.fixture(scope="session", params=broker_params())
 def killed_broker_run(request, broker_classpath, tmp_path_factory):
-    version = request.param
-    reuse = os.environ.get("RMQ_BROKER_KILLED_RUN")
-    if reuse:
-        return Path(reuse)
-    return run_broker(broker_classpath(version), tmp_path_factory.mktemp(f"broker-killed-{version}"), kill=True)
+    """A broker run of one variant, SIGKILLed while the producer still sends."""
+    version, variant = request.param
+    run_dir = _reused_run("RMQ_BROKER_KILLED_RUN", variant)
+    if run_dir is not None:
+        return run_dir
+    return _run_once(tmp_path_factory, f"broker-killed-{version}-{variant}",
+                     lambda d: run_broker(broker_classpath(version), d, kill=True, settings=VARIANTS[variant]),
+                     "expected/KILLED")
 
 
 # The store settings of every harness broker (RealBroker.run): a store handed to a broker must use the same.

@@ -2,8 +2,14 @@
 
 The broker's own answers (send results, deliveries, admin topicStats and consumeStats) are the reference;
 rmqsource reads the stopped broker's store through per-topic reads and the public store API
-(MessageStoreReader, ``rmq lag``, ``rmq verify``, ``format("rmq")`` with ``topics``), so the checks hold
-whether or not whole-store reads include RocketMQ's own topics.
+(MessageStoreReader, ``rmq lag``, ``rmq verify``, ``format("rmq")`` with ``topics``, a stream at
+``startingOffsets=group``), so the checks hold whether or not whole-store reads include RocketMQ's own topics.
+
+Every check runs on every broker variant of conftest.VARIANTS (ids ``5.5.0-default``, ``5.5.0-rocksdb-v2``): file
+ConsumeQueues and consumerOffset.json, or ConsumeQueues and consumer offsets in RocksDB; clean and killed. The
+checks are the same for both but two: the store's layout is the variant's (``test_workload_ran``), and
+``rmq verify``, which checks ConsumeQueue files and refuses a RocksDB-queue store with one line (docs/layouts.md),
+is replaced there by ``test_queue_units_point_at_their_records``, which runs on both.
 
 Kinds (harness RealBroker): ``plain normal multikey props big tiny order batch`` are stored where the send
 result says (queueId, queueOffset, offsetMsgId); ``delay`` (level 1-2), ``timer`` (2-3 s) and
@@ -26,7 +32,12 @@ from pathlib import Path
 import pytest
 
 from rmqsource import cli
-from rmqsource.store.config import StoreConfig
+from rmqsource.format.consumequeue import PRE_BLANK_SIZE
+from rmqsource.format.record import Kind
+from rmqsource.format.tagscode import consume_queue_tags_code
+from rmqsource.store.config import StoreConfig, parse_java_properties
+from rmqsource.store.layout import StoreLayout
+from rmqsource.store.offset_source import locate_offset_source
 from rmqsource.store.reader import MessageStoreReader
 
 from conftest import store_checksums
@@ -66,6 +77,21 @@ def admin(run: Path) -> dict:
 
 def config(run: Path) -> StoreConfig:
     return StoreConfig.from_properties_file(run / "broker.properties")
+
+
+def broker_settings(run: Path) -> dict[str, str]:
+    """The broker's effective settings (the harness writes BrokerConfig + MessageStoreConfig + NettyServerConfig)."""
+    return parse_java_properties((run / "broker.properties").read_text(encoding="utf-8"))
+
+
+def rocksdb_queues(run: Path) -> bool:
+    """Whether the broker kept its ConsumeQueues in RocksDB (storeType=defaultRocksDB)."""
+    return broker_settings(run)["storeType"] == "defaultRocksDB"
+
+
+def offset_source_kind(run: Path) -> str:
+    """Where the broker kept the consumer offsets: ``json`` (config v1) or ``rocksdb-v2`` (config/rdb/)."""
+    return "rocksdb-v2" if broker_settings(run)["configManagerVersion"] == "v2" else "json"
 
 
 def user_topics(run: Path) -> list[str]:
@@ -132,6 +158,22 @@ def test_workload_ran(broker_run):
     assert set(kinds) >= workload_kinds(broker_run), kinds
     assert admin(broker_run)["harness"]["drainComplete"]
     assert len(list((broker_run / "store" / "commitlog").iterdir())) >= 2, "the CommitLog should roll"
+
+
+def assert_queue_layout(run: Path) -> None:
+    store = run / "store"
+    assert StoreLayout.for_config(store, config(run)).rocksdb_queues == rocksdb_queues(run)
+    assert (store / "consumequeue" / "CURRENT").is_file() == rocksdb_queues(run)
+
+
+def test_store_layout_is_the_variants(broker_run):
+    """The broker kept its queues and offsets where the variant's settings say, and rmqsource finds them there
+    from the files alone: a variant that silently ran with the defaults would prove nothing."""
+    store = broker_run / "store"
+    assert_queue_layout(broker_run)
+    assert locate_offset_source(store).kind == offset_source_kind(broker_run)
+    assert (store / "config" / "consumerOffset.json").is_file() == (offset_source_kind(broker_run) == "json")
+    assert (store / "config" / "rdb").is_dir() == (offset_source_kind(broker_run) == "rocksdb-v2")
 
 
 def test_every_send_ok_found_once_where_the_broker_said(broker_run, stored):
@@ -243,6 +285,7 @@ def test_rmq_lag_equals_consume_stats(broker_run):
     code, out = run_cli("lag", "--json", "--config", broker_run / "broker.properties", broker_run / "store")
     assert code == 0, out
     rows = [json.loads(l) for l in out.splitlines() if l.strip()]
+    assert {r["offsetSource"] for r in rows} == {offset_source_kind(broker_run)}
     for group, gs in stats.items():
         want = {(q["topic"], q["queueId"]): (q["brokerOffset"], q["consumerOffset"], q["diff"]) for q in gs["queues"]}
         got = {(r["topic"], r["queueId"]): (r["brokerOffset"], r["consumerOffset"], r["diff"])
@@ -318,9 +361,108 @@ def test_spark_read_of_each_topic_is_its_send_ok_messages(broker_run, stored, sp
     assert {r.topic for r in rows} == set(topics)
 
 
-def test_rmq_verify_is_clean(broker_run):
+def commitlog_units(reader: MessageStoreReader) -> dict[tuple[str, int], dict[int, tuple[int, int, int]]]:
+    """The unit dispatch gives each record of the CommitLog (to the end a walk from its start finds):
+    (topic, queueId) -> {queueOffset: (CommitLog offset, size, tagsCode)}, for file and RocksDB queues alike."""
+    delays = reader.config.message_delay_levels_ms
+    out: dict[tuple[str, int], dict[int, tuple[int, int, int]]] = defaultdict(dict)
+    cl = reader.commitlog
+    for step in cl.walk(cl.min_offset):
+        if step.decoded.kind is not Kind.MESSAGE:
+            continue                                 # BLANK: the next segment follows; END and CORRUPT end the walk
+        r = step.decoded.record
+        if r.enters_consume_queue:
+            key = (r.topic, r.queue_id)
+            assert r.queue_offset not in out[key], f"{key} offset {r.queue_offset} stored twice"
+            out[key][r.queue_offset] = (step.phy_offset, step.decoded.size,
+                                        consume_queue_tags_code(r.topic, r.properties, r.store_timestamp_ms, delays))
+    return out
+
+
+def queue_units(reader: MessageStoreReader) -> dict[tuple[str, int], dict[int, tuple[int, int, int]]]:
+    """Every ConsumeQueue unit as the reader sees it (pre-blank units left out), same shape as commitlog_units."""
+    out = {}
+    for key in reader.queue_keys():
+        cq = reader.consume_queue(*key)
+        lo = cq.first_file_start_offset
+        units = cq.read_units(lo, cq.max_offset - lo)
+        assert len(units) == cq.max_offset - lo, f"{key}: units {lo}..{cq.max_offset} have a gap"
+        out[key] = {lo + i: (int(u["phy_offset"]), int(u["size"]), int(u["tags_code"]))
+                    for i, u in enumerate(units) if int(u["size"]) != PRE_BLANK_SIZE}
+    return out
+
+
+def test_queue_units_point_at_their_records(broker_run):
+    """Every ConsumeQueue unit (a file's or a RocksDB value) points at the record of its queue position, with its
+    size and tagsCode, and every record the broker dispatches has its unit: rmq verify's unit matching, done
+    through the reader so that it holds for RocksDB queues, which rmq verify does not check."""
+    assert_units_point_at_their_records(broker_run)
+
+
+def test_killed_broker_queue_units_point_at_their_records(killed_broker_run):
+    """The same after SIGKILL, but for the dispatch backlog: records after the last one with a unit (RocketMQ
+    dispatches in CommitLog order; its recovery dispatches the rest, rmq verify's warning cq-undispatched)."""
+    assert_units_point_at_their_records(killed_broker_run, backlog=True)
+
+
+def assert_units_point_at_their_records(run: Path, *, backlog: bool = False) -> None:
+    with MessageStoreReader(run / "store", config(run)) as reader:
+        from_queues, from_records = queue_units(reader), commitlog_units(reader)
+    if backlog:
+        last = max((u[0] for units in from_queues.values() for u in units.values()), default=-1)
+        from_records = {k: {o: u for o, u in v.items() if u[0] <= last} for k, v in from_records.items()}
+        from_records = {k: v for k, v in from_records.items() if v}
+    problems = []
+    for key in sorted(set(from_queues) | set(from_records)):
+        got, want = from_queues.get(key, {}), from_records.get(key, {})
+        if got != want:
+            wrong = sorted(o for o in got if o in want and got[o] != want[o])
+            problems.append(f"{key[0]}/{key[1]}: units without their record {sorted(set(got) - set(want))[:5]}, "
+                            f"records without a unit {sorted(set(want) - set(got))[:5]}, "
+                            f"differing {[(o, got[o], want[o]) for o in wrong[:3]]}")
+    assert not problems, "\n".join(problems[:30])
+    assert sum(map(len, from_queues.values())) >= len(send_ok(run))
+
+
+def test_stream_at_the_group_offsets_reads_the_consume_stats_lag(broker_run, spark, tmp_path):
+    """A stream at ``startingOffsets=group`` (``commitOffsets=false``) of rb_lag, the group stopped half-way,
+    starts each queue at the offset the group committed, wherever the broker keeps it (consumerOffset.json, or
+    config/rdb/ with config v2), and reads to the queue's end: per queue exactly the offsets from consumeStats'
+    consumerOffset to its brokerOffset, diff rows in all."""
+    stats = admin(broker_run)["consumeStats"]["rb_lag"]
+    topics = sorted({q["topic"] for q in stats["queues"]})
+    df = (spark.readStream.format("rmq").option("topics", ",".join(topics)).option("startingOffsets", "group")
+          .option("consumerGroup", "rb_lag").option("commitOffsets", "false")
+          .option("config", str(broker_run / "broker.properties")).load(str(broker_run / "store")))
+    got = defaultdict(list)
+
+    def each(batch_df, batch_id):
+        for r in batch_df.select("topic", "queueId", "queueOffset").collect():
+            got[(r.topic, r.queueId)].append(r.queueOffset)
+
+    query = (df.writeStream.foreachBatch(each).option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(300), "the availableNow query did not finish"
+    assert query.exception() is None, query.exception()
+    want = {(q["topic"], q["queueId"]): list(range(q["consumerOffset"], q["brokerOffset"])) for q in stats["queues"]}
+    assert {k: sorted(v) for k, v in got.items()} == {k: v for k, v in want.items() if v}
+    assert sum(map(len, got.values())) == stats["totalDiff"] > 0
+
+
+def test_rmq_verify_is_clean(broker_run, capsys):
     code, out = run_cli("verify", "--config", broker_run / "broker.properties", broker_run / "store")
+    if rocksdb_queues(broker_run):
+        assert_verify_refuses_rocksdb_queues(code, out, capsys.readouterr().err)
+        return
     assert code == 0, out
+
+
+def assert_verify_refuses_rocksdb_queues(code: int, out: str, err: str) -> None:
+    """rmq verify checks ConsumeQueue files: on RocksDB queues it says so in one line (docs/layouts.md), and
+    test_queue_units_point_at_their_records checks those units instead."""
+    assert (code, out) == (1, ""), out
+    assert err.count("\n") == 1 and "RocksDB ConsumeQueue (storeType=defaultRocksDB)" in err \
+        and "not verified" in err, err
 
 
 def test_reads_left_the_store_unchanged(broker_run):
@@ -360,8 +502,16 @@ def test_killed_broker_keeps_every_acknowledged_send(killed_broker_run):
     assert not problems and not dup, "\n".join(problems[:30] + [str(d) for d in dup[:10]])
 
 
-def test_rmq_verify_of_killed_store_flags_only_the_unclean_shutdown(killed_broker_run):
+def test_rmq_verify_of_killed_store_flags_only_the_unclean_shutdown(killed_broker_run, capsys):
+    """The unclean shutdown, and at most the dispatch backlog the kill left (warning cq-undispatched: records
+    after the last dispatched one, which the broker's recovery dispatches); no error."""
+    assert_queue_layout(killed_broker_run)
     code, out = run_cli("verify", "--json", "--config", killed_broker_run / "broker.properties",
                         killed_broker_run / "store")
+    if rocksdb_queues(killed_broker_run):
+        assert_verify_refuses_rocksdb_queues(code, out, capsys.readouterr().err)
+        return
     problems = [json.loads(l) for l in out.splitlines() if l.strip().startswith('{"severity"')]
-    assert [p["check"] for p in problems] == ["unclean-shutdown"], out
+    assert code == 0, out
+    assert [p["check"] for p in problems if p["check"] != "cq-undispatched"] == ["unclean-shutdown"], out
+    assert all(p["severity"] == "warning" for p in problems), out
