@@ -86,12 +86,12 @@ def broker_settings(run: Path) -> dict[str, str]:
 
 def rocksdb_queues(run: Path) -> bool:
     """Whether the broker kept its ConsumeQueues in RocksDB (storeType=defaultRocksDB)."""
-    return broker_settings(run)["storeType"] == "defaultRocksDB"
+    return broker_settings(run).get("storeType") == "defaultRocksDB"
 
 
 def offset_source_kind(run: Path) -> str:
     """Where the broker kept the consumer offsets: ``json`` (config v1) or ``rocksdb-v2`` (config/rdb/)."""
-    return "rocksdb-v2" if broker_settings(run)["configManagerVersion"] == "v2" else "json"
+    return "rocksdb-v2" if broker_settings(run).get("configManagerVersion") == "v2" else "json"
 
 
 def user_topics(run: Path) -> list[str]:
