@@ -29,8 +29,11 @@ if [ "${1:-}" = "--e2e" ]; then
 elif [ "${1:-}" = "--broker" ]; then
   shift
   set -- -m "broker and not slow" "$@"
-elif [ "$#" -eq 0 ]; then
-  set -- -m "not e2e and not slow and not objectstore and not broker"
+else
+  # Options alone (e.g. --durations=20, -x) still mean the default run; a -m or a path picks tests itself.
+  picks=0
+  for a in "$@"; do case $a in -m|-m*|tests*|*.py|*::*) picks=1 ;; esac; done
+  [ "$picks" -eq 1 ] || set -- -m "not e2e and not slow and not objectstore and not broker" "$@"
 fi
 if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
   exec python -m pytest "${parallel[@]}" "$@"
