@@ -39,6 +39,15 @@ def workload(n: int = 240) -> list[dict]:
     return out
 
 
+def served_by_seq(run) -> tuple[list[dict], dict[int, list[dict]]]:
+    """What the served store's consumer got (expected/consumed.jsonl), and the same by ``sv_seq``."""
+    served = [json.loads(l) for l in (run / "expected" / "consumed.jsonl").read_text().splitlines() if l]
+    by_seq: dict[int, list[dict]] = {}
+    for s in served:
+        by_seq.setdefault(int(s["properties"]["sv_seq"]), []).append(s)
+    return served, by_seq
+
+
 def rmq(*argv, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rmqsource", *map(str, argv)], input=stdin, capture_output=True,
                           timeout=300)
@@ -60,10 +69,7 @@ def test_broker_serves_a_store_written_by_rmq_put(version, broker_classpath, tmp
     for t in TOPICS:
         n = max(m["queueId"] for m in msgs if m["topic"] == t) + 1
         assert routes[t] == {"readQueueNums": n, "writeQueueNums": n}, routes
-    served = [json.loads(l) for l in (run / "expected" / "consumed.jsonl").read_text().splitlines() if l]
-    by_seq: dict[int, list[dict]] = {}
-    for s in served:
-        by_seq.setdefault(int(s["properties"]["sv_seq"]), []).append(s)
+    served, by_seq = served_by_seq(run)
     missing = [i for i in range(len(msgs)) if i not in by_seq]
     assert not missing, f"{len(missing)} messages not served, first {missing[:10]}"
     assert all(len(v) == 1 for v in by_seq.values())
@@ -146,10 +152,7 @@ def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, s
                       wait_ms=90_000, settings={"autoCreateTopicEnable": "false"})
     routes = json.loads((run / "expected" / "routes.json").read_text())
     assert all("error" not in routes[t] for t in SINK_TOPICS), routes
-    served = [json.loads(l) for l in (run / "expected" / "consumed.jsonl").read_text().splitlines() if l]
-    by_seq: dict[int, list[dict]] = {}
-    for s in served:
-        by_seq.setdefault(int(s["properties"]["sv_seq"]), []).append(s)
+    served, by_seq = served_by_seq(run)
     missing = [i for i in range(len(rows)) if i not in by_seq]
     assert not missing, f"{len(missing)} rows not served, first {missing[:10]}"
     assert [i for i, v in by_seq.items() if len(v) != 1] == []
