@@ -26,7 +26,7 @@ from rmqsource.store.timers import DELIVERED, PENDING, RECALLED, timer_entries
 import pytest
 
 from jvm_twins import jvm_timers
-from test_real_broker import TIMERS, config, read_jsonl, send_ok, workload_kinds
+from test_real_broker import TIMERS, config, read_jsonl, send_ok, topic_records, workload_kinds
 
 TIMER_KINDS = {"timer": DELIVERED, "delay": DELIVERED, "timer_parked": PENDING, "delay_parked": PENDING,
                "timer_recalled": RECALLED, "timer_parked_recalled": RECALLED}
@@ -107,14 +107,9 @@ def test_a_rolled_timer_is_one_row(broker_run):
     if not has_timers(broker_run):
         pytest.skip("no timer messages before RocketMQ 5")
     with MessageStoreReader(broker_run / "store", config(broker_run)) as reader:
-        copies = Counter()
-        for t, qid in reader.queue_keys():
-            if t == "rmq_sys_wheel_timer":
-                for result in reader.get_loop("rmq-broker-test", t, qid, 0, 1 << 30):
-                    for m in result.messages:
-                        p = m.record.properties
-                        if "TIMER_DEL_UNIQKEY" not in p:
-                            copies[(p.get("REAL_TOPIC"), p.get("UNIQ_KEY"))] += 1
+        copies = Counter((r.properties.get("REAL_TOPIC"), r.uniq_key)
+                         for r in topic_records(reader, "rmq_sys_wheel_timer")
+                         if "TIMER_DEL_UNIQKEY" not in r.properties)
         entries = timer_entries(reader, exclude_internal=True)
     parked = [s for s in timer_sends(broker_run) if s["kind"] in ("timer_parked", "timer_parked_recalled")]
     rolled = [s for s in parked if copies[(s["topic"], s["uniqKey"])] >= 2]
