@@ -16,7 +16,7 @@ One run:
    tuned    DefaultMQPullConsumer, 4 threads (2 queues each), 2000 messages per pull
    Each consumer run is a fresh group in the client JVM (its time: from the consumer's start to the last message);
    runs interleaved, the first round a warm-up (the JVM scan and the tuned consumer: --warmup seconds each), then the
-   median of --repeat rounds (python: the first --python-runs of them).
+   median of --repeat rounds (python: the first --python-runs of them), each timed run after --settle seconds of rest.
    The answers are asserted equal.
 3. Stops the broker (clean shutdown) and times the JVM scan again on its store (--no-stopped: not); with
    --profile, then times queries reading less or more of each record (count(*), sum(length(body)), per tag, every
@@ -26,7 +26,7 @@ One run:
 
 Usage: bench_broker_read.py [--messages 300000] [--version 5.5.0] [--dir /tmp/rmq-bench-broker] [--repeat 5]
                             [--warmup 30] [--python-runs 2] [--skip-python] [--only jvm,python,default,lite32,tuned]
-                            [--no-stopped] [--profile] [--keep]
+                            [--settle 3] [--no-stopped] [--profile] [--keep]
 """
 
 from __future__ import annotations
@@ -131,6 +131,9 @@ def main() -> None:
     ap.add_argument("--python-runs", type=int, default=2, help="timed Python data source runs (the first rounds)")
     ap.add_argument("--skip-python", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated readers, of " + ",".join(READERS) + " (default: all)")
+    ap.add_argument("--settle", type=float, default=3,
+                    help="seconds of rest before each timed run, so that one reader's aftermath (the broker "
+                         "persisting offsets after a drain, a JVM collecting garbage) is not timed as the next one's")
     ap.add_argument("--keep", action="store_true", help="keep the store after the run")
     ap.add_argument("--no-stopped", action="store_true", help="do not time the JVM scan again once the broker stopped")
     ap.add_argument("--profile", action="store_true",
@@ -194,6 +197,8 @@ def main() -> None:
                     continue
                 # The fast readers warm up longer: the JVM scan needs tens of runs to reach its steady speed.
                 until = time.monotonic() + (args.warmup if i == 0 and kind in ("jvm", "tuned") else 0)
+                if i > 0:
+                    time.sleep(args.settle)
                 got = scan(kind) if kind in ("jvm", "python") else drain(kind)
                 while time.monotonic() < until:
                     got = scan(kind) if kind in ("jvm", "python") else drain(kind)
@@ -228,6 +233,7 @@ def main() -> None:
                         f"{'pulls' if 'pulls' in e else 'polls'} {calls:,}; {e['settings']})")
             print(f"  {label[k]:<44} {statistics.median(times[k]):9,.0f} ms  {rate[k]:11,.0f} msgs/s   "
                   f"(best {n / min(times[k]) * 1000:11,.0f} msgs/s){note}")
+            print(f"  {'':<44} runs {', '.join(f'{t:,.0f}' for t in times[k])} ms")
         best = {k: n / (min(v) / 1000) for k, v in times.items() if v}
         print("\nratios of the medians (of the best runs):")
         for a, b, target in (("jvm", "tuned", 3), ("jvm", "default", 10), ("jvm", "lite32", None),

@@ -24,15 +24,9 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ]; then
   touch "$stamp"
 fi
 export PATH="$here/.venv/bin:$PATH"
-# Spark puts pyspark.zip ahead of everything on its Python workers' path, and a zip holds no compiled
-# modules: every new worker (three planner processes per Python data source query, and an executor
-# worker after each task that stops reading early, as a limit does) compiled pyspark's sources again,
-# about 1.1 s of CPU each. In this environment the workers import the installed copy of the same
-# pyspark instead, whose modules pip compiled once; the rmqsource modules are compiled here too (this
-# machine may set PYTHONDONTWRITEBYTECODE).
-site_packages="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo 'import sys; sys.path.sort(key=lambda p: p.endswith(("pyspark.zip", "-src.zip")))' \
-  > "$site_packages/zz_rmqsource_installed_pyspark_first.pth"
+# Spark's Python workers import the installed pyspark, not pyspark.zip's uncompiled sources (see the
+# script); the rmqsource modules are compiled here too (this machine may set PYTHONDONTWRITEBYTECODE).
+bash scripts/installed_pyspark_first.sh python
 python -m compileall -q rmqsource pyspark_rmq.py >/dev/null
 # The JVM scan's jar (rebuilt only when its Java sources change). Without a JDK,
 # format("rmq") runs on the Python data source and everything else still works.

@@ -46,6 +46,7 @@ for v in $versions; do
   echo "== pyspark $v: installing the wheel into $venv"
   "$venv/bin/python" -m pip uninstall --quiet --yes rmqsource >/dev/null 2>&1 || true
   "$venv/bin/python" -m pip install --quiet "$wheel"
+  bash "$root/scripts/installed_pyspark_first.sh" "$venv/bin/python"
   have=$("$venv/bin/python" -c "import pyspark; print(pyspark.__version__)")
   if [ "$have" != "$v" ]; then
     echo "installing rmqsource changed pyspark $v to $have" >&2
