@@ -69,12 +69,23 @@ def python_error(exc):
 
 
 class _Call:
-    """Context manager turning Java RmqErrors into their Python twins."""
+    """Context manager turning Java RmqErrors into their Python twins.
+
+    Inside it, py4j answers without pyspark's SQL error conversion: for every Java exception that
+    converter asks the JVM some 80 questions (about 50-100 ms a call), only to hand a non-Spark
+    exception back unconverted, as Py4JJavaError, which is what python_error takes.
+    """
 
     def __enter__(self):
+        import py4j.java_gateway
+        import py4j.protocol
+        self._patched = py4j.java_gateway.get_return_value
+        py4j.java_gateway.get_return_value = py4j.protocol.get_return_value
         return self
 
     def __exit__(self, kind, exc, tb):
+        import py4j.java_gateway
+        py4j.java_gateway.get_return_value = self._patched
         if exc is not None:
             twin = python_error(exc)
             if twin is not exc:
