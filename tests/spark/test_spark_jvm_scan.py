@@ -89,15 +89,6 @@ def test_user_schema_selects_columns_and_checks_types(jvm):
 
 # --------------------------------------------------------------------------- count(*) pushdown
 
-def _sum_by(counts: dict, names: tuple, cols: tuple) -> dict:
-    """Counts keyed by the columns ``names`` summed up to the columns ``cols`` (a subset)."""
-    out: dict = {}
-    for key, n in counts.items():
-        sub = tuple(key[names.index(c)] for c in cols)
-        out[sub] = out.get(sub, 0) + n
-    return out
-
-
 @pytest.mark.compat
 @pytest.mark.parametrize("case", CORPORA + CRASH, ids=lambda p: str(p.name if p in CORPORA else f"{p.parent.parent.name}/{p.name}"))
 def test_count_pushdown_equals_engine_and_full_read(jvm, case):
@@ -138,6 +129,15 @@ def _counted_on_driver(df) -> bool:
 def _read_counts(df, *cols) -> dict:
     """Counts Spark computes from rows read (sum(1) is never pushed down)."""
     return {tuple(r)[:-1]: r[-1] for r in df.groupBy(*cols).agg(F.sum(F.lit(1)).cast("long")).collect()}
+
+
+def _sum_by(counts: dict, names: tuple, cols: tuple) -> dict:
+    """Counts keyed by the columns ``names`` summed up to the columns ``cols`` (a subset)."""
+    out: dict = {}
+    for key, n in counts.items():
+        sub = tuple(key[names.index(c)] for c in cols)
+        out[sub] = out.get(sub, 0) + n
+    return out
 
 
 @pytest.mark.compat
