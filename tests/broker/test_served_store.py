@@ -14,6 +14,7 @@ import time
 import pytest
 
 from conftest import BROKER_STORE_SETTINGS, serve_store, versions
+from golden import read_jsonl
 
 pytestmark = pytest.mark.broker
 
@@ -41,7 +42,7 @@ def workload(n: int = 240) -> list[dict]:
 
 def served_by_seq(run) -> tuple[list[dict], dict[int, list[dict]]]:
     """What the served store's consumer got (expected/consumed.jsonl), and the same by ``sv_seq``."""
-    served = [json.loads(l) for l in (run / "expected" / "consumed.jsonl").read_text().splitlines() if l]
+    served = read_jsonl(run / "expected" / "consumed.jsonl")
     by_seq: dict[int, list[dict]] = {}
     for s in served:
         by_seq.setdefault(int(s["properties"]["sv_seq"]), []).append(s)
