@@ -72,6 +72,12 @@ def _mark_what_tests_start(items) -> None:
             item.add_marker("jvm")
         if any(item.get_closest_marker(m) for m in DEPLOYMENT_MARKERS):
             item.add_marker("e2e")
+        # A module that imports another module's tests runs them again under its own fixtures; its
+        # RERUN_MARKER names the tier those copies belong to.
+        rerun = getattr(getattr(item, "module", None), "RERUN_MARKER", None)
+        function = getattr(item, "function", None)
+        if rerun and function is not None and function.__module__ != item.module.__name__:
+            item.add_marker(rerun)
 
 
 def _starts_spark(item) -> bool:

@@ -113,11 +113,11 @@ def msg_id_strings(b: np.ndarray, h: Headers, store_v6: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-_TX_NAMES = pa.array(["NOT_TYPE", "PREPARED_TYPE", "COMMIT_TYPE", "ROLLBACK_TYPE"], type=pa.string())
+_TX_NAMES = ("NOT_TYPE", "PREPARED_TYPE", "COMMIT_TYPE", "ROLLBACK_TYPE")
 
 
 def transaction_type_strings(sys_flag: np.ndarray) -> pa.Array:
-    return _TX_NAMES.take(pa.array(((sys_flag & TRANSACTION_MASK) >> 2).astype(np.int32)))
+    return pa.array(_TX_NAMES, type=pa.string()).take(pa.array(((sys_flag & TRANSACTION_MASK) >> 2).astype(np.int32)))
 
 
 def timestamps_us(ms: np.ndarray) -> pa.Array:

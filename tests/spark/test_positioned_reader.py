@@ -6,7 +6,9 @@ golden-corpus, crash-case, lookup, count, live-store and error tests of the batc
 again with it, and with a window small enough (64 KiB) that records straddle window ends: same
 answers, same errors as the mapped reader.  So do the JVM stream's key tests (golden streams equal
 batch reads, AvailableNow, consumer-group commits, DLedger crash cases), a stream following a
-writer, and one following a sync job that replaces files with longer ones.
+writer, and one following a sync job that replaces files with longer ones.  Those copies run in the
+object-store tier; the default run keeps this module's own tests (the two readers' bytes, errors and
+refusals side by side, records across window ends, streams over growing files).
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ from test_spark_jvm_scan import (  # noqa: F401
     test_store_being_written_shows_only_dispatched_records,
     test_whole_store_count_from_consume_queue_offsets,
 )
+
+# The imported copies' tier (tests/conftest.py marks them): scripts/test_objectstore.sh, whose stores all take
+# this reader.
+RERUN_MARKER = "objectstore"
 
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(session_jar() is None, reason="the positioned reader is the JVM scan's (no jar)")]
