@@ -150,7 +150,7 @@ def kill_and_recover(tmp_path: Path, *, count: int, batch: int, flush_type: str,
 
 @pytest.mark.parametrize("flush_type", ["SYNC_FLUSH", "ASYNC_FLUSH"])
 def test_kill_9_mid_write_then_recover(tmp_path, flush_type):
-    kill_and_recover(tmp_path, count=40_000, batch=500, flush_type=flush_type, seed=random.randrange(1 << 30))
+    kill_and_recover(tmp_path, count=20_000, batch=250, flush_type=flush_type, seed=random.randrange(1 << 30))
 
 
 @pytest.mark.slow
