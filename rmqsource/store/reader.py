@@ -376,8 +376,17 @@ class MessageStoreReader:
             nxt = offset + q.units_per_file - offset % q.units_per_file
             return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
         file_end = (offset // q.units_per_file + 1) * q.units_per_file
-        units = q.read_units(offset, min(file_end, max_offset) - offset)
+        # Only the units the scan may reach: reading to the file's end made each call cost the whole file.
+        count = min(file_end, max_offset, offset + self._scan_limit(max_msg_nums)) - offset
+        units = q.read_units(offset, count)
         return self._scan(units, offset, min_offset, max_offset, max_msg_nums, tag_filter)
+
+    def _scan_limit(self, max_msg_nums: int) -> int:
+        """Units one getMessage call scans at most: 4.9 scans ``max(16000, maxMsgNums * 20)`` bytes of
+        units; 5.x allows one unit more (``maxFilterMessageSize``)."""
+        if self.engine_v5:
+            return max(self.config.max_filter_message_size_bytes, max_msg_nums * 20) // 20 + 1
+        return max(16000, max_msg_nums * 20) // 20
 
     def _batch_full(self, size: int, max_msg_nums: int, buffer_total: int, message_total: int,
                     in_disk: bool) -> bool:
@@ -401,17 +410,13 @@ class MessageStoreReader:
     def _scan(self, units, offset, min_offset, max_offset, max_msg_nums, tag_filter) -> GetMessageResult:
         """The getMessage scan over the units of one ConsumeQueue file.
 
-        The generations differ in two details: 4.9 scans at most
-        ``max(16000, maxMsgNums * 20)`` bytes of units and skips units of a removed
-        CommitLog segment before checking the batch caps; 5.x allows one unit more
-        (``maxFilterMessageSize``) and checks the caps first.  Either way
+        The generations differ in two details: how many units a call scans
+        (:meth:`_scan_limit`), and 4.9 skips units of a removed CommitLog segment
+        before checking the batch caps where 5.x checks the caps first.  Either way
         nextBeginOffset is the first unit not processed.
         """
         v5 = self.engine_v5
-        if v5:
-            limit = max(self.config.max_filter_message_size_bytes, max_msg_nums * 20) // 20 + 1
-        else:
-            limit = max(16000, max_msg_nums * 20) // 20
+        limit = self._scan_limit(max_msg_nums)
         status = GetMessageStatus.NO_MATCHED_MESSAGE
         messages: list[FoundMessage] = []
         buffer_total = 0
