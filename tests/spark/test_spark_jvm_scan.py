@@ -310,6 +310,44 @@ def _read(spark, store: Path, **options):
     return r.load(str(store))
 
 
+def _tag_of(i: int):
+    """Tags of many kinds: null, long (past the intern table's length), not UTF-8 once stored, many distinct."""
+    if i % 7 == 0:
+        return None
+    if i % 11 == 0:
+        return "long-" + "x" * 70 + str(i % 3)
+    if i % 13 == 0:
+        return "bad-Q"                    # its Q becomes 0xff in the stored bytes
+    return f"t{i % 150}"
+
+
+def test_columns_of_shared_values_read_as_written(jvm, tmp_path):
+    """topic, tags, transactionType, broker and storePath reach Spark as shared values (one per distinct
+    value): more distinct tags than the intern table has slots, long ones, null ones and tags whose stored
+    bytes are not UTF-8 (read as U+FFFD, as the Python path reads them) read as written, row by row and
+    grouped."""
+    from rmqsource.format.message import Message
+    from rmqsource.store.writer import MessageStoreWriter
+    store = tmp_path / "store"
+    n = 3000
+    with MessageStoreWriter(store, _small_config()) as w:
+        w.put_messages([Message(topic=f"S{i % 3}", queue_id=i % 2, body=b"b", tags=_tag_of(i)) for i in range(n)])
+    for segment in (store / "commitlog").iterdir():
+        segment.write_bytes(segment.read_bytes().replace(b"bad-Q", b"bad-\xff"))
+    expected, next_offset = {}, Counter()
+    for i in range(n):
+        queue = (f"S{i % 3}", i % 2)
+        tag = _tag_of(i)
+        expected[(*queue, next_offset[queue])] = "bad-\ufffd" if tag == "bad-Q" else tag
+        next_offset[queue] += 1
+    df = _read(jvm, store)
+    rows = df.select("topic", "queueId", "queueOffset", "tags", "transactionType", "broker", "storePath").collect()
+    assert {(r.topic, r.queueId, r.queueOffset): r.tags for r in rows} == expected
+    assert {(r.transactionType, r.broker, r.storePath) for r in rows} == {("NOT_TYPE", rows[0].broker, str(store))}
+    grouped = {(r.topic, r.tags): r.n for r in df.groupBy("topic", "tags").agg(F.count("*").alias("n")).collect()}
+    assert grouped == Counter((topic, tag) for (topic, _, _), tag in expected.items())
+
+
 def test_decompress_zlib_lz4_zstd_with_a_cap(jvm, tmp_path):
     lz4_frame = pytest.importorskip("lz4.frame")
     zstandard = pytest.importorskip("zstandard")

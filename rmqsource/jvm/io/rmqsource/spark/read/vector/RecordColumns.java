@@ -49,6 +49,8 @@ public final class RecordColumns {
     /** The body column read in place (stored bodies), or -1 / null. */
     private final int bodyColumn;
     private final MappedBinaryVector bodyView;
+    /** Batch scans: the columns of few distinct values, as shared values (null elsewhere). */
+    private final InternedStringVector[] interned;
     public final boolean needsProperties;
     private final int capacity;
     private final boolean decompress;
@@ -86,10 +88,13 @@ public final class RecordColumns {
         for (int c = 0; c < ids.length; c++) if (ids[c] == BODY && !decompress) body = c;
         bodyColumn = body;
         bodyView = body >= 0 ? new MappedBinaryVector(capacity) : null;
-        vectors = new OnHeapColumnVector[ids.length];      // none for a body read in place
+        vectors = new OnHeapColumnVector[ids.length];      // none for a body read in place or an interned column
+        interned = new InternedStringVector[ids.length];
         for (int c = 0; c < ids.length; c++) {
-            // a deferred column's values are allocated at its first access: a stream's query reads few of them
-            if (c != body && !(defer && isDeferrable(ids[c]))) {
+            if (!defer && isInterned(ids[c])) {
+                interned[c] = new InternedStringVector(capacity);
+            } else if (c != body && !(defer && isDeferrable(ids[c]))) {
+                // a deferred column's values are allocated at its first access: a stream's query reads few of them
                 vectors[c] = new OnHeapColumnVector(capacity, schema.fields()[c].dataType());
             }
         }
@@ -100,6 +105,7 @@ public final class RecordColumns {
             kept = null;
             ColumnVector[] out = java.util.Arrays.copyOf(vectors, vectors.length, ColumnVector[].class);
             if (body >= 0) out[body] = bodyView;
+            for (int c = 0; c < ids.length; c++) if (interned[c] != null) out[c] = interned[c];
             batch = new ColumnarBatch(out);
             return;
         }
@@ -126,6 +132,11 @@ public final class RecordColumns {
         eager = java.util.Arrays.copyOf(now, n);
         kept = new Rows(capacity);
         batch = new ColumnarBatch(out);
+    }
+
+    /** The string columns with few distinct values in a batch (a group-by on tags reads one value per tag). */
+    private static boolean isInterned(int id) {
+        return id == TOPIC || id == TAGS || id == TRANSACTION_TYPE || id == BROKER || id == STORE_PATH;
     }
 
     private static boolean needsProps(int id) {
@@ -170,6 +181,7 @@ public final class RecordColumns {
             }
         } else {
             for (OnHeapColumnVector v : vectors) if (v != null) v.reset();
+            for (InternedStringVector v : interned) if (v != null) v.reset();
         }
         rows = 0;
         bytes = 0;
@@ -202,7 +214,8 @@ public final class RecordColumns {
         }
         if (eager == null) {
             for (int c = 0; c < ids.length; c++) {
-                if (c != bodyColumn) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
+                if (interned[c] != null) putInterned(interned[c], ids[c], row, b, r, topicBytes, props);
+                else if (c != bodyColumn) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
             }
         } else {
             for (int c : eager) put(c, vectors[c], row, b, r, topicBytes, props, tagsCode, tagsValid, file, fileOffset);
@@ -210,6 +223,33 @@ public final class RecordColumns {
             bytes += r.bodyLen + r.propsLen;        // what the deferred bodies and properties will take
         }
         rows++;
+    }
+
+    /** Column {@code id} of {@code row} in a column of shared values (see {@link #isInterned}). */
+    private void putInterned(InternedStringVector v, int id, int row, ByteBuffer b, Record r, byte[] topicBytes,
+                             Properties props) {
+        switch (id) {
+            case TOPIC:
+                v.putBytes(row, topicBytes);
+                break;
+            case TAGS: {
+                int e = props.find(Properties.TAGS);
+                if (e < 0) v.putNull(row);
+                else v.putSpan(row, b, props.valueStart(e), props.valueLength(e));
+                break;
+            }
+            case TRANSACTION_TYPE:
+                v.putBytes(row, TX_NAMES[(r.sysFlag & Record.TRANSACTION_MASK) >> 2]);
+                break;
+            case BROKER:
+                v.putBytes(row, broker);
+                break;
+            case STORE_PATH:
+                v.putBytes(row, storePath);
+                break;
+            default:
+                throw new IllegalStateException("column " + id + " is not interned");
+        }
     }
 
     /** Column {@code c} of {@code row}: the value of record {@code r} (in {@code b}). */
