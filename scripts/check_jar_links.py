@@ -4,11 +4,13 @@ and the JDK exists, with the same descriptor, in the given Spark's jars (or thei
 
 One jar runs on Spark 3.5 and 4.0 to 4.3: the wheel's jar is compiled against one of them, and the JVM resolves
 each member reference by name and descriptor when it first runs it, so a member another version lacks
-fails only on the code path that reaches it (NoSuchMethodError). This reads the jar's constant pools
-(``javap -v``) and each named class of the target Spark (``javap -p -s``) and lists what does not resolve.
+fails only on the code path that reaches it (NoSuchMethodError). This reads the jar's constant pools and
+each named class of the target Spark (and its supertypes) and lists what does not resolve.
 Version-dependent classes and members (Spark 4's Python data sources, ReadMaxBytes, 4.2's putByteArray from
 a buffer) are reached by reflection or method handles in io.rmqsource.spark.compat and never named in a
 constant pool, so nothing is exempt: every name the jar holds must link on every supported Spark.
+Class files are parsed here (JVMS chapter 4); only the JDK's classes are read with ``javap``, a level of
+supertypes per run.
 
 Usage: check_jar_links.py --jar rmqsource-spark.jar --spark-jars <pyspark>/jars   (exit 1 when a link fails)
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import struct
 import subprocess
 import sys
 import zipfile
@@ -25,57 +28,116 @@ from pathlib import Path
 OWN = ("io/rmqsource/",)
 OBJECT = "java/lang/Object"
 JDK = ("java/", "javax/", "jdk/", "sun/")          # the JDK is 17 everywhere; Spark's jars do not change it
-REF = re.compile(r"= (Methodref|InterfaceMethodref|Fieldref|Class)\s+\S+\s+// (.+)$")
-MEMBER = re.compile(r'^(?P<owner>[^".:]+)\.(?P<name>"[^"]+"|[^:]+):(?P<desc>.+)$')
 HEADER = re.compile(r"^(?:[\w$]+ )*(?:class|interface) (?P<name>[\w.$]+)(?:<.*?>)?"
                     r"(?: extends (?P<extends>[^{]+?))?(?: implements (?P<implements>[^{]+?))? \{$")
-BATCH = 200                                        # classes per javap run (one JVM start each)
 
 
 def jar_references(jar: Path) -> tuple[set[str], set[tuple[str, str, str]]]:
     """(classes, (owner, name, descriptor) members) the jar's classes name outside the jar and the JDK."""
-    with zipfile.ZipFile(jar) as z:
-        names = [n[:-6].replace("/", ".") for n in z.namelist() if n.endswith(".class")]
     classes, members = set(), set()
-    for i in range(0, len(names), BATCH):
-        out = _javap(["-v", "-cp", str(jar)] + names[i:i + BATCH])
-        for line in out.splitlines():
-            m = REF.search(line)
-            if not m:
+    with zipfile.ZipFile(jar) as z:
+        for entry in z.namelist():
+            if not entry.endswith(".class"):
                 continue
-            kind, text = m.groups()
-            if kind == "Class":
-                owner = text.strip('"').lstrip("[")
+            info = ClassFile(z.read(entry))
+            for owner in info.class_refs:
+                owner = owner.lstrip("[")
                 if owner.startswith("L") and owner.endswith(";"):
                     owner = owner[1:-1]
                 if "/" in owner and not owner.startswith(OWN + JDK):
                     classes.add(owner)
-                continue
-            mm = MEMBER.match(text)
-            if mm and not mm["owner"].startswith(OWN + JDK):
-                members.add((mm["owner"], mm["name"].strip('"'), mm["desc"]))
-                classes.add(mm["owner"])
+            for owner, name, desc in info.member_refs:
+                if not owner.startswith(("[",) + OWN + JDK):
+                    members.add((owner, name, desc))
+                    classes.add(owner)
     return classes, members
 
 
-class Classpath:
-    """Declared members and supertypes of classes on a classpath, read with javap on demand."""
+class ClassFile:
+    """What a class file declares and names (JVMS chapter 4): its name, supertypes, members, and the
+    classes and members its constant pool refers to."""
 
-    def __init__(self, classpath: str):
-        self.classpath = classpath
+    _SIZES = {3: 4, 4: 4, 5: 8, 6: 8, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 4, 15: 3, 16: 2, 17: 4, 18: 4, 19: 2, 20: 2}
+
+    def __init__(self, data: bytes):
+        count = struct.unpack_from(">H", data, 8)[0]
+        tags, values, pos, i = [None] * count, [None] * count, 10, 1
+        while i < count:
+            tag = data[pos]
+            tags[i] = tag
+            if tag == 1:                                         # Utf8 (modified UTF-8; names here are plain)
+                n = struct.unpack_from(">H", data, pos + 1)[0]
+                values[i] = data[pos + 3:pos + 3 + n].decode("utf-8", "replace")
+                pos += 3 + n
+            else:
+                size = self._SIZES[tag]
+                values[i] = struct.unpack_from(">HH", data, pos + 1) if size == 4 and tag >= 9 else \
+                    struct.unpack_from(">H", data, pos + 1)[0] if size == 2 else None
+                pos += 1 + size
+            i += 2 if tag in (5, 6) else 1                       # a Long or Double takes two entries
+        utf = lambda k: values[k]                                # noqa: E731
+        cls = lambda k: values[values[k]]                        # noqa: E731
+        self.class_refs = [cls(k) for k in range(1, count) if tags[k] == 7]
+        self.member_refs = []
+        for k in range(1, count):
+            if tags[k] in (9, 10, 11):
+                owner, nat = values[k]
+                name, desc = values[nat]
+                self.member_refs.append((cls(owner), utf(name), utf(desc)))
+        _access, this, sup, n = struct.unpack_from(">HHHH", data, pos)
+        self.name = cls(this)
+        self.supers = ([cls(sup)] if sup else []) + \
+            [cls(x) for x in struct.unpack_from(f">{n}H", data, pos + 8)]
+        pos += 8 + 2 * n
+        self.members: set[tuple[str, str]] = set()
+        for _ in range(2):                                       # fields, then methods
+            (n,) = struct.unpack_from(">H", data, pos)
+            pos += 2
+            for _ in range(n):
+                _flags, name, desc, attrs = struct.unpack_from(">HHHH", data, pos)
+                self.members.add((utf(name), utf(desc)))
+                pos += 8
+                for _ in range(attrs):
+                    pos += 6 + struct.unpack_from(">I", data, pos + 2)[0]
+
+
+class Classpath:
+    """Declared members and supertypes of classes: those of a folder of jars read from their class files,
+    the others (the JDK's) with javap, one run for the classes asked for at once."""
+
+    def __init__(self, spark_jars: Path):
+        self.jar_of: dict[str, Path] = {}
+        for jar in sorted(spark_jars.glob("*.jar")):
+            with zipfile.ZipFile(jar) as z:
+                for entry in z.namelist():
+                    if entry.endswith(".class"):
+                        self.jar_of.setdefault(entry[:-6], jar)
         self.members: dict[str, set[tuple[str, str]]] = {}     # class -> {(name, descriptor)}
         self.supers: dict[str, list[str]] = {}
         self.missing: set[str] = set()
 
     def load(self, classes: set[str]) -> None:
-        todo = sorted(c for c in classes if c not in self.members and c not in self.missing)
+        """Reads the classes and, level by level, their supertypes."""
+        todo = {c for c in classes if c not in self.members and c not in self.missing}
         while todo:
-            for i in range(0, len(todo), BATCH):
-                self._read(todo[i:i + BATCH])
-            todo = sorted({s for c in todo for s in self.supers.get(c, ())} - set(self.members) - self.missing)
+            # Classes of no Spark jar are the JDK's (com/sun/management/... included), or missing.
+            platform = sorted(c for c in todo if c.startswith(JDK) or c not in self.jar_of)
+            if platform:
+                self._read_platform(platform)
+            by_jar: dict[Path, list[str]] = {}
+            for c in todo:
+                if not (c.startswith(JDK) or c not in self.jar_of):
+                    by_jar.setdefault(self.jar_of[c], []).append(c)
+            for jar, names in by_jar.items():
+                with zipfile.ZipFile(jar) as z:
+                    for c in names:
+                        info = ClassFile(z.read(c + ".class"))
+                        self.members[c] = info.members
+                        self.supers[c] = info.supers
+            todo = {s for c in todo for s in self.supers.get(c, ())} - set(self.members) - self.missing
 
-    def _read(self, classes: list[str]) -> None:
-        out = _javap(["-p", "-s", "-cp", self.classpath] + [c.replace("/", ".") for c in classes])
+    def _read_platform(self, classes: list[str]) -> None:
+        out = _javap(["-p", "-s"] + [c.replace("/", ".") for c in classes])
         for line in out.splitlines():
             if line.startswith("Error: class not found: "):
                 self.missing.add(line.split(": ", 2)[2].strip().replace(".", "/"))
@@ -105,16 +167,13 @@ class Classpath:
             if c in seen:
                 continue
             seen.add(c)
+            if c not in self.members and c not in self.missing:
+                self.load({c})
             if (name, desc) in self.members.get(c, ()):
                 return True
             todo.extend(self.supers.get(c, ()))
             if c != OBJECT:
                 todo.append(OBJECT)            # javap omits `extends Object`; the JVM still looks there
-            if c.startswith(JDK) and c not in self.members:
-                self.load({c})
-                if (name, desc) in self.members.get(c, ()):
-                    return True
-                todo.extend(self.supers.get(c, ()))
         return False
 
 
@@ -159,8 +218,8 @@ def _member_name(decl: str, owner: str) -> str:
 def check(jar: Path, spark_jars: Path) -> list[str]:
     """What the jar names that the Spark at ``spark_jars`` lacks, one line each (empty: every link holds)."""
     classes, members = jar_references(jar)
-    cp = Classpath(str(spark_jars / "*"))
-    cp.load(classes)
+    cp = Classpath(spark_jars)
+    cp.load(classes | {OBJECT})
     problems = [f"class {c}" for c in sorted(classes & cp.missing)]
     for owner, name, desc in sorted(members):
         if owner not in cp.missing and not cp.resolves(owner, name, desc):
