@@ -186,3 +186,25 @@ def assert_torn_record_refused(reader, topic, queue_id, start, bad, want):
     seg = reader.commitlog.reader.find(bad["commitLogOffset"])
     assert seg.dledger and e.value.file == seg.path
     assert e.value.offset == bad["commitLogOffset"] - seg.start_offset
+
+
+@pytest.mark.parametrize("engine", ["4.9.7", "5.3.3"])
+def test_a_get_reads_only_the_units_its_scan_may_reach(tmp_path, engine):
+    """A get of 32 messages from a queue whose ConsumeQueue file holds 20,000 units reads at most the
+    units the engine's scan looks at (4.9: 800, 5.x: 801), not the rest of the file: a consumer's drain
+    of a long queue was quadratic in the file's units."""
+    from rmqsource.format.message import Message
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import MessageStoreWriter
+    store = tmp_path / "store"
+    with MessageStoreWriter(store) as w:
+        for start in range(0, 20_000, 2_000):
+            w.put_messages([Message(topic="Long", queue_id=0, body=b"m") for _ in range(2_000)])
+    with MessageStoreReader(store, StoreConfig.from_mapping({"engineVersion": engine})) as reader:
+        queue = reader.consume_queue("Long", 0)
+        read = []
+        original = queue.read_units
+        queue.read_units = lambda offset, count: read.append(count) or original(offset, count)
+        results = list(reader.get_loop("g", "Long", 0, 0, 32))
+    assert sum(len(r.messages) for r in results) == 20_000
+    assert max(read) == (801 if engine.startswith("5") else 800) and sum(read) < 20_000 + 801 * len(read), read[:5]
