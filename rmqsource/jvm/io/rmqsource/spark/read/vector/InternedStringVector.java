@@ -3,10 +3,6 @@ package io.rmqsource.spark.read.vector;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.vectorized.ColumnVector;
-import org.apache.spark.sql.vectorized.ColumnarArray;
-import org.apache.spark.sql.vectorized.ColumnarMap;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -17,7 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * many distinct values costs about what copying them would.  The values are never changed once
  * handed out: Spark may keep them past the batch.
  */
-final class InternedStringVector extends ColumnVector {
+final class InternedStringVector extends OneKindVector {
     private static final int SLOT_BITS = 6;
     /** Longer values are not looked up: comparing them would cost what copying them costs. */
     private static final int MAX_INTERNED = 64;
@@ -30,7 +26,7 @@ final class InternedStringVector extends ColumnVector {
     private final UTF8String[] arrayValues = new UTF8String[1 << SLOT_BITS];
 
     InternedStringVector(int capacity) {
-        super(DataTypes.StringType);
+        super(DataTypes.StringType, "string values");
         values = new UTF8String[capacity];
     }
 
@@ -109,78 +105,5 @@ final class InternedStringVector extends ColumnVector {
     @Override
     public boolean isNullAt(int rowId) {
         return values[rowId] == null;
-    }
-
-    /** Nothing to free: the values are ordinary heap objects. */
-    @Override
-    public void close() {
-    }
-
-    @Override
-    public void closeIfFreeable() {
-    }
-
-    private static UnsupportedOperationException notString() {
-        return new UnsupportedOperationException("this column holds string values");
-    }
-
-    @Override
-    public byte[] getBinary(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public boolean getBoolean(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public byte getByte(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public short getShort(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public int getInt(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public long getLong(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public float getFloat(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public double getDouble(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public ColumnarArray getArray(int rowId) {
-        throw notString();
-    }
-
-    @Override
-    public ColumnarMap getMap(int ordinal) {
-        throw notString();
-    }
-
-    @Override
-    public Decimal getDecimal(int rowId, int precision, int scale) {
-        throw notString();
-    }
-
-    @Override
-    public ColumnVector getChild(int ordinal) {
-        throw notString();
     }
 }

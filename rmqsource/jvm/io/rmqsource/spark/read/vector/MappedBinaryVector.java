@@ -2,26 +2,22 @@ package io.rmqsource.spark.read.vector;
 
 import java.nio.ByteBuffer;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.vectorized.ColumnVector;
-import org.apache.spark.sql.vectorized.ColumnarArray;
-import org.apache.spark.sql.vectorized.ColumnarMap;
-import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The body column as views of the mapped CommitLog: each row keeps where its body is, and
  * {@link #getBinary} copies it out when Spark asks.  A body goes from the page cache to Spark's
  * row in one copy instead of two (into a batch buffer, then out of it), and a query that never
  * reads the body (its length only, or not at all) never moves the bytes.  Stored bodies only:
- * inflated bodies (decompress=true) are copied into an ordinary vector.
+ * inflated bodies (decompress=true) are copied into an ordinary vector.  Nothing to free: the maps
+ * belong to the executor's cache.
  */
-final class MappedBinaryVector extends ColumnVector {
+final class MappedBinaryVector extends OneKindVector {
     private final ByteBuffer[] buffers;
     private final int[] positions;
     private final int[] lengths;
 
     MappedBinaryVector(int capacity) {
-        super(DataTypes.BinaryType);
+        super(DataTypes.BinaryType, "binary values (the body)");
         buffers = new ByteBuffer[capacity];
         positions = new int[capacity];
         lengths = new int[capacity];
@@ -53,78 +49,5 @@ final class MappedBinaryVector extends ColumnVector {
     @Override
     public boolean isNullAt(int rowId) {
         return false;
-    }
-
-    /** Nothing to free: the maps belong to the executor's cache. */
-    @Override
-    public void close() {
-    }
-
-    @Override
-    public void closeIfFreeable() {
-    }
-
-    private static UnsupportedOperationException notBinary() {
-        return new UnsupportedOperationException("the body column holds binary values");
-    }
-
-    @Override
-    public boolean getBoolean(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public byte getByte(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public short getShort(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public int getInt(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public long getLong(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public float getFloat(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public double getDouble(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public ColumnarArray getArray(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public ColumnarMap getMap(int ordinal) {
-        throw notBinary();
-    }
-
-    @Override
-    public Decimal getDecimal(int rowId, int precision, int scale) {
-        throw notBinary();
-    }
-
-    @Override
-    public UTF8String getUTF8String(int rowId) {
-        throw notBinary();
-    }
-
-    @Override
-    public ColumnVector getChild(int ordinal) {
-        throw notBinary();
     }
 }
