@@ -10,7 +10,9 @@ directory: copies of the small files RocksDB reads at open (``CURRENT``, ``IDENT
 ``OPTIONS-*`` and the write-ahead ``*.log`` files) and links to the table files (``*.sst``, ``*.blob``),
 which are immutable once written: a hard link where the temporary folder shares the file system (it keeps
 a table file a live broker's compaction deletes meanwhile), a symbolic link otherwise.  ``LOCK``, ``LOG*``
-and anything else are left out.  Every column family is opened.
+and anything else are left out.  Every column family is opened.  A shadow is removed at close or at the
+process's exit; one left by a process that was killed (a Spark Python worker stopped with its session) is
+removed by the next open on the machine, so its links do not keep deleted table files on the broker's disk.
 
 A read-only open is a snapshot.  :class:`ReadOnlyRocksDb` is one open (a context manager: the config
 readers open, read and close); :func:`open_read_only` keeps one per folder and process and opens a fresh
@@ -93,6 +95,35 @@ def _listing(folder: str) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
+SHADOW_PREFIX = "rmq-rocksdb-"
+
+
+def sweep_stale_shadows(parent: str) -> int:
+    """Removes the shadows in ``parent`` whose process is gone; returns how many."""
+    removed = 0
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return 0
+    for name in names:
+        pid_text = name[len(SHADOW_PREFIX):].split("-", 1)[0] if name.startswith(SHADOW_PREFIX) else ""
+        if not pid_text.isdigit() or _process_alive(int(pid_text)):
+            continue
+        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:             # another user's process: alive
+        return True
+    return True
+
+
 def fill_shadow(folder: str, shadow: str) -> None:
     """Make ``shadow`` (an empty folder) a copy of the database in ``folder`` RocksDB can open read-only."""
     for name, _size, _mtime in _listing(folder):
@@ -126,7 +157,8 @@ class ReadOnlyRocksDb:
             raise RocksDbOpenError(f"no RocksDB {what} here (no CURRENT file)", file=self.folder,
                                    status="no CURRENT file")
         self.listing = _listing(self.folder)
-        self._shadow = tempfile.mkdtemp(prefix="rmq-rocksdb-")
+        sweep_stale_shadows(tempfile.gettempdir())
+        self._shadow = tempfile.mkdtemp(prefix=f"{SHADOW_PREFIX}{os.getpid()}-")
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._shadow, True)
         try:
             self._db, names = self._open(rocksdict)

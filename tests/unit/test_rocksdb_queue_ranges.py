@@ -10,6 +10,7 @@ and that the units kept with a snapshot (UnitBlocks) answer every range as the d
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 
 import numpy as np
@@ -140,3 +141,28 @@ def test_kept_units_are_not_changed_by_a_caller(folder):
         assert as_tuples(q.read_units(0, N)) == [unit("T", 0, o) for o in range(N)]
         assert db.memo["units"].nbytes > 0
     assert db.memo == {}                                 # dropped with the snapshot
+
+
+def test_a_killed_process_shadow_is_removed_by_the_next_open(folder, tmp_path, monkeypatch):
+    """A shadow (with its hard links to the broker's table files) left by a killed process is removed by
+    the next open on the machine; a live process's shadow and other folders stay."""
+    import subprocess
+    import sys
+    import tempfile
+    from rmqsource.io.rocksdb import SHADOW_PREFIX
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    killed.kill()
+    killed.wait()
+    stale = tmp_path / f"{SHADOW_PREFIX}{killed.pid}-abc"
+    live = tmp_path / f"{SHADOW_PREFIX}{os.getppid()}-def"
+    other = tmp_path / f"{SHADOW_PREFIX}not-a-pid"
+    for d in (stale, live, other):
+        d.mkdir()
+    os.link(next(folder.glob("*.sst")), stale / "000009.sst")
+    with ReadOnlyRocksDb(folder) as db:
+        assert db.column_families
+        mine = [p.name for p in tmp_path.iterdir() if p.name.startswith(f"{SHADOW_PREFIX}{os.getpid()}-")]
+        assert len(mine) == 1
+    assert not stale.exists() and live.exists() and other.exists()
+    assert not any(p.name.startswith(f"{SHADOW_PREFIX}{os.getpid()}-") for p in tmp_path.iterdir())
