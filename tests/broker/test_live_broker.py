@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import finish_live_broker, release_live_broker, start_live_broker, stop_live_broker, store_state, versions
-from test_real_broker import config, read_jsonl, run_cli, topic_records
+from conftest import (VARIANTS, broker_params, finish_live_broker, release_live_broker, start_live_broker,
+                      stop_live_broker, store_state)
+from test_real_broker import assert_queue_layout, config, read_jsonl, rocksdb_queues, run_cli, topic_records
 
 pytestmark = pytest.mark.broker
 
@@ -97,6 +98,21 @@ def check_rows(run: Path, rows: list[tuple], what: str) -> list[str]:
     return problems
 
 
+# A RocksDB-queue broker writes its ConsumeQueue units with RocksDB's write-ahead log disabled
+# (AbstractRocksDBStorage.initWriteOptions: setDisableWAL(true)), so until it flushes its memtable (at shutdown,
+# or when the memtable fills) the units are only in the broker's memory: a reader of its files sees none of the
+# messages sent since (measured: 0 of about 1,300 acknowledged during 25 s of sends; all of them after the clean
+# shutdown). Taking those messages from the CommitLog's tail, as the broker's own recovery does, is not built yet.
+UNFLUSHED_UNITS = pytest.mark.xfail(strict=True, reason="a running RocksDB-queue broker's units since its last "
+                                    "memtable flush are only in its memory (not read from the CommitLog yet)")
+
+
+def live_params() -> list:
+    """broker_params(), the RocksDB-queue variant marked UNFLUSHED_UNITS."""
+    return [pytest.param(p.values[0], id=p.id, marks=[UNFLUSHED_UNITS] if p.values[0][1] == "rocksdb-v2" else [])
+            for p in broker_params()]
+
+
 def still_sending(run: Path) -> bool:
     """Whether the broker has not finished its sends yet (``expected/SENT`` comes after the last one)."""
     return not (run / "expected" / "SENT").exists()
@@ -106,10 +122,11 @@ def keys_of(rows) -> set[tuple]:
     return {(r[0], r[1], r[2], r[3]) for r in rows}
 
 
-@pytest.mark.parametrize("version", versions())
-def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(version, broker_classpath, tmp_path):
+@pytest.mark.parametrize("broker", live_params())
+def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(broker, broker_classpath, tmp_path):
+    version, variant = broker
     run = tmp_path / "run"
-    proc = start_live_broker(broker_classpath(version), run, send_for=25, rate=40)
+    proc = start_live_broker(broker_classpath(version), run, send_for=25, rate=40, settings=VARIANTS[variant])
     rounds, problems, sizes = 0, [], []
     prev_reader: set = set()
     prev_export: dict[str, set] = {t: set() for t in TOPICS}
@@ -138,8 +155,9 @@ def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(version,
         stop_live_broker(proc)
         raise
     finish_live_broker(proc, run)
+    assert_queue_layout(run)                  # the variant's queues (RocksDB ones with rocksdb-v2)
     during = [n for n, running in sizes if running]
-    print(f"broker {version}: {rounds} read rounds, messages seen while it sent: {during}, "
+    print(f"broker {version} {variant}: {rounds} read rounds, messages seen while it sent: {during}, "
           f"{len(send_ok_by_seq(run))} SEND_OK in all")
     assert len(during) >= 3 and len(set(during)) >= 3, f"the reads should overlap the sends: {sizes}"
     # After the clean shutdown every acknowledged send is there, once.
@@ -151,14 +169,16 @@ def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(version,
     assert during[0] < len(sent), "the reads should begin while the broker still had sends to make"
 
 
-@pytest.mark.parametrize("version", versions())
-def test_stream_beside_a_sending_broker_gets_every_send_once(version, broker_classpath, spark, tmp_path):
+@pytest.mark.parametrize("broker", live_params())
+def test_stream_beside_a_sending_broker_gets_every_send_once(broker, broker_classpath, spark, tmp_path):
+    version, variant = broker
     topic = TOPICS[1]
     run = tmp_path / "run"
     # The stream starts on the running broker's store before the first send (its first micro-batch, query
     # planning and Python workers, takes 10-40 s on a loaded 2-core machine), then the broker sends for 40 s.
-    proc = start_live_broker(broker_classpath(version), run, send_for=40, rate=20, hold=True)
-    name = f"live_{version.replace('.', '_')}"
+    proc = start_live_broker(broker_classpath(version), run, send_for=40, rate=20, hold=True,
+                             settings=VARIANTS[variant])
+    name = f"live_{version.replace('.', '_')}_{variant.replace('-', '_')}"
     query = None
     seen = []
     try:
@@ -186,7 +206,7 @@ def test_stream_beside_a_sending_broker_gets_every_send_once(version, broker_cla
         if query is not None:
             query.stop()
         stop_live_broker(proc)
-    print(f"broker {version}: stream rows while the broker sent {seen}, {len(rows)} after it stopped")
+    print(f"broker {version} {variant}: stream rows while the broker sent {seen}, {len(rows)} after it stopped")
     grew = sorted(set(n for n in seen if n > 0))
     assert len(grew) >= 2, f"the stream should pick up messages while the broker sends: {seen}"
     got = [(r.topic, r.queueId, r.queueOffset, int(r.properties["rb_seq"]), r.uniqKey, bytes(r.body))
@@ -198,13 +218,15 @@ def test_stream_beside_a_sending_broker_gets_every_send_once(version, broker_cla
     assert grew[0] < len(want), "the stream should have rows before the broker sent its last"
 
 
-@pytest.fixture(scope="module", params=versions())
+@pytest.fixture(scope="module", params=broker_params())
 def stopped_live_run(request, broker_classpath, tmp_path_factory):
-    run = tmp_path_factory.mktemp(f"live-stopped-{request.param}") / "run"
-    return finish_live_broker(start_live_broker(broker_classpath(request.param), run, send_for=6, rate=40), run)
+    version, variant = request.param
+    run = tmp_path_factory.mktemp(f"live-stopped-{version}-{variant}") / "run"
+    return finish_live_broker(start_live_broker(broker_classpath(version), run, send_for=6, rate=40,
+                                                settings=VARIANTS[variant]), run)
 
 
-def test_reads_never_change_a_broker_file(stopped_live_run, spark, tmp_path):
+def test_reads_never_change_a_broker_file(stopped_live_run, spark, tmp_path, capsys):
     run = stopped_live_run
     before = store_state(run / "store")
     sent = send_ok_by_seq(run)
@@ -225,8 +247,13 @@ def test_reads_never_change_a_broker_file(stopped_live_run, spark, tmp_path):
     assert code == 0, out
     lag = [json.loads(l) for l in out.splitlines() if l.strip()]
     assert {r["group"] for r in lag} >= {"rb_live"}
+    capsys.readouterr()
     code, out = run_cli("verify", "--config", run / "broker.properties", run / "store")
-    assert code == 0, out
+    if rocksdb_queues(run):       # rmq verify checks ConsumeQueue files: it refuses RocksDB ones in one line
+        err = capsys.readouterr().err.strip()
+        assert code != 0 and "RocksDB ConsumeQueue" in err and len(err.splitlines()) == 1, err
+    else:
+        assert code == 0, out
     after = store_state(run / "store")
     changed = {k: (before.get(k), after.get(k)) for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
     assert not changed, changed
