@@ -54,8 +54,8 @@ def jar_references(jar: Path) -> tuple[set[str], set[tuple[str, str, str]]]:
 
 
 class ClassFile:
-    """What a class file declares and names (JVMS chapter 4): its name, supertypes, members, and the
-    classes and members its constant pool refers to."""
+    """What a class file declares and names (JVMS chapter 4): its supertypes and members, and the classes and
+    members its constant pool refers to."""
 
     _SIZES = {3: 4, 4: 4, 5: 8, 6: 8, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 4, 15: 3, 16: 2, 17: 4, 18: 4, 19: 2, 20: 2}
 
@@ -84,8 +84,7 @@ class ClassFile:
                 owner, nat = values[k]
                 name, desc = values[nat]
                 self.member_refs.append((cls(owner), utf(name), utf(desc)))
-        _access, this, sup, n = struct.unpack_from(">HHHH", data, pos)
-        self.name = cls(this)
+        _access, _this, sup, n = struct.unpack_from(">HHHH", data, pos)
         self.supers = ([cls(sup)] if sup else []) + \
             [cls(x) for x in struct.unpack_from(f">{n}H", data, pos + 8)]
         pos += 8 + 2 * n
@@ -121,13 +120,12 @@ class Classpath:
         todo = {c for c in classes if c not in self.members and c not in self.missing}
         while todo:
             # Classes of no Spark jar are the JDK's (com/sun/management/... included), or missing.
-            platform = sorted(c for c in todo if c.startswith(JDK) or c not in self.jar_of)
+            platform = {c for c in todo if c.startswith(JDK) or c not in self.jar_of}
             if platform:
-                self._read_platform(platform)
+                self._read_platform(sorted(platform))
             by_jar: dict[Path, list[str]] = {}
-            for c in todo:
-                if not (c.startswith(JDK) or c not in self.jar_of):
-                    by_jar.setdefault(self.jar_of[c], []).append(c)
+            for c in todo - platform:
+                by_jar.setdefault(self.jar_of[c], []).append(c)
             for jar, names in by_jar.items():
                 with zipfile.ZipFile(jar) as z:
                     for c in names:
