@@ -408,15 +408,14 @@ class MessageStoreReader:
         return FoundMessage(record, CqUnit(phy, size, tags_code))
 
     def _scan(self, units, offset, min_offset, max_offset, max_msg_nums, tag_filter) -> GetMessageResult:
-        """The getMessage scan over the units of one ConsumeQueue file.
+        """The getMessage scan over ``units``: those of one ConsumeQueue file the call may reach
+        (:meth:`_scan_limit`, applied by the caller).
 
-        The generations differ in two details: how many units a call scans
-        (:meth:`_scan_limit`), and 4.9 skips units of a removed CommitLog segment
-        before checking the batch caps where 5.x checks the caps first.  Either way
+        The generations also differ in one detail: 4.9 skips units of a removed CommitLog
+        segment before checking the batch caps where 5.x checks the caps first.  Either way
         nextBeginOffset is the first unit not processed.
         """
         v5 = self.engine_v5
-        limit = self._scan_limit(max_msg_nums)
         status = GetMessageStatus.NO_MATCHED_MESSAGE
         messages: list[FoundMessage] = []
         buffer_total = 0
@@ -425,7 +424,7 @@ class MessageStoreReader:
         phys = units["phy_offset"].tolist()
         sizes = units["size"].tolist()
         codes = units["tags_code"].tolist()
-        for k in range(min(len(phys), limit)):
+        for k in range(len(phys)):
             phy, size, code = phys[k], sizes[k], codes[k]
             in_removed_segment = next_phy_file_start is not None and phy < next_phy_file_start
             if in_removed_segment and not v5:

@@ -108,8 +108,9 @@ UNFLUSHED_UNITS = pytest.mark.xfail(strict=True, reason="a running RocksDB-queue
 
 
 def live_params() -> list:
-    """broker_params(), the RocksDB-queue variant marked UNFLUSHED_UNITS."""
-    return [pytest.param(p.values[0], id=p.id, marks=[UNFLUSHED_UNITS] if p.values[0][1] == "rocksdb-v2" else [])
+    """broker_params(), the variants with RocksDB queues marked UNFLUSHED_UNITS."""
+    rocksdb = lambda variant: VARIANTS[variant].get("storeType") == "defaultRocksDB"   # noqa: E731
+    return [pytest.param(p.values[0], id=p.id, marks=[UNFLUSHED_UNITS] if rocksdb(p.values[0][1]) else [])
             for p in broker_params()]
 
 
