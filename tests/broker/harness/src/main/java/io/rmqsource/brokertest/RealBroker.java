@@ -27,6 +27,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -654,7 +655,7 @@ public final class RealBroker {
             all.addAll(c.fetchMessageQueues(topic));
         }
         c.assign(all);
-        for (MessageQueue mq : all) c.seek(mq, 0);
+        for (MessageQueue mq : all) seekToStart(c, mq);
         int got = 0;
         long deadline = System.currentTimeMillis() + waitMs;
         while (got < expect && System.currentTimeMillis() < deadline) {
@@ -672,6 +673,23 @@ public final class RealBroker {
         namesrv.shutdown();
         Files.write(new File(expected, "DONE").toPath(), new byte[0]);
         log("clean shutdown after " + (System.currentTimeMillis() - t0) + " ms");
+    }
+
+    /**
+     * seek asks the broker for the queue's min and max offsets; on a loaded machine the first request to a broker
+     * that just finished recovery can fail to send (RemotingSendRequestException), so it is tried again for 30 s.
+     */
+    static void seekToStart(DefaultLitePullConsumer c, MessageQueue mq) throws Exception {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            try {
+                c.seek(mq, 0);
+                return;
+            } catch (MQClientException e) {
+                if (System.currentTimeMillis() > deadline) throw e;
+                Thread.sleep(500);
+            }
+        }
     }
 
     static Map<String, Object> group(String client, String mode, Map<String, String> subs, String behaviour) {
