@@ -236,7 +236,7 @@ class StoreLayout:
         """(topic, queueId) of every ConsumeQueue directory (or queue of the RocksDB database), sorted."""
         if self.rocksdb_queues:
             from .rocksdb_queue import RocksDbQueueStore
-            return RocksDbQueueStore(self.consumequeue_dir).list_queues()
+            return RocksDbQueueStore(self).list_queues()
         result = []
         cq = self.consumequeue_dir
         if not cq.is_dir():
@@ -260,7 +260,7 @@ def open_queue(layout: StoreLayout, topic: str, queue_id: int, file_size: Option
     """
     if layout.rocksdb_queues:
         from .rocksdb_queue import RocksDbQueueStore
-        return RocksDbQueueStore(layout.consumequeue_dir).queue(topic, queue_id)
+        return RocksDbQueueStore(layout).queue(topic, queue_id)
     from .consumequeue import ConsumeQueue
     return ConsumeQueue(layout.queue_dir(topic, queue_id), topic, int(queue_id), file_size)
 

@@ -183,8 +183,8 @@ class MessageStoreReader:
         if not self.layout.rocksdb_queues:
             return None
         from .rocksdb_queue import RocksDbQueueStore
-        return RocksDbQueueStore(self.layout.consumequeue_dir,
-                                 units_per_file=self.config.consume_queue_units_per_file)
+        return RocksDbQueueStore(self.layout, units_per_file=self.config.consume_queue_units_per_file,
+                                 delay_levels_ms=self.config.message_delay_levels_ms)
 
     @cached_property
     def _queue_keys_on_disk(self) -> list[tuple[str, int]]:

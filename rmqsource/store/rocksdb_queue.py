@@ -13,6 +13,10 @@ whose record is at or above the CommitLog's min offset, which is what
 :meth:`ConsumeQueueBase.min_offset` finds from the units (5.x rule).  A queue's units start at the
 lowest key present (compaction may drop expired ones): that is its ``first_file_start_offset``.
 
+A running broker's newest units are not in the database yet (it writes them without a WAL into memtables
+that flush rarely): :mod:`rmqsource.store.rocksdb_tail` dispatches them from the CommitLog past the
+database's checkpoint, as the broker's own recovery does, and each queue's units continue there.
+
 Units read in bulk are kept, decoded, with the snapshot they came from (:class:`UnitBlocks`, in the open's
 ``memo``): rocksdict hands out one Python object a value (~0.25-0.5 us a unit, where a file queue's units
 are one copy out of the page cache), so a second query of the same snapshot in the process (a notebook, a
@@ -33,10 +37,12 @@ import numpy as np
 
 from ..errors import CorruptRecordError
 from ..format.consumequeue import CQ_UNIT_DTYPE, PRE_BLANK_SIZE
-from ..format.rocksdb_queue import (CQ_VALUE_SIZE, DEFAULT_CF, OFFSET_CF, cq_queue_prefix, decode_offset_key,
-                                    decode_offset_value, encode_cq_key, queue_offset_of_cq_key, values_to_units)
+from ..format.rocksdb_queue import (CHECKPOINT_TOPIC, CQ_VALUE_SIZE, DEFAULT_CF, OFFSET_CF, cq_queue_prefix,
+                                    decode_dispatch_checkpoint, decode_offset_key, decode_offset_value,
+                                    encode_cq_key, encode_offset_key, queue_offset_of_cq_key, values_to_units)
 from ..io.rocksdb import ReadOnlyRocksDb, open_read_only
 from .consumequeue import ConsumeQueueBase
+from .rocksdb_tail import DEFAULT_DELAY_LEVELS_MS, CommitLogTail, TailQueue
 
 # Units per "file" a RocksDB queue reports: it has no files; getMessage reads at most this many per call
 # (the file queues' default, so a read is cut where it is cut over files of the default size).
@@ -94,17 +100,19 @@ _memo_lock = threading.Lock()
 
 
 class RocksDbQueueStore:
-    """The ConsumeQueues of one RocksDB database (read-only)."""
+    """The ConsumeQueues of one store's RocksDB database (read-only), each continued by the CommitLog's tail."""
 
-    def __init__(self, folder: str | os.PathLike, db: Optional[ReadOnlyRocksDb] = None, *,
-                 units_per_file: int = DEFAULT_UNITS_PER_FILE):
-        self.folder = Path(folder)
+    def __init__(self, layout, db: Optional[ReadOnlyRocksDb] = None, *,
+                 units_per_file: int = DEFAULT_UNITS_PER_FILE, delay_levels_ms=DEFAULT_DELAY_LEVELS_MS):
+        self.layout = layout
+        self.folder = Path(layout.consumequeue_dir)
         self.db = db if db is not None else open_read_only(self.folder)
         self.units_per_file = units_per_file
+        self._delay_levels_ms = delay_levels_ms
 
     @cached_property
     def max_entries(self) -> dict[tuple[str, int], tuple[int, int]]:
-        """(topic, queueId) -> (CommitLog offset, queue offset) of each queue's last unit."""
+        """(topic, queueId) -> (CommitLog offset, queue offset) of each queue's last unit in the database."""
         out = {}
         for k, v in self.db.items(OFFSET_CF):
             key = decode_offset_key(k)
@@ -114,25 +122,76 @@ class RocksDbQueueStore:
             out[(key.topic, key.queue_id)] = value
         return out
 
+    @cached_property
+    def dispatch_checkpoint(self) -> Optional[int]:
+        """The CommitLog offset the database's units reach (``maxPhyOffset``); None before the first flush."""
+        value = self.db.get(OFFSET_CF, encode_offset_key(CHECKPOINT_TOPIC, 0, max_entry=True))
+        return decode_dispatch_checkpoint(value) if value is not None else None
+
+    @cached_property
+    def tail(self) -> dict[tuple[str, int], TailQueue]:
+        """Each queue's units past the database, dispatched from the CommitLog (rocksdb_tail.py)."""
+        tail = self._snapshot_tail()
+        from .commitlog import CommitLog
+        commitlog = CommitLog(self.layout)
+        try:
+            tail.extend(commitlog)
+        finally:
+            commitlog.close()
+        return tail.view()
+
+    def _snapshot_tail(self) -> CommitLogTail:
+        """The tail of this database snapshot, shared by the stores opened on it (it only grows)."""
+        memo = getattr(self.db, "memo", None)
+        with _memo_lock:
+            tail = memo.get("tail") if memo is not None else None
+            if tail is None:
+                tail = CommitLogTail(self._tail_start(), {k: v[1] + 1 for k, v in self.max_entries.items()},
+                                     self._delay_levels_ms)
+                if memo is not None:
+                    memo["tail"] = tail
+        return tail
+
+    def _tail_start(self) -> int:
+        """Where dispatch left the database: its checkpoint; without one (a database written before the
+        checkpoint existed) the furthest last unit, whose record is walked again and found present."""
+        if self.dispatch_checkpoint is not None:
+            return self.dispatch_checkpoint
+        return max((phy for phy, _ in self.max_entries.values()), default=0)
+
+    @cached_property
+    def max_offsets(self) -> dict[tuple[str, int], int]:
+        """(topic, queueId) -> the queue's max offset (next offset to write), database and tail together."""
+        out = {key: queue_offset + 1 for key, (_, queue_offset) in self.max_entries.items()}
+        for key, t in self.tail.items():
+            out[key] = max(out.get(key, 0), t.end_offset)
+        return out
+
     def list_queues(self) -> list[tuple[str, int]]:
-        return sorted(self.max_entries)
+        return sorted(self.max_offsets)
 
     def queue(self, topic: str, queue_id: int) -> Optional["RocksDbConsumeQueue"]:
-        last = self.max_entries.get((topic, int(queue_id)))
-        if last is None:
+        key = (topic, int(queue_id))
+        max_offset = self.max_offsets.get(key)
+        if max_offset is None:
             return None
-        return RocksDbConsumeQueue(self, topic, int(queue_id), last[1] + 1)
+        last = self.max_entries.get(key)
+        return RocksDbConsumeQueue(self, topic, int(queue_id), max_offset,
+                                   in_database=last[1] + 1 if last is not None else 0, tail=self.tail.get(key))
 
 
 class RocksDbConsumeQueue(ConsumeQueueBase):
     """One queue's units in the ``default`` column family."""
 
-    def __init__(self, store: RocksDbQueueStore, topic: str, queue_id: int, max_offset: int):
+    def __init__(self, store: RocksDbQueueStore, topic: str, queue_id: int, max_offset: int, *,
+                 in_database: int, tail: Optional[TailQueue]):
         self.store = store
         self.topic = topic
         self.queue_id = queue_id
         self.units_per_file = store.units_per_file
         self._max_offset = max_offset
+        self._in_database = in_database          # the database holds units below this offset
+        self._tail = tail                        # the units past it, from the CommitLog
         self._prefix = cq_queue_prefix(topic, queue_id)
 
     @property
@@ -143,7 +202,9 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
     def first_file_start_offset(self) -> int:
         """The lowest queue offset with a unit (units below were compacted away, or never written)."""
         key = self.store.db.first_key(DEFAULT_CF, self._prefix, self._prefix + _END_OF_QUEUE)
-        return queue_offset_of_cq_key(key) if key is not None else self._max_offset
+        if key is not None:
+            return queue_offset_of_cq_key(key)
+        return self._tail.first_offset if self._tail is not None else self._max_offset
 
     @cached_property
     def max_physic_offset(self) -> int:
@@ -162,7 +223,27 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
         pass
 
     def _read(self, start: int, count: int) -> np.ndarray:
-        """Units [start, start + count) present without a gap from ``start`` (none when ``start`` is missing).
+        """Units [start, start + count) present without a gap from ``start`` (none when ``start`` is missing):
+        the database's up to its last unit, then the tail's."""
+        if count <= 0 or start < 0:
+            return np.empty(0, dtype=CQ_UNIT_DTYPE)
+        end = start + count
+        head = self._read_database(start, min(end, self._in_database) - start) if start < self._in_database \
+            else np.empty(0, dtype=CQ_UNIT_DTYPE)
+        t = self._tail
+        if t is None or end <= t.first_offset or start + len(head) < t.first_offset:
+            return head                           # nothing past the database asked for, or a gap before it
+        lo = max(start, t.first_offset)
+        rest = t.units[lo - t.first_offset:end - t.first_offset]
+        if len(head) == 0:
+            return rest
+        out = np.empty(len(head) + len(rest), dtype=CQ_UNIT_DTYPE)
+        out[:len(head)] = head
+        out[len(head):] = rest
+        return out
+
+    def _read_database(self, start: int, count: int) -> np.ndarray:
+        """Units [start, start + count) of the database present without a gap from ``start``.
 
         Through the snapshot's :class:`UnitBlocks`: a bulk read (``count`` >= a block) reads and keeps the
         whole blocks it covers; a short read (a binary search's probe) is answered from kept blocks, or

@@ -153,6 +153,57 @@ def test_jvm_store_layer_reproduces_the_broker_view_and_the_python_one(run_dir, 
     assert jvm == python_view(copies[run_dir])
 
 
+def cut_database_at(store: Path, fraction: float) -> int:
+    """Leave in ``store``'s database only what a running broker's would hold after a memtable flush at a
+    point of its dispatch: every unit of a record before the cut, each queue's ``max`` entry at its last unit
+    kept, the checkpoint at the cut (none when nothing was kept); everything after lives in the CommitLog
+    only (the broker writes units without a WAL, and its column families flush atomically).  Returns the cut."""
+    import rocksdict
+    from rmqsource.format.rocksdb_queue import (CHECKPOINT_TOPIC, decode_cq_key, decode_cq_value,
+                                                encode_offset_key, encode_offset_value)
+    folder = str(store / "consumequeue")
+    names = rocksdict.Rdict.list_cf(folder, rocksdict.Options(raw_mode=True))
+    db = rocksdict.Rdict(folder, options=rocksdict.Options(raw_mode=True),
+                         column_families={n: rocksdict.Options(raw_mode=True) for n in names if n != "default"})
+    offsets = db.get_column_family("offset")
+    units = [(k, decode_cq_value(v)) for k, v in db.items()]
+    ends = sorted({phy + size for _, (phy, size, _, _) in units})
+    cut = 0 if fraction == 0 else ends[int(len(ends) * fraction) - 1]
+    kept: dict[tuple[str, int], tuple[int, int]] = {}
+    for k, (phy, size, _, _) in units:
+        key = decode_cq_key(k)
+        if phy + size > cut:
+            del db[k]
+        elif kept.get((key.topic, key.queue_id), (-1, -1))[1] < key.queue_offset:
+            kept[(key.topic, key.queue_id)] = (phy, key.queue_offset)
+    for k in [k for k, _ in offsets.items()]:
+        del offsets[k]
+    for (topic, qid), (phy, queue_offset) in kept.items():
+        offsets[encode_offset_key(topic, qid, max_entry=True)] = encode_offset_value(phy, queue_offset)
+    if cut:
+        offsets[encode_offset_key(CHECKPOINT_TOPIC, 0, max_entry=True)] = cut.to_bytes(8, "big")
+    db.flush()
+    db.close()
+    Path(folder, "rocksdict-config.json").unlink(missing_ok=True)
+    return cut
+
+
+@needs_runs
+@run_param
+@pytest.mark.parametrize("fraction", [0, 0.5, 0.97])
+def test_units_past_the_database_are_dispatched_from_the_commitlog(run_dir, copies, tmp_path, fraction):
+    """A running broker's database holds only the units before its last flush (none at all before the
+    first): the queues continue from the CommitLog as the broker's recovery dispatches them, and every
+    queue and unit of the engine's view is read, LMQ copies included; the JVM store layer agrees."""
+    store = copy_store(run_dir / "store", tmp_path / "store")
+    cut = cut_database_at(store, fraction)
+    assert (cut == 0) == (fraction == 0)
+    cut_queues, cut_units = python_view(store)
+    assert_reproduces_storeview(run_dir, cut_queues, cut_units)
+    assert (cut_queues, cut_units) == python_view(copies[run_dir])
+    assert jvm_view(store) == (cut_queues, cut_units)
+
+
 @needs_runs
 @run_param
 def test_queue_bounds_equal_the_admin_topic_stats(run_dir, copies):

@@ -21,6 +21,7 @@ from rmqsource.io.rocksdb import ReadOnlyRocksDb
 from rmqsource.errors import CorruptRecordError
 from rmqsource.format.consumequeue import CQ_UNIT_DTYPE
 from rmqsource.store.rocksdb_queue import UNIT_BLOCK, RocksDbQueueStore, UnitBlocks
+from rmqsource.store.layout import StoreLayout
 
 rocksdict = pytest.importorskip("rocksdict", reason="rmqsource[rocksdb]")
 pytestmark = pytest.mark.unit
@@ -69,7 +70,7 @@ def as_tuples(units: np.ndarray) -> list[tuple[int, int, int]]:
 def test_whole_queues_and_ranges(folder):
     before = tree(folder)
     with ReadOnlyRocksDb(folder) as db:
-        store = RocksDbQueueStore(folder, db)
+        store = RocksDbQueueStore(StoreLayout.for_root(folder.parent), db)
         assert store.list_queues() == [("T", 0), ("T", 1), ("U", 0), ("W", 0)]
         for qid in (0, 1):
             q = store.queue("T", qid)
@@ -117,7 +118,7 @@ def test_kept_units_answer_as_the_database(folder, budget):
     random.Random(7).shuffle(cases)
     with ReadOnlyRocksDb(folder) as db:
         db.memo["units"] = UnitBlocks(budget)
-        store = RocksDbQueueStore(folder, db)
+        store = RocksDbQueueStore(StoreLayout.for_root(folder.parent), db)
         queues = {key: store.queue(*key) for key in (("T", 0), ("U", 0), ("W", 0))}
         for _ in range(2):
             for topic, qid, start, count in cases:
@@ -133,7 +134,7 @@ def test_kept_units_answer_as_the_database(folder, budget):
 
 def test_kept_units_are_not_changed_by_a_caller(folder):
     with ReadOnlyRocksDb(folder) as db:
-        q = RocksDbQueueStore(folder, db).queue("T", 0)
+        q = RocksDbQueueStore(StoreLayout.for_root(folder.parent), db).queue("T", 0)
         first = q.read_units(0, N)
         first["size"] = 0
         part = q.read_units(10, 5)
