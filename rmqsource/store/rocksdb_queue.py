@@ -141,15 +141,16 @@ class RocksDbQueueStore:
         return tail.view()
 
     def _snapshot_tail(self) -> CommitLogTail:
-        """The tail of this database snapshot, shared by the stores opened on it (it only grows)."""
+        """The tail of this database snapshot and delay levels, shared by the stores opened on it (it only grows)."""
         memo = getattr(self.db, "memo", None)
+        key = ("tail", tuple(self._delay_levels_ms))
         with _memo_lock:
-            tail = memo.get("tail") if memo is not None else None
+            tail = memo.get(key) if memo is not None else None
             if tail is None:
                 tail = CommitLogTail(self._tail_start(), {k: v[1] + 1 for k, v in self.max_entries.items()},
                                      self._delay_levels_ms)
                 if memo is not None:
-                    memo["tail"] = tail
+                    memo[key] = tail
         return tail
 
     def _tail_start(self) -> int:

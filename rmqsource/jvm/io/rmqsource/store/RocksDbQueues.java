@@ -23,7 +23,9 @@ import org.rocksdb.Slice;
  * streams above never know which they got.  Opened through {@link ReadOnlyRocksDb#shared} (the io layer's one
  * read-only opener: nothing in the broker's folder is written, locked or renamed; one snapshot per folder and
  * process, opened anew when the folder's listing changed).  Local folders only (a database cannot be opened off
- * an object store: StoreLayout refuses that first).
+ * an object store: StoreLayout refuses that first).  A running broker's newest units are not in the database
+ * yet: {@link #at} continues each queue with the units {@link RocksDbTail} dispatches from the CommitLog past
+ * the database's checkpoint, as the broker's recovery does.
  */
 public final class RocksDbQueues {
     private static final Map<String, RocksDbQueues> OPENED = new java.util.HashMap<>();
@@ -34,6 +36,7 @@ public final class RocksDbQueues {
     private final ColumnFamilyHandle units;
     private final ColumnFamilyHandle offsets;
     private final Map<QueueKey, long[]> maxEntries;
+    private final Map<String, RocksDbTail> tails = new java.util.HashMap<>();   // by delay levels
 
     private RocksDbQueues(ReadOnlyRocksDb rocks) {
         this.rocks = rocks;
@@ -80,28 +83,84 @@ public final class RocksDbQueues {
         return out;
     }
 
-    /** (topic, queueId) of every queue with a unit, sorted. */
-    public List<QueueKey> listQueues() {
-        return new ArrayList<>(maxEntries.keySet());
+    /** The CommitLog offset the database's units reach (maxPhyOffset); null before the first flush. */
+    private Long dispatchCheckpoint() {
+        try {
+            byte[] v = rocks.get(RocksDbQueue.OFFSET_CF, RocksDbQueue.offsetKey(RocksDbQueue.CHECKPOINT_TOPIC, 0, true));
+            return v != null && v.length == 8 ? ByteBuffer.wrap(v).getLong() : null;
+        } catch (RocksDBException e) {
+            throw new UnsupportedLayoutError("cannot read the RocksDB ConsumeQueue database: " + e.getMessage(),
+                    folder, -1, e);
+        }
     }
 
-    /** The queue's units, or null when the database holds none for it. */
-    public QueueUnits queue(String topic, int queueId, int unitsPerFile) {
-        long[] last = maxEntries.get(new QueueKey(topic, queueId));
-        return last == null ? null : new Queue(topic, queueId, last[1] + 1, unitsPerFile);
+    /** The tail of this snapshot for {@code delays}, shared by every view of it (it only grows). */
+    private RocksDbTail tail(long[] delays) {
+        synchronized (tails) {
+            return tails.computeIfAbsent(java.util.Arrays.toString(delays), k -> {
+                Long checkpoint = dispatchCheckpoint();
+                long start = 0;
+                Map<QueueKey, Long> next = new java.util.HashMap<>();
+                for (Map.Entry<QueueKey, long[]> e : maxEntries.entrySet()) {
+                    next.put(e.getKey(), e.getValue()[1] + 1);
+                    start = Math.max(start, e.getValue()[0]);
+                }
+                // Without a checkpoint (written before it existed) the furthest last unit: walked again, found present.
+                return new RocksDbTail(checkpoint != null ? checkpoint : start, next, delays);
+            });
+        }
+    }
+
+    /** The queues as they are now: the database's units, then the CommitLog's past them up to its end. */
+    public Queues at(StoreLayout layout, long[] delays) {
+        RocksDbTail tail = tail(delays);
+        tail.extend(new CommitLog(layout));
+        return new Queues(tail.view());
+    }
+
+    /** One consistent view of the queues (twin of RocksDbQueueStore): the tail as it was when it was taken. */
+    public final class Queues {
+        private final Map<QueueKey, RocksDbTail.Frozen> tail;
+        private final Map<QueueKey, Long> maxOffsets = new TreeMap<>();
+
+        Queues(Map<QueueKey, RocksDbTail.Frozen> tail) {
+            this.tail = tail;
+            for (Map.Entry<QueueKey, long[]> e : maxEntries.entrySet()) maxOffsets.put(e.getKey(), e.getValue()[1] + 1);
+            for (Map.Entry<QueueKey, RocksDbTail.Frozen> e : tail.entrySet()) {
+                maxOffsets.merge(e.getKey(), e.getValue().endOffset(), Math::max);
+            }
+        }
+
+        /** (topic, queueId) of every queue with a unit, sorted. */
+        public List<QueueKey> listQueues() {
+            return new ArrayList<>(maxOffsets.keySet());
+        }
+
+        /** The queue's units, or null when it has none. */
+        public QueueUnits queue(String topic, int queueId, int unitsPerFile) {
+            QueueKey key = new QueueKey(topic, queueId);
+            Long max = maxOffsets.get(key);
+            if (max == null) return null;
+            long[] last = maxEntries.get(key);
+            return new Queue(topic, queueId, max, last == null ? 0 : last[1] + 1, tail.get(key), unitsPerFile);
+        }
     }
 
     /** One queue's units in column family "default" (twin of RocksDbConsumeQueue). */
     final class Queue extends QueueUnits {
         private final long max;
+        private final long inDatabase;                // the database holds units below this offset
+        private final RocksDbTail.Frozen tail;        // the units past it, from the CommitLog (or null)
         private final int unitsPerFile;
         private final byte[] prefix;
         private long first = -1;
         private long maxPhysic = Long.MIN_VALUE;
 
-        Queue(String topic, int queueId, long max, int unitsPerFile) {
+        Queue(String topic, int queueId, long max, long inDatabase, RocksDbTail.Frozen tail, int unitsPerFile) {
             super(topic, queueId);
             this.max = max;
+            this.inDatabase = inDatabase;
+            this.tail = tail;
             this.unitsPerFile = unitsPerFile;
             this.prefix = RocksDbQueue.cqQueuePrefix(topic, queueId);
         }
@@ -130,7 +189,7 @@ public final class RocksDbQueues {
                 try (RocksIterator it = db.newIterator(units)) {
                     it.seek(prefix);
                     first = it.isValid() && RocksDbQueue.isCqKeyOf(it.key(), prefix)
-                            ? RocksDbQueue.queueOffsetOfCqKey(it.key()) : max;
+                            ? RocksDbQueue.queueOffsetOfCqKey(it.key()) : tail != null ? tail.firstOffset : max;
                 }
             }
             return first;
@@ -166,6 +225,21 @@ public final class RocksDbQueues {
         public int read(long start, int count, long[] phy, int[] size, long[] code) {
             long s = Math.max(0, start);
             long e = Math.min(max, start + Math.max(0, count));
+            if (e <= s) return 0;
+            int n = s < inDatabase ? readDatabase(s, Math.min(e, inDatabase), phy, size, code) : 0;
+            if (tail == null || e <= tail.firstOffset || s + n < tail.firstOffset) return n;
+            long lo = Math.max(s, tail.firstOffset);
+            int from = (int) (lo - tail.firstOffset);
+            int take = (int) Math.min(e - lo, tail.count - from);
+            if (take <= 0) return n;
+            System.arraycopy(tail.phy, from, phy, n, take);
+            System.arraycopy(tail.size, from, size, n, take);
+            System.arraycopy(tail.code, from, code, n, take);
+            return n + take;
+        }
+
+        /** The database's units [s, e), present without a gap from s. */
+        private int readDatabase(long s, long e, long[] phy, int[] size, long[] code) {
             if (e <= s) return 0;
             int want = (int) (e - s);
             ByteBuffer value = ByteBuffer.allocateDirect(RocksDbQueue.CQ_VALUE_SIZE + 1);

@@ -90,9 +90,14 @@ public final class StoreLayout implements Serializable {
         return false;
     }
 
-    /** The store's RocksDB ConsumeQueues, opened read-only (only when {@link #rocksDbQueues}). */
-    public RocksDbQueues rocksDbQueueStore() {
-        return RocksDbQueues.open(StoreFiles.child(root, "consumequeue"));
+    /** The store's RocksDB ConsumeQueues as they are now, opened read-only (only when {@link #rocksDbQueues}). */
+    public RocksDbQueues.Queues rocksDbQueueStore() {
+        return rocksDbQueueStore(StoreConfig.defaults().messageDelayLevelsMs());
+    }
+
+    /** The same, the tags codes of delayed messages computed with {@code delayLevelsMs}. */
+    public RocksDbQueues.Queues rocksDbQueueStore(long[] delayLevelsMs) {
+        return RocksDbQueues.open(StoreFiles.child(root, "consumequeue")).at(this, delayLevelsMs);
     }
 
     /** UnsupportedLayoutError when the queues are the broker's RocksDB database: read here, never {@code what}. */

@@ -30,6 +30,7 @@ public final class StoreReader implements AutoCloseable {
     private List<QueueKey> keysOnDisk;
     private Map<QueueKey, RederivedQueue> rederived;
     private boolean rederivedDone;
+    private RocksDbQueues.Queues rocksQueueView;
     private final Map<QueueKey, QueueUnits> queues = new HashMap<>();
     private Long maxOffset;
     private Boolean abort;
@@ -89,8 +90,14 @@ public final class StoreReader implements AutoCloseable {
     // ------------------------------------------------------------------ queues
 
     private List<QueueKey> keysOnDisk() {
-        if (keysOnDisk == null) keysOnDisk = layout.listQueues();
+        if (keysOnDisk == null) keysOnDisk = layout.rocksDbQueues() ? rocksQueueView().listQueues() : layout.listQueues();
         return keysOnDisk;
+    }
+
+    /** The RocksDB ConsumeQueues as this reader saw them first (one view: the same queues and ends throughout). */
+    private RocksDbQueues.Queues rocksQueueView() {
+        if (rocksQueueView == null) rocksQueueView = layout.rocksDbQueueStore(config.messageDelayLevelsMs());
+        return rocksQueueView;
     }
 
     public boolean hasConsumeQueueFiles() {
@@ -150,7 +157,7 @@ public final class StoreReader implements AutoCloseable {
             if (re != null) {
                 q = re.get(key);
             } else if (layout.rocksDbQueues()) {
-                q = layout.rocksDbQueueStore().queue(topic, queueId, config.consumeQueueUnitsPerFile());
+                q = rocksQueueView().queue(topic, queueId, config.consumeQueueUnitsPerFile());
             } else if (keysOnDisk().contains(key)) {
                 String dir = layout.queueDirPath(topic, queueId);
                 q = new ConsumeQueueFiles(layout.files, dir, layout.listConsumeQueueDir(dir), topic, queueId);

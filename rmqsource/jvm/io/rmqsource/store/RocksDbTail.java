@@ -1,0 +1,155 @@
+package io.rmqsource.store;
+
+import io.rmqsource.format.Properties;
+import io.rmqsource.format.Record;
+import io.rmqsource.format.TagsCode;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Units a RocksDB ConsumeQueue database does not hold yet, dispatched from the CommitLog as the broker does
+ * (twin of CommitLogTail in rmqsource/store/rocksdb_tail.py, where the why is told in full).  A broker writes
+ * its units without a WAL into memtables that flush rarely (atomically, every column family at once), so the
+ * database holds exactly the units before its dispatch checkpoint; the broker's own recovery dispatches the
+ * CommitLog again from there, and so does this: NOT/COMMIT records, the tags code of dispatch, LMQ copies
+ * from INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET, CRC checked (a record still being written ends the
+ * walk).  One tail per database snapshot and delay levels; it only grows, and {@link #view} freezes it.
+ */
+final class RocksDbTail {
+    static final byte[] INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    static final byte[] INNER_MULTI_QUEUE_OFFSET =
+            "INNER_MULTI_QUEUE_OFFSET".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    static final String LMQ_PREFIX = "%LMQ%";
+    static final int LMQ_QUEUE_ID = 0;
+
+    /** One queue's units past the database, queue offsets {@code firstOffset} on, frozen at a count. */
+    static final class Frozen {
+        final long firstOffset;
+        final int count;
+        final long[] phy;
+        final int[] size;
+        final long[] code;
+
+        Frozen(long firstOffset, int count, long[] phy, int[] size, long[] code) {
+            this.firstOffset = firstOffset;
+            this.count = count;
+            this.phy = phy;
+            this.size = size;
+            this.code = code;
+        }
+
+        long endOffset() {
+            return firstOffset + count;
+        }
+    }
+
+    /** A queue's growing units; arrays are only appended to (a grown array is a new one), so a frozen view
+     *  of the first {@code count} units stays as it was. */
+    private static final class Growing {
+        final long firstOffset;
+        long[] phy = new long[16];
+        int[] size = new int[16];
+        long[] code = new long[16];
+        int count;
+
+        Growing(long firstOffset) {
+            this.firstOffset = firstOffset;
+        }
+
+        void add(long p, int s, long c) {
+            if (count == phy.length) {
+                phy = java.util.Arrays.copyOf(phy, count * 2);
+                size = java.util.Arrays.copyOf(size, count * 2);
+                code = java.util.Arrays.copyOf(code, count * 2);
+            }
+            phy[count] = p;
+            size[count] = s;
+            code[count] = c;
+            count++;
+        }
+    }
+
+    final long start;
+    private long end;
+    private final Map<QueueKey, Long> nextOffsets;
+    private final long[] delays;
+    private final Map<QueueKey, Growing> queues = new HashMap<>();
+    private final Record record = new Record();
+    private final Properties props = new Properties();
+
+    /** {@code nextOffsets}: each queue's next offset in the database (a record below it is there already). */
+    RocksDbTail(long start, Map<QueueKey, Long> nextOffsets, long[] delays) {
+        this.start = start;
+        this.end = start;
+        this.nextOffsets = nextOffsets;
+        this.delays = delays;
+    }
+
+    /** Walks the records written since the last walk (from the checkpoint the first time). */
+    synchronized void extend(CommitLog commitLog) {
+        if (commitLog.list().isEmpty()) return;
+        long[] at = {Math.max(end, commitLog.minOffset())};
+        commitLog.walk(at[0], true, (kind, seg, b, pos, offset, size) -> {
+            if (kind == Record.MESSAGE) dispatch(b, pos, offset, (int) size);
+            at[0] = offset + size;
+            return true;
+        }, null);
+        end = Math.max(end, at[0]);
+    }
+
+    /** Each queue's tail as walked so far. */
+    synchronized Map<QueueKey, Frozen> view() {
+        Map<QueueKey, Frozen> out = new HashMap<>();
+        for (Map.Entry<QueueKey, Growing> e : queues.entrySet()) {
+            Growing g = e.getValue();
+            out.put(e.getKey(), new Frozen(g.firstOffset, g.count, g.phy, g.size, g.code));
+        }
+        return out;
+    }
+
+    private void dispatch(ByteBuffer b, int pos, long offset, int size) {
+        Record r = record;
+        r.decode(b, pos, size, -1);
+        if (r.isPreparedOrRollback()) return;
+        String topic = StoreReader.utf8(b, r.topicPos, r.topicLen);
+        props.parse(b, r.propsPos, r.propsLen);
+        int t = props.find(Properties.TAGS);
+        int d = props.find(Properties.DELAY);
+        long code = TagsCode.consumeQueueTagsCode(topic, t < 0 ? null : props.valueString(t),
+                d < 0 ? null : props.valueString(d), r.storeTimestamp, delays);
+        put(new QueueKey(topic, r.queueId), r.queueOffset, offset, size, code);
+        int names = props.find(INNER_MULTI_DISPATCH);
+        int offsets = props.find(INNER_MULTI_QUEUE_OFFSET);
+        if (names >= 0 && offsets >= 0) {
+            dispatchLmq(props.valueString(names), props.valueString(offsets), r.queueId, offset, size, code);
+        }
+    }
+
+    /** The copies RocksDBConsumeQueueStore.dispatchLMQ writes (LMQ queues are queue 0). */
+    private void dispatchLmq(String names, String offsets, int queueId, long phy, int size, long code) {
+        if (names.isEmpty() || offsets.isEmpty()) return;
+        String[] n = names.split(",", -1);
+        String[] o = offsets.split(",", -1);
+        if (n.length != o.length) return;       // the broker logs "[bug] queues.length!=queueOffsets.length"
+        for (int i = 0; i < n.length; i++) {
+            long queueOffset;
+            try {
+                queueOffset = Long.parseLong(o[i].strip());
+            } catch (NumberFormatException e) {
+                continue;
+            }
+            put(new QueueKey(n[i], n[i].startsWith(LMQ_PREFIX) ? LMQ_QUEUE_ID : queueId), queueOffset, phy, size, code);
+        }
+    }
+
+    private void put(QueueKey key, long queueOffset, long phy, int size, long code) {
+        Growing g = queues.get(key);
+        if (g == null) {
+            if (queueOffset < nextOffsets.getOrDefault(key, 0L)) return;       // in the database already
+            g = new Growing(queueOffset);
+            queues.put(key, g);
+        }
+        if (queueOffset == g.firstOffset + g.count) g.add(phy, size, code);
+    }
+}
