@@ -98,22 +98,6 @@ def check_rows(run: Path, rows: list[tuple], what: str) -> list[str]:
     return problems
 
 
-# A RocksDB-queue broker writes its ConsumeQueue units with RocksDB's write-ahead log disabled
-# (AbstractRocksDBStorage.initWriteOptions: setDisableWAL(true)), so until it flushes its memtable (at shutdown,
-# or when the memtable fills) the units are only in the broker's memory: a reader of its files sees none of the
-# messages sent since (measured: 0 of about 1,300 acknowledged during 25 s of sends; all of them after the clean
-# shutdown). Taking those messages from the CommitLog's tail, as the broker's own recovery does, is not built yet.
-UNFLUSHED_UNITS = pytest.mark.xfail(strict=True, reason="a running RocksDB-queue broker's units since its last "
-                                    "memtable flush are only in its memory (not read from the CommitLog yet)")
-
-
-def live_params() -> list:
-    """broker_params(), the variants with RocksDB queues marked UNFLUSHED_UNITS."""
-    rocksdb = lambda variant: VARIANTS[variant].get("storeType") == "defaultRocksDB"   # noqa: E731
-    return [pytest.param(p.values[0], id=p.id, marks=[UNFLUSHED_UNITS] if rocksdb(p.values[0][1]) else [])
-            for p in broker_params()]
-
-
 def still_sending(run: Path) -> bool:
     """Whether the broker has not finished its sends yet (``expected/SENT`` comes after the last one)."""
     return not (run / "expected" / "SENT").exists()
@@ -123,7 +107,7 @@ def keys_of(rows) -> set[tuple]:
     return {(r[0], r[1], r[2], r[3]) for r in rows}
 
 
-@pytest.mark.parametrize("broker", live_params())
+@pytest.mark.parametrize("broker", broker_params())
 def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(broker, broker_classpath, tmp_path):
     version, variant = broker
     run = tmp_path / "run"
@@ -170,7 +154,7 @@ def test_reads_beside_a_sending_broker_give_whole_acknowledged_messages(broker, 
     assert during[0] < len(sent), "the reads should begin while the broker still had sends to make"
 
 
-@pytest.mark.parametrize("broker", live_params())
+@pytest.mark.parametrize("broker", broker_params())
 def test_stream_beside_a_sending_broker_gets_every_send_once(broker, broker_classpath, spark, tmp_path):
     version, variant = broker
     topic = TOPICS[1]
