@@ -16,7 +16,12 @@ the CommitLog hard-linked.  Both are read in the same run, alternating, best of 
    ``noop`` sink), and 5. its tag query (``where tags = 'TagB'``, pushed down to the tags code): one Spark
    session for the run, left out with --no-jvm or when the jar is not built (``rmq jar --build``)
 
-Prints seconds and the ratio RocksDB / files (target: within 1.2x for the reads and tag queries).
+A third store, "unflushed", is the twin as a running broker leaves it before its first memtable flush: the
+database holds no unit, so every unit comes from the CommitLog's tail (``rmqsource/store/rocksdb_tail.py``,
+walked once per process and snapshot: the cold cases include that walk).
+
+Prints seconds and the ratios RocksDB / files and unflushed / files (target: within 1.2x for the reads and tag
+queries of the RocksDB store).
 
 Usage: bench_rocksdb_queue.py [--messages N] [--dir /tmp/rmq-bench-rocksdb] [--repeat 3] [--no-jvm]
 """
@@ -83,6 +88,22 @@ def write_rocksdb_twin(files: Path, twin: Path) -> int:
     return n
 
 
+def write_unflushed_twin(files: Path, twin: Path) -> None:
+    """A store whose RocksDB database has no unit yet (a broker before its first flush): the same CommitLog."""
+    from rocksdict import Options, Rdict
+    twin.mkdir(parents=True)
+    (twin / "commitlog").mkdir()
+    for seg in (files / "commitlog").iterdir():
+        os.link(seg, twin / "commitlog" / seg.name)
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    db = Rdict(str(twin / "consumequeue"), options=opts)
+    db.create_column_family("offset", Options(raw_mode=True))
+    db.flush()
+    db.close()
+    os.unlink(twin / "consumequeue" / "rocksdict-config.json")
+
+
 def export(store: Path, out: Path, *extra: str) -> None:
     from rmqsource.cli import main
     code = main(["export", "--format", "arrow", "--topic", TOPIC, *extra, str(store), str(out)],
@@ -147,27 +168,32 @@ def main() -> None:
     a = ap.parse_args()
     base = Path(a.dir)
     files, twin = base / f"files-{a.messages}", base / f"rocksdb-{a.messages}"
-    if not (twin / "consumequeue" / "CURRENT").is_file():
+    unflushed = base / f"unflushed-{a.messages}"
+    if not (unflushed / "consumequeue" / "CURRENT").is_file():
         shutil.rmtree(base, ignore_errors=True)
         t = time.perf_counter()
         write_file_store(files, a.messages)
         n = write_rocksdb_twin(files, twin)
-        print(f"wrote {a.messages:,} messages and a RocksDB twin of {n:,} units in {time.perf_counter() - t:.1f} s")
+        write_unflushed_twin(files, unflushed)
+        print(f"wrote {a.messages:,} messages, a RocksDB twin of {n:,} units and an unflushed one in "
+              f"{time.perf_counter() - t:.1f} s")
+    stores = (files, twin, unflushed)
     out = base / "out.arrow"
     cases = [
         ("topic read (export --topic, all columns)", lambda s: export(s, out)),
         ("tag query (export --topic --tag TagB)", lambda s: export(s, out, "--tag", "TagB")),
+        ("topic read, cold open (a process's first)", lambda s: cold(export, s, out)),
         ("tag query, cold open (a process's first)", lambda s: cold(export, s, out, "--tag", "TagB")),
         ("queue units alone (read_units, cold open)", units_only),
     ]
     for extra in ((), ("--tag", "TagB")):             # both stores give the same rows, or the timings mean nothing
         counts = []
-        for store in (files, twin):
+        for store in stores:
             export(store, out, *extra)
             import pyarrow.ipc as ipc
             with ipc.open_file(str(out)) as f:
                 counts.append(sum(f.get_batch(i).num_rows for i in range(f.num_record_batches)))
-        assert counts[0] == counts[1], (extra, counts)
+        assert counts[0] == counts[1] == counts[2], (extra, counts)
     spark = None if a.no_jvm else jvm_session()
     if spark is not None:
         cases += [
@@ -176,15 +202,16 @@ def main() -> None:
         ]
     elif not a.no_jvm:
         print("(no JVM cases: the rmq jar is not built; rmq jar --build)")
-    print(f"{'case':44s} {'files s':>9s} {'rocksdb s':>10s} {'ratio':>7s}")
+    print(f"{'case':44s} {'files s':>9s} {'rocksdb s':>10s} {'ratio':>7s} {'unflushed s':>12s} {'ratio':>7s}")
     for name, fn in cases:
-        fn(files), fn(twin)                         # warm the page cache for both
-        tf, tr = [], []
-        for _ in range(a.repeat):                   # alternate, so both see the same machine
-            tf.append(best(lambda: fn(files), 1))
-            tr.append(best(lambda: fn(twin), 1))
-        f, r = min(tf), min(tr)
-        print(f"{name:44s} {f:9.3f} {r:10.3f} {r / f:6.2f}x")
+        for store in stores:
+            fn(store)                               # warm the page cache for each
+        times = {store: [] for store in stores}
+        for _ in range(a.repeat):                   # alternate, so all see the same machine
+            for store in stores:
+                times[store].append(best(lambda: fn(store), 1))
+        f, r, u = (min(times[store]) for store in stores)
+        print(f"{name:44s} {f:9.3f} {r:10.3f} {r / f:6.2f}x {u:12.3f} {u / f:6.2f}x")
     print(f"python {sys.version.split()[0]}, {a.messages:,} messages, {QUEUES} queues, best of {a.repeat}")
     if spark is not None:
         spark.stop()

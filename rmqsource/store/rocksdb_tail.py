@@ -24,14 +24,19 @@ the same snapshot walks only the records written since the last walk, then freez
 from __future__ import annotations
 
 import threading
+import zlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
+from ..errors import CorruptRecordError
+from ..format import columnar_headers as hdr
+from ..format.columnar_properties import parse_properties_columns
 from ..format.consumequeue import CQ_UNIT_DTYPE
-from ..format.record import Kind, MessageRecord
-from ..format.tagscode import consume_queue_tags_code
+from ..format.javahash import tags_code as java_tags_code
+from ..format.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind, MessageRecord
+from ..format.tagscode import SCHEDULE_TOPIC, consume_queue_tags_code
 from .config import StoreConfig
 
 INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"          # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
@@ -40,6 +45,7 @@ LMQ_PREFIX = "%LMQ%"                                   # MixAll.LMQ_PREFIX
 LMQ_QUEUE_ID = 0                                       # MixAll.LMQ_QUEUE_ID
 LMQ_DISPATCH_SEPARATOR = ","                           # MixAll.LMQ_DISPATCH_SEPARATOR
 DEFAULT_DELAY_LEVELS_MS = StoreConfig().message_delay_levels_ms
+CHUNK_BYTES = 8 << 20                                  # CommitLog bytes decoded at once on the fast path
 
 
 @dataclass(frozen=True)
@@ -55,20 +61,41 @@ class TailQueue:
 
 
 class _GrowingQueue:
-    __slots__ = ("first_offset", "rows", "frozen")
+    """A queue's tail as it grows: units appended as arrays (a chunk's run) or one at a time."""
+
+    __slots__ = ("first_offset", "count", "_parts", "_rows", "frozen")
 
     def __init__(self, first_offset: int):
         self.first_offset = first_offset
-        self.rows: list[tuple[int, int, int]] = []
+        self.count = 0
+        self._parts: list[np.ndarray] = []
+        self._rows: list[tuple[int, int, int]] = []
         self.frozen: Optional[TailQueue] = None
 
     @property
     def next_offset(self) -> int:
-        return self.first_offset + len(self.rows)
+        return self.first_offset + self.count
+
+    def append(self, unit: tuple[int, int, int]) -> None:
+        self._rows.append(unit)
+        self.count += 1
+
+    def extend(self, units: np.ndarray) -> None:
+        self._flush_rows()
+        self._parts.append(units)
+        self.count += len(units)
+
+    def _flush_rows(self) -> None:
+        if self._rows:
+            self._parts.append(np.array(self._rows, dtype=CQ_UNIT_DTYPE))
+            self._rows = []
 
     def freeze(self) -> TailQueue:
-        if self.frozen is None or len(self.frozen.units) != len(self.rows):
-            units = np.array(self.rows, dtype=CQ_UNIT_DTYPE)
+        if self.frozen is None or len(self.frozen.units) != self.count:
+            self._flush_rows()
+            if len(self._parts) > 1:
+                self._parts = [np.concatenate(self._parts).astype(CQ_UNIT_DTYPE, copy=False)]
+            units = self._parts[0] if self._parts else np.empty(0, dtype=CQ_UNIT_DTYPE)
             units.flags.writeable = False
             self.frozen = TailQueue(self.first_offset, units)
         return self.frozen
@@ -97,16 +124,116 @@ class CommitLogTail:
             if not commitlog.segments:
                 return
             at = max(self.end, commitlog.min_offset)
-            for step in commitlog.walk(at, check_crc=True):
-                kind = step.decoded.kind
-                if kind is Kind.MESSAGE:
-                    self._dispatch(step.phy_offset, step.decoded.size, step.decoded.record)
-                    at = step.phy_offset + step.decoded.size
-                elif kind is Kind.BLANK:
-                    at = step.segment.start_offset + max(step.segment.size_bytes, commitlog.segment_size)
-                else:
+            self.end = max(self.end, self._walk(commitlog, at))
+
+    def _walk(self, commitlog, at: int) -> int:
+        """Dispatch every valid record from ``at``, a chunk of records at a time (vectorized decoding);
+        returns where the valid records end.  Wherever a chunk meets something that is not a plain run of
+        valid records (a record failing a check, zeros, a DLedger file), the record-by-record walk takes
+        over from there: it decides exactly as recovery does, and stops where the data ends."""
+        while True:
+            index = commitlog._segment_index(at)
+            if index is None:
+                return at
+            seg = commitlog.segments[index]
+            if seg.dledger:
+                return self._walk_records(commitlog, at)
+            seg_len = max(seg.size_bytes, commitlog.segment_size)
+            pos, want = at - seg.start_offset, CHUNK_BYTES
+            while pos < seg_len:
+                buf = commitlog.reader.pread(seg, pos, min(want, seg_len - pos))
+                positions, stop = hdr.walk_chain(buf, 0, len(buf), segment_remaining=seg_len - pos)
+                done = self._dispatch_chunk(buf, positions, seg.start_offset + pos)
+                if done < len(positions):
+                    return self._walk_records(commitlog, seg.start_offset + pos + int(positions[done]))
+                if stop.reason == hdr.STOP_BLANK:
                     break
-            self.end = max(self.end, at)
+                if stop.reason not in (hdr.STOP_LIMIT, hdr.STOP_SHORT):
+                    return self._walk_records(commitlog, seg.start_offset + pos + stop.position)
+                if stop.position == 0 and len(buf) >= seg_len - pos:
+                    return self._walk_records(commitlog, seg.start_offset + pos)
+                want = CHUNK_BYTES if stop.position else max(2 * want, stop.total_size)   # a record longer than a chunk
+                pos += stop.position
+            at = seg.start_offset + seg_len
+
+    def _walk_records(self, commitlog, at: int) -> int:
+        """The record-by-record walk from ``at`` (CommitLog.walk with CRCs): returns where it stopped."""
+        for step in commitlog.walk(at, check_crc=True):
+            kind = step.decoded.kind
+            if kind is Kind.MESSAGE:
+                self._dispatch(step.phy_offset, step.decoded.size, step.decoded.record)
+                at = step.phy_offset + step.decoded.size
+            elif kind is Kind.BLANK:
+                at = step.segment.start_offset + max(step.segment.size_bytes, commitlog.segment_size)
+            else:
+                break
+        return at
+
+    def _dispatch_chunk(self, buf, positions: np.ndarray, base: int) -> int:
+        """Dispatch the records at ``positions`` of ``buf`` (``buf[0]`` is CommitLog offset ``base``) up to
+        the first that fails a check; returns how many were dispatched."""
+        if len(positions) == 0:
+            return 0
+        try:
+            h = hdr.decode_headers(buf, positions)
+        except CorruptRecordError:
+            return 0                                  # the record walk finds which record and why
+        n = _valid_crc_prefix(buf, h)
+        if n < len(positions):
+            h = h.take(slice(0, n))
+        if n == 0:
+            return 0
+        props = parse_properties_columns(buf, h)
+        tags = props.entry_values(props.value_index("TAGS"))
+        codes = _tags_codes(tags)
+        topics = [t.decode("utf-8") for t in h.topics]
+        tx = h.sys_flag & TRANSACTION_MASK
+        eligible = (tx == TRANSACTION_NOT_TYPE) | (tx == TRANSACTION_COMMIT_TYPE)
+        schedule = [i for i, t in enumerate(topics) if t == SCHEDULE_TOPIC]
+        if schedule:                                  # delivery times instead of tag hashes
+            rows = np.flatnonzero(np.isin(h.topic_index, schedule) & eligible)
+            delays = props.entry_values(props.value_index("DELAY")).take(rows).to_pylist()
+            for r, tag, delay in zip(rows.tolist(), tags.take(rows).to_pylist(), delays):
+                codes[r] = consume_queue_tags_code(SCHEDULE_TOPIC, {"TAGS": tag, "DELAY": delay},
+                                                   int(h.store_ts[r]), self._delays)
+        phy = base + h.pos
+        self._put_rows(h, topics, np.flatnonzero(eligible), phy, codes)
+        lmq = props.value_index(INNER_MULTI_DISPATCH)
+        for r in np.flatnonzero((lmq >= 0) & eligible).tolist():
+            names = props.entry_values(lmq[r:r + 1]).to_pylist()[0]
+            offsets = props.entry_values(props.value_index(INNER_MULTI_QUEUE_OFFSET)[r:r + 1]).to_pylist()[0]
+            if names and offsets:
+                unit = (int(phy[r]), int(h.total_size[r]), int(codes[r]))
+                self._dispatch_lmq(names, offsets, int(h.queue_id[r]), unit)
+        return n
+
+    def _put_rows(self, h, topics: list[str], rows: np.ndarray, phy: np.ndarray, codes: np.ndarray) -> None:
+        """Each queue's rows of a chunk: a run that continues the queue goes in as one array; anything else
+        (a queue's first unit, offsets out of sequence) one unit at a time through :meth:`_put`."""
+        if len(rows) == 0:
+            return
+        qid = h.queue_id[rows].astype(np.int64)
+        key = (h.topic_index[rows].astype(np.int64) << 32) | (qid & 0xFFFFFFFF)
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        starts = np.flatnonzero(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))
+        ends = np.append(starts[1:], len(order))
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            group = rows[order[a:b]]
+            first = int(group[0])
+            queue_key = (topics[int(h.topic_index[first])], int(h.queue_id[first]))
+            offsets = h.queue_offset[group].astype(np.int64)
+            q = self._queues.get(queue_key)
+            if q is not None and int(offsets[0]) == q.next_offset and \
+                    bool(np.all(offsets == np.arange(offsets[0], offsets[0] + len(group)))):
+                units = np.empty(len(group), dtype=CQ_UNIT_DTYPE)
+                units["phy_offset"] = phy[group]
+                units["size"] = h.total_size[group]
+                units["tags_code"] = codes[group]
+                q.extend(units)
+                continue
+            for r in group.tolist():
+                self._put(queue_key, int(h.queue_offset[r]), (int(phy[r]), int(h.total_size[r]), int(codes[r])))
 
     def view(self) -> dict[tuple[str, int], TailQueue]:
         """Each queue's tail as walked so far (immutable: later walks do not change it)."""
@@ -143,4 +270,21 @@ class CommitLogTail:
                 return                  # in the database already
             q = self._queues[key] = _GrowingQueue(queue_offset)
         if queue_offset == q.next_offset:
-            q.rows.append(unit)
+            q.append(unit)
+
+
+def _tags_codes(tags) -> np.ndarray:
+    """tagsCode of each row's TAGS (a string array, null where absent): each distinct tag hashed once."""
+    encoded = tags.dictionary_encode()
+    per_tag = np.array([java_tags_code(t) for t in encoded.dictionary.to_pylist()] + [0], dtype=np.int64)
+    index = encoded.indices.fill_null(len(per_tag) - 1).to_numpy(zero_copy_only=False)
+    return per_tag[index.astype(np.int64)]
+
+
+def _valid_crc_prefix(buf, h) -> int:
+    """How many of the decoded records, from the first, carry their body's CRC (``decode_record``'s check)."""
+    view = memoryview(buf)
+    for i, (p, n, crc) in enumerate(zip(h.body_pos.tolist(), h.body_len.tolist(), h.body_crc.tolist())):
+        if zlib.crc32(view[p:p + n]) & 0x7FFFFFFF != crc:
+            return i
+    return len(h.pos)
