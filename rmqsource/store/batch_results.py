@@ -63,6 +63,11 @@ class BatchPutResults(Sequence):
                                 addr, int(self.store_timestamps[i]), int(self.queue_offsets[i]), port),
             self.topics[int(self.topic_code[i])], int(self.queue_ids[i]), int(self.sys_flags[i]))
 
+    def __setitem__(self, i: int, result: PutMessageResult) -> None:
+        """Row i's result replaced (its status changed after the row was written)."""
+        self.objects[i] = result
+        self.status[i] = OBJ
+
     def __iter__(self):
         for i in range(self.n):
             yield self[i]

@@ -187,7 +187,8 @@ def record_topic_queues(store_root: str | os.PathLike, queues: Iterable[tuple[st
                         clock_ms: Callable[[], int] = _now_ms) -> bool:
     """Route every topic of ``queues`` in ``config/topics.json``; True when the file was written.
 
-    The caller holds the store's writer lock (the store writer at its clean shutdown)."""
+    The caller holds the store's writer lock (the store writer as its messages become durable, and at its
+    clean shutdown)."""
     nums = topic_queue_nums(queues)
     path = os.path.join(os.fspath(store_root), "config", TOPICS_FILE_NAME)
     current = load_with_bak(path, _decode)

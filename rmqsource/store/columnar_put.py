@@ -108,6 +108,7 @@ class ColumnarPut:
                 return res
             if cols.n:
                 self._put_columns_locked(cols, res)
+                self._route_acknowledged(res)
         return res
 
     def _put_columns_locked(self, c, res: "BatchPutResults") -> None:

@@ -6,17 +6,24 @@ ASYNC_FLUSH: a flush thread fsyncs every ``flushIntervalCommitLog`` ms, on
 duplicated fds outside the put lock.  ``close`` flushes everything, drops the
 unused pre-allocated segment, writes the ``checkpoint`` and deletes ``abort``
 only when all of that worked.
+
+Routes: whatever makes messages durable (a flush; under SYNC_FLUSH the put call that
+acknowledges them) first routes in ``config/topics.json`` the topics and queues written
+since the last time, as the broker persists a topic it creates before acknowledging the
+message: a writer killed before its close leaves a store a broker serves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional
 
+from ..errors import FormatError
 from ..format.checkpoint import Checkpoint
 from ..io import files
 from ..io.durable import fsync_dir, write_file_atomically
-from .broker_configs import record_topic_queues
+from .broker_configs import TOPICS_FILE_NAME, record_topic_queues
 from .put_result import PutMessageStatus
 
 __all__ = ["Durability"]
@@ -99,6 +106,36 @@ class Durability:
                 self._physic_ts = ts
             self._retire_old_segments()
             self.dispatcher.sync()
+            self._route_new_queues()
+
+    # -- topic routes --------------------------------------------------------------------------
+    def _written_queues(self) -> list[tuple[str, int]]:
+        """(topic, queueId) of every queue written, parked delayed messages under their real ones."""
+        return [*self._queue_offsets, *self._checks.parked_queues]
+
+    def _route_new_queues(self) -> None:
+        """Route in config/topics.json the topics and queues written since the last call (put lock held)."""
+        count = len(self._queue_offsets) + len(self._checks.parked_queues)
+        if count == self._routed_queue_count:
+            return          # queues are only ever added: the same count, nothing new
+        record_topic_queues(self.root, self._written_queues(), v5=self._v5, clock_ms=self._clock_ms)
+        self._routed_queue_count = count
+
+    def _route_acknowledged(self, results) -> None:
+        """SYNC_FLUSH: a put call acknowledges its messages as durable, so it routes them before it returns.
+
+        When topics.json cannot be written its PUT_OK messages are stored but would not be served:
+        FLUSH_DISK_TIMEOUT (the next put call or flush tries the routes again)."""
+        if not self._sync_flush:
+            return
+        try:
+            self._route_new_queues()
+        except (OSError, FormatError) as exc:
+            reason = f"stored, but config/{TOPICS_FILE_NAME} could not be written: {files.describe(exc)}"
+            for i in range(len(results)):
+                if results[i].ok:
+                    results[i] = dataclasses.replace(results[i], status=PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                                                     reason=reason)
 
     def _write_checkpoint(self, index_ts: Optional[int] = None) -> None:
         old = self._checkpoint
@@ -154,8 +191,7 @@ class Durability:
                         fsync_dir(self.root)
                         clean = True
                         # What a broker started on this store needs to route its topics (broker_configs).
-                        record_topic_queues(self.root, [*self._queue_offsets, *self._checks.parked_queues], v5=self._v5,
-                                            clock_ms=self._clock_ms)
+                        record_topic_queues(self.root, self._written_queues(), v5=self._v5, clock_ms=self._clock_ms)
                 except OSError as exc:
                     error = exc
                     self._error = exc

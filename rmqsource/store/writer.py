@@ -83,6 +83,7 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         self._writable = False
         self._closed = False
         self._error: Optional[BaseException] = None
+        self._routed_queue_count = 0                # queues counted when topics.json was last routed (flush.py)
         # A store of another layout (or a DLedger store) is written by its own engine: refuse before creating
         # anything.
         StoreLayout.for_config(self.root, c).check_writable()
@@ -167,6 +168,7 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
                 why = "store is closed" if self._closed else f"store is not writable: {files.describe(self._error)}"
                 return [failed_result(m, PutMessageStatus.SERVICE_NOT_AVAILABLE, reason=why) for m in msgs]
             self._put_locked(msgs, results)
+            self._route_acknowledged(results)
         return results  # type: ignore[return-value]
 
     @property

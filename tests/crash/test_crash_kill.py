@@ -1,11 +1,15 @@
 """kill -9 of a writing process, then recovery: acknowledged messages survive, torn ones never show.
 
 Also: a reader in another process while the writer appends sees only whole,
-dispatched records.
+dispatched records; a writer killed after acknowledging messages of new topics
+(``rmq put``, the JVM writer) leaves them routed in config/topics.json.
 """
 
 from __future__ import annotations
 
+import base64
+import itertools
+import json
 import os
 import random
 import signal
@@ -17,12 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from rmqsource.commands.put import PUT_BLOCK_BYTES
+from rmqsource.format.configjson import loads_fastjson
 from rmqsource.format.record import Kind
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.reader import MessageStoreReader
 from rmqsource.store.recovery import recover_store
 from rmqsource.store.writer import MessageStoreWriter
 
+from jvm_writer import put_command
 from workload import index_of, make_message, matches
 
 pytestmark = pytest.mark.crash
@@ -184,3 +191,80 @@ def test_reader_in_another_process_never_sees_torn_or_undispatched(tmp_path):
     child.wait()
     assert observations >= 3, "the reader never overlapped the writer"
     assert check_store_after_crash(store, seed, 30_000, 30_000, cfg) == 30_000
+
+
+# -- a killed writer's acknowledged topics are routed ----------------------------------------------
+
+ROUTED_TOPICS, ROUTED_QUEUES = 3, 5
+
+
+def new_topic_lines(count: int, body_bytes: int) -> list[bytes]:
+    """inputs.jsonl lines of topics Routed0.. with queue ids 0..ROUTED_QUEUES-1 (every pair once in 15 lines)."""
+    body = base64.b64encode(bytes(body_bytes)).decode()
+    return [json.dumps({"topic": f"Routed{i % ROUTED_TOPICS}", "queueId": i % ROUTED_QUEUES, "body": body}).encode()
+            + b"\n" for i in range(count)]
+
+
+def read_until(proc: subprocess.Popen, done) -> None:
+    """Lines of the child's stdout until ``done(line)`` (a watchdog kills a child that stops answering)."""
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    try:
+        for line in proc.stdout:
+            if done(json.loads(line)):
+                return
+        raise AssertionError(f"the writer ended ({proc.wait()}): {proc.stderr.read()[-3000:]!r}")
+    finally:
+        watchdog.cancel()
+
+
+def rmq_put_killed_after_a_block(store: Path) -> int:
+    """``rmq put --json`` (SYNC_FLUSH) fed a first block of lines and part of the next one: SIGKILLed once it
+    acknowledged the block, waiting for the rest of its stdin. Returns the dataVersion counter expected."""
+    lines = new_topic_lines(66, 3 << 18)                    # 1 MiB of base64 each: the block reads 64 of them
+    in_block = sum(1 for end in itertools.accumulate(map(len, lines)) if end <= PUT_BLOCK_BYTES)
+    assert ROUTED_TOPICS * ROUTED_QUEUES <= in_block < len(lines)
+    proc = subprocess.Popen([sys.executable, "-m", "rmqsource", "put", str(store), "--json",
+                             "-C", "flushDiskType=SYNC_FLUSH"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdin.write(b"".join(lines))
+    proc.stdin.flush()
+    acked = []
+    read_until(proc, lambda r: acked.append(r["status"]) or len(acked) == in_block)
+    assert set(acked) == {"PUT_OK"}
+    proc.kill()
+    proc.wait(30)
+    return 1                                                # one put call routed them all
+
+
+def jvm_put_killed_after_its_puts(store: Path, inputs: Path, durable_by: str) -> int:
+    """The JVM writer's puts in batches of 4, each made durable by its SYNC_FLUSH put call or by a flush after
+    it (a sink's commit), SIGKILLed once it printed their results. Returns the dataVersion counter expected."""
+    lines = new_topic_lines(ROUTED_TOPICS * ROUTED_QUEUES, 100)
+    inputs.write_bytes(b"".join(lines))
+    flush_type = "SYNC_FLUSH" if durable_by == "SYNC_FLUSH" else "ASYNC_FLUSH"
+    proc = subprocess.Popen(put_command(store, "-", inputs, batch=4, overrides=[f"flushDiskType={flush_type}"],
+                                        flush=durable_by == "flush", hold=True),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    acked = []
+    read_until(proc, lambda r: "maxPhyOffset" in r or acked.append(r["status"]))
+    assert acked == ["PUT_OK"] * len(lines)
+    proc.kill()
+    proc.wait(30)
+    return -(-len(lines) // 4)                              # each batch routed its new queues
+
+
+@pytest.mark.parametrize("writer, durable_by", [("python", "SYNC_FLUSH"), ("jvm", "SYNC_FLUSH"), ("jvm", "flush")])
+def test_a_killed_writer_leaves_its_acknowledged_topics_routed(tmp_path, writer, durable_by):
+    """A broker started on the store serves the acknowledged messages of new topics: their routes (every topic,
+    its queue count) are in config/topics.json although the writer never shut down."""
+    store = tmp_path / "store"
+    if writer == "python":
+        counter = rmq_put_killed_after_a_block(store)
+    else:
+        counter = jvm_put_killed_after_its_puts(store, tmp_path / "inputs.jsonl", durable_by)
+    assert (store / "abort").exists()                       # killed: no clean shutdown
+    doc = loads_fastjson((store / "config" / "topics.json").read_text())
+    routes = {t: (e["readQueueNums"], e["writeQueueNums"]) for t, e in doc["topicConfigTable"].items()}
+    assert routes == {f"Routed{i}": (ROUTED_QUEUES, ROUTED_QUEUES) for i in range(ROUTED_TOPICS)}
+    assert doc["dataVersion"]["counter"] == counter

@@ -30,6 +30,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from rmqsource.format.configjson import loads_fastjson
 from rmqsource.format.record import Kind
 from rmqsource.io import files
 from rmqsource.io.faults import FaultyFileOps, random_plan, when
@@ -203,6 +204,47 @@ def test_fsync_failure_is_flush_disk_timeout_then_not_writable(tmp_path):
     assert {r.status for r in second} == {PutMessageStatus.SERVICE_NOT_AVAILABLE}
     assert not w.clean_shutdown
     check_store(store, config, {m.keys: m for m in msgs}, set())
+
+
+def test_routes_not_written_are_flush_disk_timeout_then_written_by_the_next_put(tmp_path):
+    """SYNC_FLUSH: a put call routes its new topics in topics.json before acknowledging them; when that file
+    cannot be written its messages are stored but not acknowledged, and the next put call routes them."""
+    store, config = golden_copy(tmp_path, flushDiskType="SYNC_FLUSH")
+    msgs = [message(i) for i in range(20)]
+    with files.installed(FaultyFileOps(failing_routes("ENOSPC"))) as ops, MessageStoreWriter(store, config) as w:
+        first = w.put_messages(msgs[:10])
+        unrouted = routes(store)
+        second = w.put_arrow_batch(pa.Table.from_pylist([{"topic": TOPIC, "queueId": m.queue_id, "body": m.body,
+                                                          "tags": m.tags, "keys": m.keys} for m in msgs[10:]]))
+        routed = routes(store)
+    assert len(ops.injected) == 1
+    assert {r.status for r in first} == {PutMessageStatus.FLUSH_DISK_TIMEOUT}
+    assert "topics.json could not be written" in first[0].reason and "No space left" in first[0].reason
+    assert TOPIC not in unrouted
+    assert second.ok_count == 10 and routed[TOPIC]["writeQueueNums"] == 3
+    check_store(store, config, {m.keys: m for m in msgs}, {m.keys for m in msgs[10:]})
+
+
+def test_a_flush_that_cannot_route_fails_and_the_next_one_routes(tmp_path):
+    store, config = golden_copy(tmp_path, flushDiskType="ASYNC_FLUSH", flushIntervalCommitLog=3_600_000)
+    with files.installed(FaultyFileOps(failing_routes("EIO"))), MessageStoreWriter(store, config) as w:
+        assert all(r.ok for r in w.put_messages([message(i) for i in range(5)]))
+        with pytest.raises(OSError, match="Input/output error"):
+            w.flush()
+        assert TOPIC not in routes(store)
+        w.flush()
+        assert routes(store)[TOPIC]["writeQueueNums"] == 3
+
+
+def failing_routes(kind: str):
+    """A plan failing the first write of a new topics.json."""
+    return when(lambda c: c.op == "write" and c.path and c.path.endswith("topics.json.tmp"), kind, times=1)
+
+
+def routes(store: Path) -> dict:
+    """The topicConfigTable of the store's topics.json (empty when there is none)."""
+    path = store / "config" / "topics.json"
+    return loads_fastjson(path.read_text())["topicConfigTable"] if path.exists() else {}
 
 
 @pytest.mark.parametrize("corpus", writable(corpora()))

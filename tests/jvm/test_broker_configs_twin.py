@@ -1,7 +1,8 @@
 """config/topics.json as both writers keep it (rmqsource/store/broker_configs.py and its Java twin
 io/rmqsource/store/BrokerConfigs.java): the same input, the same clock, the same bytes; an existing file is
-merged (nothing dropped, queue numbers only grow) and kept in ``topics.json.bak``; a timer message is refused by
-both before anything is written."""
+merged (nothing dropped, queue numbers only grow) and kept in ``topics.json.bak``; the routes are written as
+messages become durable (each SYNC_FLUSH put call, each flush), the same puts moving both counters alike; a
+timer message is refused by both before anything is written."""
 
 from __future__ import annotations
 
@@ -86,6 +87,44 @@ def test_both_writers_keep_the_same_topics_json(tmp_path, existing):
     jvm_put(roots["jvm"], "-", inputs, clock_ms=CLOCK_MS + 5)
     assert (roots["py"] / "config" / "topics.json").read_bytes() == before
     assert (roots["jvm"] / "config" / "topics.json").read_bytes() == before
+
+
+def python_put_batches(root: Path, inputs: Path, batch: int, flush_type: str, flush: bool) -> None:
+    with MessageStoreWriter(root, StoreConfig.from_mapping({"flushDiskType": flush_type}),
+                            clock_ms=lambda: CLOCK_MS) as w:
+        lines = inputs.read_bytes().splitlines(keepends=True)
+        for i in range(0, len(lines), batch):
+            assert w.put_json_lines(b"".join(lines[i:i + batch])).ok_count == len(lines[i:i + batch])
+            if flush:
+                w.flush()
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "merged"])
+@pytest.mark.parametrize("durable_by", ["SYNC_FLUSH", "flush"])
+def test_both_writers_route_as_the_puts_become_durable(tmp_path, existing, durable_by):
+    """Batches of two lines, each made durable by its SYNC_FLUSH put call or by a flush after it: each routes a
+    new topic or queue, so each writes topics.json (the dataVersion counter one up per batch, the previous
+    content in topics.json.bak), in both writers alike."""
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text("\n".join(LINES) + "\n")
+    flush_type = "SYNC_FLUSH" if durable_by == "SYNC_FLUSH" else "ASYNC_FLUSH"
+    roots = {"py": tmp_path / "py", "jvm": tmp_path / "jvm"}
+    for root in roots.values():
+        if existing:
+            (root / "config").mkdir(parents=True)
+            (root / "config" / "topics.json").write_text(EXISTING)
+    python_put_batches(roots["py"], inputs, 2, flush_type, flush=durable_by == "flush")
+    jvm_put(roots["jvm"], "-", inputs, batch=2, clock_ms=CLOCK_MS, overrides=[f"flushDiskType={flush_type}"],
+            flush=durable_by == "flush")
+    config = {name: root / "config" for name, root in roots.items()}
+    py = (config["py"] / "topics.json").read_bytes()
+    assert py == (config["jvm"] / "topics.json").read_bytes()
+    assert (config["py"] / "topics.json.bak").read_bytes() == (config["jvm"] / "topics.json.bak").read_bytes()
+    counter = loads_fastjson(py)["dataVersion"]["counter"]
+    batches = len(LINES) // 2                            # every batch routes something new
+    assert counter == (7 + batches if existing else batches)
+    bak = loads_fastjson((config["py"] / "topics.json.bak").read_text())     # as it was before the last batch
+    assert bak["dataVersion"]["counter"] == counter - 1 and "%RETRY%g1" not in bak["topicConfigTable"]
 
 
 @pytest.mark.parametrize("prop", ["TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"])

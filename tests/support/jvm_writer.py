@@ -26,15 +26,12 @@ def jvm_writer_or_skip() -> list[str]:
     return [java, *FLAGS, "-cp", jar, MAIN]
 
 
-def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 8192, clock_ms: Optional[int] = None,
-            lines: Optional[tuple[int, int]] = None, overrides: Sequence[str] = (), fail_after_bytes: Optional[int] = None,
-            abandon: bool = False, check: bool = True, staged: Optional[int] = None,
-            chunk_bytes: Optional[int] = None) -> tuple[list[dict], dict, int]:
-    """Put ``inputs`` (inputs.jsonl lines) into ``root`` with the JVM writer; (results, trailer, returncode).
-
-    The trailer is ``{"maxPhyOffset": N}`` or ``{"error": {...}}``, with the tail of the JVM's stderr under
-    ``"stderr"`` (what an uncaught Java exception printed). ``staged``: each batch goes through StagedPuts
-    (holding that many bytes in memory, the rest in a spill file) and ``putStaged`` instead of ``putAll``."""
+def put_command(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 8192,
+                clock_ms: Optional[int] = None, lines: Optional[tuple[int, int]] = None, overrides: Sequence[str] = (),
+                fail_after_bytes: Optional[int] = None, abandon: bool = False, staged: Optional[int] = None,
+                chunk_bytes: Optional[int] = None, flush: bool = False, hold: bool = False) -> list[str]:
+    """The ``WriteMain put`` command line (options as :func:`jvm_put`; ``flush``: a flush after each batch, as a
+    sink's commit; ``hold``: after the results it waits for the end of stdin before shutting down)."""
     cmd = [*jvm_writer_or_skip(), "put", str(root), str(config), str(inputs), "--batch", str(batch)]
     if clock_ms is not None:
         cmd += ["--clock", str(clock_ms)]
@@ -50,6 +47,23 @@ def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, batch: int = 
         cmd += ["--staged", str(staged)]
     if chunk_bytes is not None:
         cmd += ["--chunk-bytes", str(chunk_bytes)]
+    if flush:
+        cmd.append("--flush")
+    if hold:
+        cmd.append("--hold")
+    return cmd
+
+
+def jvm_put(root: Path, config: str | Path, inputs: str | Path, *, check: bool = True,
+            **options) -> tuple[list[dict], dict, int]:
+    """Put ``inputs`` (inputs.jsonl lines) into ``root`` with the JVM writer; (results, trailer, returncode).
+
+    The trailer is ``{"maxPhyOffset": N}`` or ``{"error": {...}}``, with the tail of the JVM's stderr under
+    ``"stderr"`` (what an uncaught Java exception printed). ``staged``: each batch goes through StagedPuts
+    (holding that many bytes in memory, the rest in a spill file) and ``putStaged`` instead of ``putAll``;
+    ``batch``, ``clock_ms``, ``lines``, ``overrides``, ``fail_after_bytes``, ``abandon``, ``chunk_bytes``,
+    ``flush``: as :func:`put_command` passes them to ``WriteMain put``."""
+    cmd = put_command(root, config, inputs, **options)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     out = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     if check and proc.returncode != 0:

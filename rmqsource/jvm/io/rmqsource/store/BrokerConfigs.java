@@ -17,7 +17,8 @@ import java.util.function.LongSupplier;
  * the groups the stream commits for), merged with what is there (nothing dropped, queue numbers only grow,
  * dataVersion bumped only on a change), replaced through {@link ConfigFiles#string2File} (NAME.tmp, NAME.bak,
  * rename, fsync). The broker's own topics (SCHEDULE_TOPIC_XXXX, the timer wheel's) are left to the broker.
- * Both languages write the same bytes for the same input (tests/jvm/test_broker_configs_twin.py).
+ * The store writer routes its topics as its messages become durable and at its clean shutdown. Both languages
+ * write the same bytes for the same input (tests/jvm/test_broker_configs_twin.py).
  */
 public final class BrokerConfigs {
     public static final String TOPICS_FILE_NAME = "topics.json";

@@ -37,6 +37,8 @@ import java.util.function.LongSupplier;
  *            --from I --to J (lines [I, J) of INPUTS)   --clock MS (a fixed store clock)
  *            --override key=value (store config)        --fail-after-bytes N (injected full disk)
  *            --abandon (let go without a clean shutdown, as a crash)
+ *            --flush (flush after each batch, as a sink's commit does)
+ *            --hold (after the results, wait for the end of stdin before shutting down: a test kills it there)
  *            --chunk-bytes N (bytes of records per CommitLog write)
  *            --staged MEMORY_BYTES (each batch staged first, StagedPuts with that much memory, then putStaged)
  * java ... WriteMain hold ROOT CONFIG [--timeout-ms N]   (open, print "locked", close when stdin ends)
@@ -95,6 +97,8 @@ public final class WriteMain {
         long to = Long.MAX_VALUE;
         Long clock = null;
         boolean abandon = false;
+        boolean flush = false;
+        boolean hold = false;
         long stagedMemory = -1;
         Map<String, String> overrides = new LinkedHashMap<>();
         for (int i = 4; i < args.length; i++) {
@@ -104,6 +108,8 @@ public final class WriteMain {
                 case "--to" -> to = Long.parseLong(args[++i]);
                 case "--clock" -> clock = Long.parseLong(args[++i]);
                 case "--abandon" -> abandon = true;
+                case "--flush" -> flush = true;
+                case "--hold" -> hold = true;
                 case "--staged" -> stagedMemory = Long.parseLong(args[++i]);
                 case "--chunk-bytes" -> MessageStoreWriter.chunkBytes = Integer.parseInt(args[++i]);
                 case "--fail-after-bytes" -> WriteFiles.setFaults(WriteFiles.diskFullAfter(Long.parseLong(args[++i])));
@@ -134,12 +140,17 @@ public final class WriteMain {
                 int step = batch <= 0 ? 1 : batch;
                 for (int i = 0; i < msgs.size(); i += step) {
                     results.addAll(List.of(putStaged(w, msgs.subList(i, Math.min(msgs.size(), i + step)), stagedMemory)));
+                    if (flush) w.flush();
                 }
             } else if (batch <= 0) {
-                for (Message m : msgs) results.add(w.put(m));
+                for (Message m : msgs) {
+                    results.add(w.put(m));
+                    if (flush) w.flush();
+                }
             } else {
                 for (int i = 0; i < msgs.size(); i += batch) {
                     results.addAll(List.of(w.putAll(msgs.subList(i, Math.min(msgs.size(), i + batch)))));
+                    if (flush) w.flush();
                 }
             }
         } catch (StagedFailure e) {
@@ -151,6 +162,7 @@ public final class WriteMain {
         }
         for (PutResult res : results) out.println(res.toJson());
         out.println("{\"maxPhyOffset\":" + w.maxPhyOffset() + "}");
+        if (hold) waitForEndOfStdin(out);
         if (abandon) {
             w.abandon();
         } else if (failed != null) {
@@ -207,13 +219,18 @@ public final class WriteMain {
         for (int i = 3; i < args.length; i++) if (args[i].equals("--timeout-ms")) timeout = Long.parseLong(args[++i]);
         MessageStoreWriter w = MessageStoreWriter.open(args[1], config(args[2], Map.of()), timeout);
         out.println("locked");
+        waitForEndOfStdin(out);
+        w.close();
+        out.println("closed");
+    }
+
+    /** What was printed goes out, then the end of stdin is waited for. */
+    private static void waitForEndOfStdin(PrintStream out) throws IOException {
         out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         while (in.readLine() != null) {
             // wait for the end of stdin
         }
-        w.close();
-        out.println("closed");
     }
 
     private static void scan(String[] args, PrintStream out) {

@@ -86,6 +86,11 @@ final class Dispatcher {
         return queues.values();
     }
 
+    /** How many queues there are (only ever more: a routing of topics.json counts them). */
+    int queueCount() {
+        return queues.size();
+    }
+
     /** Largest record end any ConsumeQueue points at (reput resumes there). */
     long maxPhysicOffset() {
         loadExisting();

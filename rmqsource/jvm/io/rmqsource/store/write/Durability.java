@@ -1,25 +1,33 @@
 package io.rmqsource.store.write;
 
+import io.rmqsource.errors.FormatError;
 import io.rmqsource.errors.StoreError;
 import io.rmqsource.format.Checkpoint;
+import io.rmqsource.store.BrokerConfigs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Flush and durability of a {@link MessageStoreWriter} (twin of rmqsource/store/flush.py's Durability): when
  * written CommitLog bytes become durable (SYNC_FLUSH: before a put is acknowledged; ASYNC_FLUSH: the flush
  * thread every flushIntervalCommitLog ms, the CommitLog fsyncs outside the put lock), the checkpoint, the
  * clean shutdown (abort deleted only when every step worked) and letting go of the store as a crash would.
- * The store's state is the writer's.
+ * Whatever makes messages durable (a flush; under SYNC_FLUSH the put call that acknowledges them) first
+ * routes in config/topics.json the topics and queues written since the last time, as the broker persists a
+ * topic it creates before acknowledging the message: a writer killed before its close leaves a store a
+ * broker serves.  The store's state is the writer's.
  */
 final class Durability {
     private final MessageStoreWriter w;
     private final Object flushLock = new Object();
     private Thread flusher;
     private volatile boolean stopping;
+    /** Queues counted when topics.json was last routed (under putLock). */
+    private int routedQueueCount;
 
     Durability(MessageStoreWriter w) {
         this.w = w;
@@ -120,7 +128,50 @@ final class Durability {
                 if (ts != 0) w.physicTs = ts;
                 w.segments.retireOld();
                 w.dispatcher.sync();
+                try {
+                    routeNewQueues();
+                } catch (UncheckedIOException e) {
+                    throw e.getCause();
+                }
             }
+        }
+    }
+
+    /** (topic, queueId) of every queue written, parked delayed messages under their real ones. */
+    private List<Map.Entry<String, Integer>> writtenQueues() {
+        List<Map.Entry<String, Integer>> queues = new ArrayList<>();
+        for (QueueState q : w.dispatcher.states()) queues.add(Map.entry(q.topic, q.queueId));
+        queues.addAll(w.checks.parkedQueues);
+        return queues;
+    }
+
+    /** Routes in config/topics.json the topics and queues written since the last call (putLock held). */
+    private void routeNewQueues() {
+        int count = w.dispatcher.queueCount() + w.checks.parkedQueues.size();
+        if (count == routedQueueCount) return;      // queues are only ever added: the same count, nothing new
+        BrokerConfigs.recordTopicQueues(w.root, writtenQueues(), w.v5, w.clockMs);
+        routedQueueCount = count;
+    }
+
+    /**
+     * SYNC_FLUSH: a put call acknowledges its messages as durable, so it routes them before it returns (putLock
+     * held).  When topics.json cannot be written its PUT_OK messages are stored but would not be served:
+     * FLUSH_DISK_TIMEOUT, and the call fails (the next put call or flush tries the routes again).
+     */
+    void routeAcknowledged(PutResult[] results) {
+        if (!w.syncFlush) return;
+        try {
+            routeNewQueues();
+        } catch (UncheckedIOException | FormatError e) {
+            Throwable cause = e instanceof UncheckedIOException ? e.getCause() : e;
+            String why = "stored, but config/" + BrokerConfigs.TOPICS_FILE_NAME + " could not be written: "
+                    + MessageStoreWriter.describe(cause);
+            for (int i = 0; results != null && i < results.length; i++) {
+                if (results[i] != null && results[i].ok()) {
+                    results[i] = results[i].withStatus(PutMessageStatus.FLUSH_DISK_TIMEOUT, why);
+                }
+            }
+            w.append.noteFailure(why, cause);
         }
     }
 
@@ -173,16 +224,14 @@ final class Durability {
                     w.segments.dropPrealloc();
                     w.segments.closeChannels();
                     WriteFiles.fsyncDir(w.commitLogDir);
-                    java.util.List<java.util.Map.Entry<String, Integer>> queues = new java.util.ArrayList<>();
-                    for (QueueState q : w.dispatcher.states()) queues.add(java.util.Map.entry(q.topic, q.queueId));
-                    queues.addAll(w.checks.parkedQueues);
+                    List<Map.Entry<String, Integer>> queues = writtenQueues();
                     w.dispatcher.close();
                     writeCheckpoint(null);
                     if (!failedBefore) {
                         Files.delete(w.root.resolve("abort"));
                         WriteFiles.fsyncDir(w.root);
                         // What a broker started on this store needs to route its topics (BrokerConfigs).
-                        io.rmqsource.store.BrokerConfigs.recordTopicQueues(w.root, queues, w.v5, w.clockMs);
+                        BrokerConfigs.recordTopicQueues(w.root, queues, w.v5, w.clockMs);
                     }
                 } catch (IOException e) {
                     failedWith = e;

@@ -207,6 +207,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             } finally {
                 append.endBatch();
             }
+            durability.routeAcknowledged(results);
             failed = append.failure;
             cause = append.failureCause;
         }
@@ -238,6 +239,7 @@ public final class MessageStoreWriter implements AutoCloseable {
             } finally {
                 append.endBatch();
             }
+            durability.routeAcknowledged(results);
             failed = append.failure;
             cause = append.failureCause;
         }

@@ -44,6 +44,12 @@ public final class PutResult {
                 m == null ? -1 : m.queueId, m == null ? 0 : m.sysFlag, reason, null, 0);
     }
 
+    /** This result with another status and reason (a status found after the message was written). */
+    PutResult withStatus(PutMessageStatus newStatus, String newReason) {
+        return new PutResult(newStatus, appendStatus, commitLogOffset, queueOffset, size, storeTimestamp, topic, queueId,
+                sysFlag, newReason, storeAddr, storePort);
+    }
+
     public boolean ok() {
         return status == PutMessageStatus.PUT_OK;
     }
