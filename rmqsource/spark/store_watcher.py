@@ -16,7 +16,8 @@ from ..format.system_topics import is_internal_topic
 from ..io.segments import common_segment_size, list_segments
 from ..store.commitlog import CommitLog
 from ..store.consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
-from ..store.layout import StoreLayout, open_queue
+from ..store.layout import StoreLayout
+from ..store.queues import list_queues, open_queue
 from .stream_offsets import Key
 from .stream_options import StreamOptions
 
@@ -58,7 +59,7 @@ class StoreWatcher:
         if fresh.dledger_dir != self.layout.dledger_dir:
             self.close()
             self.layout = fresh
-        return [k for k in self.layout.list_queues() if self.wanted(k)]
+        return [k for k in list_queues(self.layout) if self.wanted(k)]
 
     # -- CommitLog --------------------------------------------------------------
     def commitlog(self, refresh: bool = False) -> CommitLog:

@@ -84,7 +84,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition  # noq
 from ..errors import DataLossError, OptionError
 from ..store.consumequeue import ConsumeQueue
 from ..store.consumer_offsets import ConsumerOffsets
-from ..store.layout import StoreLayout, open_queue
+from ..store.layout import StoreLayout
+from ..store.queues import open_queue
 from ..store.offset_source import load_committed_offsets, locate_offset_source, refuse_group_commit
 from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
                      SupportsTriggerAvailableNow)

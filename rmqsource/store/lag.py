@@ -33,7 +33,8 @@ from typing import Optional
 from ..errors import OptionError
 from .config import StoreConfig
 from .consumequeue import ConsumeQueue
-from .layout import StoreLayout, open_queue
+from .layout import StoreLayout
+from .queues import list_queues, open_queue
 from .offset_source import CommittedOffsets, load_committed_offsets, pop_pairs, request_mode
 
 __all__ = ["group_lag", "group_lag_with_source", "lag_rows_text"]
@@ -87,7 +88,7 @@ def group_lag_with_source(root: str | os.PathLike, config: Optional[StoreConfig]
     for e in entries:
         committed.setdefault((e.group, e.topic), {})[e.queue_id] = e.offset
     on_disk: dict[str, set[int]] = {}
-    for t, q in layout.list_queues():
+    for t, q in list_queues(layout):
         on_disk.setdefault(t, set()).add(q)
 
     bounds: dict[tuple[str, int], tuple[int, int]] = {}

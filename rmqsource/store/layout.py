@@ -14,7 +14,7 @@ with one UnsupportedLayoutError naming the folder, never read in part (README
 "Store layouts").  DLedger stores are read; :meth:`StoreLayout.check_writable`
 refuses to write them.  ConsumeQueues kept in RocksDB (``storeType=defaultRocksDB``:
 a database in ``consumequeue/``) are read through :mod:`rmqsource.store.rocksdb_queue`
-(:meth:`StoreLayout.list_queues` and :func:`open_queue` choose); they are not written.
+(:mod:`rmqsource.store.queues` chooses); they are not written.
 """
 
 from __future__ import annotations
@@ -233,10 +233,8 @@ class StoreLayout:
         return None
 
     def list_queues(self) -> list[tuple[str, int]]:
-        """(topic, queueId) of every ConsumeQueue directory (or queue of the RocksDB database), sorted."""
-        if self.rocksdb_queues:
-            from .rocksdb_queue import RocksDbQueueStore
-            return RocksDbQueueStore(self).list_queues()
+        """(topic, queueId) of every ConsumeQueue directory, sorted (a store's queues whatever they are kept in:
+        :func:`rmqsource.store.queues.list_queues`)."""
         result = []
         cq = self.consumequeue_dir
         if not cq.is_dir():
@@ -251,18 +249,6 @@ class StoreLayout:
                             result.append((t.name, int(q.name)))
         result.sort()
         return result
-
-
-def open_queue(layout: StoreLayout, topic: str, queue_id: int, file_size: Optional[int] = None):
-    """The queue's units (a ConsumeQueueBase) from its files or the RocksDB database; None when it has none.
-
-    For file queues the queue is opened even when its folder is missing (no segments: an empty queue).
-    """
-    if layout.rocksdb_queues:
-        from .rocksdb_queue import RocksDbQueueStore
-        return RocksDbQueueStore(layout).queue(topic, queue_id)
-    from .consumequeue import ConsumeQueue
-    return ConsumeQueue(layout.queue_dir(topic, queue_id), topic, int(queue_id), file_size)
 
 
 def _is_rocksdb_dir(folder: Path) -> bool:
