@@ -44,37 +44,13 @@ final class RocksDbTail {
         }
     }
 
-    /** A queue's growing units; arrays are only appended to (a grown array is a new one), so a frozen view
-     *  of the first {@code count} units stays as it was. */
-    private static final class Growing {
-        final long firstOffset;
-        long[] phy = new long[16];
-        int[] size = new int[16];
-        long[] code = new long[16];
-        int count;
-
-        Growing(long firstOffset) {
-            this.firstOffset = firstOffset;
-        }
-
-        void add(long p, int s, long c) {
-            if (count == phy.length) {
-                phy = java.util.Arrays.copyOf(phy, count * 2);
-                size = java.util.Arrays.copyOf(size, count * 2);
-                code = java.util.Arrays.copyOf(code, count * 2);
-            }
-            phy[count] = p;
-            size[count] = s;
-            code[count] = c;
-            count++;
-        }
-    }
-
     final long start;
     private long end;
     private final Map<QueueKey, Long> nextOffsets;
     private final long[] delays;
-    private final Map<QueueKey, Growing> queues = new HashMap<>();
+    // Each queue's units as they grow (arrays only appended to: a grown array is a new one, so a frozen view
+    // of the first count units stays as it was).
+    private final Map<QueueKey, RederivedQueue> queues = new HashMap<>();
     private final Record record = new Record();
     private final Properties props = new Properties();
 
@@ -101,9 +77,9 @@ final class RocksDbTail {
     /** Each queue's tail as walked so far. */
     synchronized Map<QueueKey, Frozen> view() {
         Map<QueueKey, Frozen> out = new HashMap<>();
-        for (Map.Entry<QueueKey, Growing> e : queues.entrySet()) {
-            Growing g = e.getValue();
-            out.put(e.getKey(), new Frozen(g.firstOffset, g.count, g.phy, g.size, g.code));
+        for (Map.Entry<QueueKey, RederivedQueue> e : queues.entrySet()) {
+            RederivedQueue q = e.getValue();
+            out.put(e.getKey(), new Frozen(q.firstFileStartOffset(), q.count, q.phy, q.size, q.code));
         }
         return out;
     }
@@ -144,12 +120,12 @@ final class RocksDbTail {
     }
 
     private void put(QueueKey key, long queueOffset, long phy, int size, long code) {
-        Growing g = queues.get(key);
-        if (g == null) {
+        RederivedQueue q = queues.get(key);
+        if (q == null) {
             if (queueOffset < nextOffsets.getOrDefault(key, 0L)) return;       // in the database already
-            g = new Growing(queueOffset);
-            queues.put(key, g);
+            q = new RederivedQueue(key.topic, key.queueId, queueOffset, 0);
+            queues.put(key, q);
         }
-        if (queueOffset == g.firstOffset + g.count) g.add(phy, size, code);
+        if (queueOffset == q.maxOffset()) q.add(phy, size, code);
     }
 }
