@@ -16,7 +16,7 @@ import tempfile
 from typing import Callable, Optional
 
 from ..errors import FormatError, NotAStoreError, RmqError
-from ..spark.jar import find_java, jar_path
+from ..spark.jar import JarError, find_java, jar_path, pyspark_jars_dir
 from ..store.config import StoreConfig
 from ..store.layout import StoreLayout
 from ..store.verify import check_checkpoint, check_config, note_unclean_shutdown
@@ -27,12 +27,25 @@ MAIN_CLASS = "io.rmqsource.tools.VerifyMain"
 JVM_FLAGS = ["-XX:+UseSerialGC", "-Xshare:auto", "-XX:-UsePerfData"]
 
 
-def jvm_command() -> Optional[list[str]]:
-    """``java -cp <jar>`` for the walk, or None when the jar is not built or no ``java`` is found."""
+def jvm_command(*, rocksdb: bool = False) -> Optional[list[str]]:
+    """``java -cp <jar>`` for the walk, or None when the jar is not built or no ``java`` is found.  ``rocksdb``:
+    the store's ConsumeQueues are a RocksDB database, read through the rocksdbjni Spark ships (pyspark's jars/)."""
     jar, java = jar_path(), find_java()
     if jar is None or java is None:
         return None
-    return [java, *JVM_FLAGS, "-cp", jar, MAIN_CLASS]
+    classpath = [jar, *(_rocksdbjni() if rocksdb else [])]
+    return [java, *JVM_FLAGS, "-cp", os.pathsep.join(classpath), MAIN_CLASS]
+
+
+def _rocksdbjni() -> list[str]:
+    try:
+        found = sorted(pyspark_jars_dir().glob("rocksdbjni-*.jar"))
+    except JarError:
+        found = []
+    if not found:
+        raise RmqError("the JVM verify of RocksDB ConsumeQueues (storeType=defaultRocksDB) needs the rocksdbjni jar "
+                       "pyspark ships (pip install pyspark), or use --engine python")
+    return [str(found[-1])]
 
 
 def verify_store_jvm(root: str | os.PathLike, config: Optional[StoreConfig] = None, *,
@@ -42,8 +55,7 @@ def verify_store_jvm(root: str | os.PathLike, config: Optional[StoreConfig] = No
     root = os.fspath(root)
     layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
-    layout.refuse_rocksdb_queues("verified (rmq verify checks ConsumeQueue files)")
-    command = jvm_command()
+    command = jvm_command(rocksdb=layout.rocksdb_queues)
     if command is None:
         raise RmqError("the JVM verify needs the rmq jar (rmq jar --build) and java (JAVA_HOME or PATH)")
     report = VerifyReport(os.path.abspath(root))

@@ -168,6 +168,18 @@ class RocksDbQueueStore:
             out[key] = max(out.get(key, 0), t.end_offset)
         return out
 
+    def database_units(self, topic: str, queue_id: int, start: int, end: int,
+                       limit: int) -> tuple[list[int], list[bytes]]:
+        """The database's own units of (topic, queueId) with queue offsets in [start, end), at most ``limit``,
+        in key order (never the tail): each key's queue offset and its value as stored, of any length
+        (``rmq verify`` checks what is on disk; the readers raise on a malformed value).  A key's queue offset
+        is the 8 bytes after the queue's prefix, so offsets never go down along the keys."""
+        keys, values = self.db.range(DEFAULT_CF, encode_cq_key(topic, queue_id, start),
+                                     encode_cq_key(topic, queue_id, end), limit)
+        at = len(cq_queue_prefix(topic, queue_id))
+        offsets = [int.from_bytes(k[at:at + 8].ljust(8, b"\0"), "big", signed=True) for k in keys]
+        return offsets, values
+
     def list_queues(self) -> list[tuple[str, int]]:
         return sorted(self.max_offsets)
 

@@ -20,6 +20,11 @@ totalSize and contiguity), so the per-record Python walk runs only over gaps
 (records without units); the chain is proven either way.  Units expired by
 retention (below the CommitLog's first segment) are counted, not reported.
 
+ConsumeQueues kept in RocksDB (``storeType=defaultRocksDB``): the units checked are the database's own
+(:class:`~rmqsource.store.verify_cursors.RocksDbQueueCursor`), never those the readers dispatch from the
+CommitLog past its dispatch checkpoint; the records past the checkpoint have no unit on disk by design (the
+broker holds them in memory until its next flush) and are one ``cq-undispatched`` warning per queue.
+
 The verifier here drives the run; the CommitLog walk (:mod:`rmqsource.store.verify_walk`) and the
 matching of ConsumeQueue units and IndexFile entries against each window's records
 (:mod:`rmqsource.store.verify_units`) are its mixins.
@@ -44,7 +49,8 @@ from ..io.lock import is_store_locked
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout
-from .verify_cursors import IndexCursor, QueueCursor, note
+from .rocksdb_queue import RocksDbQueueStore
+from .verify_cursors import IndexCursor, QueueCursor, RocksDbQueueCursor, database_dispatch_end, note
 from .verify_dledger import check_dledger_files
 from .verify_index import check_index_file, index_files, index_geometry
 from .verify_report import ERROR, WARNING, Problem, VerifyReport
@@ -63,7 +69,6 @@ def verify_store(root: str | os.PathLike, config: Optional[StoreConfig] = None, 
     root = os.fspath(root)
     layout = StoreLayout.for_config(root, config)
     layout.check_is_store()
-    layout.refuse_rocksdb_queues("verified (rmq verify checks ConsumeQueue files)")
     report = VerifyReport(os.path.abspath(root))
     _Verifier(layout, config, report, progress).run()
     return report
@@ -94,6 +99,11 @@ class _Verifier(CommitLogWalk, UnitMatching):
         self.records = 0
         self.max_store_ts = 0
         self.unmatched: dict[tuple[int, int], list] = {}     # (topic id, queueId) -> [count, first phy]
+        # RocksDB ConsumeQueues: the database (None for queue files), and the CommitLog offset its units reach;
+        # records from there on have no unit in it by design (the broker holds theirs in memory).
+        self.rocksdb: Optional[RocksDbQueueStore] = None
+        self.dispatch_end: Optional[int] = None
+        self.past_dispatch_end: dict[tuple[int, int], list] = {}   # as unmatched, for records from dispatch_end
         self.last_dispatched = -1      # CommitLog offset of the last record a ConsumeQueue unit points at
         self.invalid_at = 1 << 62       # first record recovery would stop at (fields that do not add up)
         self.dledger_entries: list[tuple[int, int, int, int, int]] = []   # (index, pos, size, term, magic)
@@ -118,8 +128,7 @@ class _Verifier(CommitLogWalk, UnitMatching):
             check_dledger_files(self.layout, self.report, self.dledger_entries)
         self._report_unmatched_records()
         check_checkpoint(self.layout, self.config, self.report, end, self.records, self.max_store_ts)
-        check_config(self.layout, self.config, self.report,
-                     {(q.topic, q.queue_id): q.max_offset for q in self.queues})
+        check_config(self.layout, self.config, self.report, self._queue_max_offsets())
         self.report.stats.update({"records": self.records, "commitLogMinOffset": self.cl_min, "commitLogEnd": end,
                                   "segments": len(cl.segments), "queues": len(self.queues),
                                   "cqUnits": sum(q.units for q in self.queues),
@@ -144,12 +153,9 @@ class _Verifier(CommitLogWalk, UnitMatching):
                                 f"a multiple of {z}", str(seg.start_offset)))
 
     def _open_cursors(self) -> None:
-        self.queues = []
-        for topic, qid in self.layout.list_queues():
-            q = QueueCursor(str(self.layout.queue_dir(topic, qid)), topic, qid, self.report, self.cl_min)
-            if q.segments:
-                q.topic_id = self._topic_id(topic)
-                self.queues.append(q)
+        self.queues = [q for q in self._queue_cursors() if q.has_units]
+        for q in self.queues:
+            q.topic_id = self._topic_id(q.topic)
         self.heap = []
         self.pending = None
         for i, q in enumerate(self.queues):
@@ -163,6 +169,24 @@ class _Verifier(CommitLogWalk, UnitMatching):
         self.index_paths = files
         usable = [x for x in (check_index_file(f, h, n, self.report) for f in files) if x is not None]
         self.index = IndexCursor(usable, h, self.report, self.cl_min)
+
+    def _queue_cursors(self) -> list:
+        """A cursor per ConsumeQueue: its files, or its units in the RocksDB database (only the database's:
+        verify checks what is on disk, never the units the readers dispatch from the CommitLog past it)."""
+        if not self.layout.rocksdb_queues:
+            return [QueueCursor(str(self.layout.queue_dir(topic, qid)), topic, qid, self.report, self.cl_min)
+                    for topic, qid in self.layout.list_queues()]
+        self.rocksdb = RocksDbQueueStore(self.layout, delay_levels_ms=self.delays)
+        self.dispatch_end = database_dispatch_end(self.rocksdb)
+        return [RocksDbQueueCursor(self.rocksdb, topic, qid, self.report, self.cl_min)
+                for topic, qid in sorted(self.rocksdb.max_entries)]
+
+    def _queue_max_offsets(self) -> dict[tuple[str, int], int]:
+        """Each queue's max offset, for the committed offsets: its files' end, or for RocksDB queues the
+        readers' (the database's units, then those the broker's recovery dispatches from the CommitLog)."""
+        if self.rocksdb is not None:
+            return dict(self.rocksdb.max_offsets)
+        return {(q.topic, q.queue_id): q.max_offset for q in self.queues}
 
     def _listed(self, bad: np.ndarray, check: str) -> list[int]:
         """Indexes of the first PER_CHECK_DETAIL true entries; the others are only counted (as ``check``)."""

@@ -7,6 +7,8 @@ of one IndexFile) are written in phyOffset order, so each cursor only moves
 forward and memory stays at one block per queue, whatever the store size.
 Structural problems met on the way (a file of the wrong size, bytes after a
 queue's last unit, a unit going backwards) go straight into the report.
+ConsumeQueues kept in RocksDB (``storeType=defaultRocksDB``) have their own
+cursor over the database's units (:class:`RocksDbQueueCursor`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE
+from ..format.rocksdb_queue import CQ_VALUE_SIZE, decode_cq_value, values_to_units
 from ..io.segments import Segment, common_segment_size, list_segments
 from .verify_report import WARNING, Problem, VerifyReport
 
@@ -48,7 +51,91 @@ def first_non_zero(path: str, start: int, end: int) -> Optional[int]:
     return None
 
 
-class QueueCursor:
+class _UnitCursor:
+    """What the queue cursors share: a queue's units handed out in CommitLog order, block by block.
+
+    A subclass reads the next block of units in queue order (``_read_block``) and hands it to
+    :meth:`_take_block`; it names a unit (:meth:`unit_name`) and says where it is (``file_and_position``).
+    JVM twin: ``io.rmqsource.verify.UnitCursor``.
+    """
+
+    topic: str
+    queue_id: int
+    report: VerifyReport
+    cl_min: int
+
+    def _start(self) -> None:
+        self.units = 0                 # valid units seen (pre-blank and expired included)
+        self.expired = 0
+        self.pre_blank = 0
+        self._last_phy = -1
+        self._block: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
+        self._block_pos = 0
+
+    def unit_name(self, queue_offset: int) -> str:
+        return f"unit {queue_offset} of {self.topic}/{self.queue_id}"
+
+    def _read_block(self) -> bool:
+        raise NotImplementedError
+
+    def file_and_position(self, queue_offset: int) -> tuple[str, Optional[int]]:
+        raise NotImplementedError
+
+    def _take_block(self, phy: np.ndarray, size: np.ndarray, code: np.ndarray, qoff: np.ndarray,
+                    locate) -> bool:
+        """A block's units in queue order: pre-blank units skipped, expired ones counted, the order along the
+        queue checked (``locate(queue offset)`` places a unit out of order); True when units are left to
+        hand out."""
+        rep = self.report
+        k = len(phy)
+        self.units += k
+        live = size != PRE_BLANK_SIZE
+        self.pre_blank += int(k - np.count_nonzero(live))
+        # phyOffset must grow along the queue (dispatch appends in CommitLog order).
+        lp = phy[live]
+        if len(lp):
+            steps = np.diff(np.concatenate(([self._last_phy], lp)))
+            back = np.flatnonzero(steps <= 0)
+            for i in back[:16].tolist():
+                j = int(np.flatnonzero(live)[i])
+                where, position = locate(int(qoff[j]))
+                rep.add(Problem("consumequeue", "cq-order", where, position,
+                                f"{self.unit_name(int(qoff[j]))} does not follow the previous unit in the CommitLog",
+                                f"phyOffset > {int(lp[i] - steps[i])}", str(int(lp[i]))))
+            self._last_phy = int(lp[-1])
+        # A negative phyOffset is no expired unit: it is matched, and points at no record.
+        expired = live & (phy >= 0) & (phy < self.cl_min)
+        self.expired += int(np.count_nonzero(expired))
+        keep = live & ~expired
+        self._block = _by_phy((phy[keep], size[keep], code[keep], qoff[keep]))
+        self._block_pos = 0
+        return len(self._block[0]) > 0
+
+    def next_phy(self) -> Optional[int]:
+        if self._block is None or self._block_pos >= len(self._block[0]):
+            if not self._read_block():
+                return None
+        return int(self._block[0][self._block_pos])
+
+    def take_below(self, end: int) -> list[tuple[np.ndarray, ...]]:
+        """Blocks of (phy, size, tagsCode, queueOffset) with phy < ``end``."""
+        out = []
+        for _ in range(1 << 40):                 # bounded by the queue's length
+            if self.next_phy() is None:
+                break
+            phy = self._block[0]
+            stop = int(np.searchsorted(phy, end, side="left"))
+            if stop <= self._block_pos:
+                break
+            a = self._block_pos
+            out.append(tuple(arr[a:stop] for arr in self._block))
+            self._block_pos = stop
+            if stop < len(phy):
+                break
+        return out
+
+
+class QueueCursor(_UnitCursor):
     """Valid units of one ConsumeQueue, in order, with their queue offsets."""
 
     def __init__(self, directory: str, topic: str, queue_id: int, report: VerifyReport, cl_min: int):
@@ -59,17 +146,16 @@ class QueueCursor:
         self.segments: list[Segment] = list_segments(directory)
         self.file_size = common_segment_size(self.segments) or 0
         self.units_per_file = self.file_size // CQ_UNIT_SIZE
-        self.units = 0                 # valid units seen (pre-blank and expired included)
-        self.expired = 0
-        self.pre_blank = 0
         self.max_offset = self.segments[0].start_offset // CQ_UNIT_SIZE if self.segments else 0
         self._file_index = 0
         self._file_pos = 0             # unit index inside the current file
         self._file_ended = False
-        self._last_phy = -1
-        self._block: Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = None
-        self._block_pos = 0
+        self._start()
         self._check_files()
+
+    @property
+    def has_units(self) -> bool:
+        return bool(self.segments)
 
     # -- files ------------------------------------------------------------
     def _check_files(self) -> None:
@@ -116,33 +202,12 @@ class QueueCursor:
             if k == 0:
                 continue
             units = units[:k]
-            self.units += k
             self.max_offset = first_unit + k
-            phy = units["phy_offset"].astype(np.int64)
-            size = units["size"].astype(np.int64)
-            code = units["tags_code"].astype(np.int64)
             qoff = np.arange(first_unit, first_unit + k, dtype=np.int64)
-            live = size != PRE_BLANK_SIZE
-            self.pre_blank += int(k - np.count_nonzero(live))
-            # phyOffset must grow along the queue (dispatch appends in CommitLog order).
-            lp = phy[live]
-            if len(lp):
-                steps = np.diff(np.concatenate(([self._last_phy], lp)))
-                back = np.flatnonzero(steps <= 0)
-                for i in back[:16].tolist():
-                    j = int(np.flatnonzero(live)[i])
-                    rep.add(Problem("consumequeue", "cq-order", rep.rel(seg.path),
-                                    int((qoff[j] * CQ_UNIT_SIZE) - seg.start_offset),
-                                    f"unit {int(qoff[j])} of {self.topic}/{self.queue_id} does not follow the "
-                                    f"previous unit in the CommitLog", f"phyOffset > {int(lp[i] - steps[i])}",
-                                    str(int(lp[i]))))
-                self._last_phy = int(lp[-1])
-            expired = live & (phy < self.cl_min)
-            self.expired += int(np.count_nonzero(expired))
-            keep = live & ~expired
-            self._block = _by_phy((phy[keep], size[keep], code[keep], qoff[keep]))
-            self._block_pos = 0
-            if len(self._block[0]):
+            rel = rep.rel(seg.path)
+            in_file = lambda q, seg=seg: (rel, q * CQ_UNIT_SIZE - seg.start_offset)  # noqa: E731
+            if self._take_block(units["phy_offset"].astype(np.int64), units["size"].astype(np.int64),
+                                units["tags_code"].astype(np.int64), qoff, in_file):
                 return True
         self._block = None
         return False
@@ -163,30 +228,6 @@ class QueueCursor:
                             f"{self.topic}/{self.queue_id}: units end inside a file that is not the queue's last",
                             f"{self.units_per_file} units", f"{unit_pos} units"))
 
-    # -- units ------------------------------------------------------------
-    def next_phy(self) -> Optional[int]:
-        if self._block is None or self._block_pos >= len(self._block[0]):
-            if not self._read_block():
-                return None
-        return int(self._block[0][self._block_pos])
-
-    def take_below(self, end: int) -> list[tuple[np.ndarray, ...]]:
-        """Blocks of (phy, size, tagsCode, queueOffset) with phy < ``end``."""
-        out = []
-        for _ in range(1 << 40):                 # bounded by the queue's length
-            if self.next_phy() is None:
-                break
-            phy = self._block[0]
-            stop = int(np.searchsorted(phy, end, side="left"))
-            if stop <= self._block_pos:
-                break
-            a = self._block_pos
-            out.append(tuple(arr[a:stop] for arr in self._block))
-            self._block_pos = stop
-            if stop < len(phy):
-                break
-        return out
-
     def file_and_position(self, queue_offset: int) -> tuple[str, int]:
         """(file relative to the root, byte position) of the unit at ``queue_offset``."""
         byte = queue_offset * CQ_UNIT_SIZE
@@ -194,6 +235,86 @@ class QueueCursor:
             if seg.start_offset <= byte < seg.start_offset + self.file_size:
                 return self.report.rel(seg.path), byte - seg.start_offset
         return self.report.rel(self.segments[0].path) if self.segments else "consumequeue", byte
+
+
+class RocksDbQueueCursor(_UnitCursor):
+    """Units of one queue of the RocksDB ConsumeQueue database (``storeType=defaultRocksDB``), in order, with
+    :class:`QueueCursor`'s interface.
+
+    Only the database's own units, those below the queue's ``max`` entry + 1: the broker writes them without
+    a WAL and flushes its column families atomically, so they are what is on disk.  The readers continue a
+    queue from the CommitLog past the database's dispatch checkpoint (``rocksdb_tail.py``); those units are
+    derived from the CommitLog itself, and checking the CommitLog against them would prove nothing.  The
+    database has no files (file sizes, zeros after the last unit, holes do not apply): a unit is named by
+    its queue and offset in the database folder, and a value of the wrong length is a ``cq-value-size``
+    problem.  JVM twin: ``io.rmqsource.verify.RocksDbQueueCursor``.
+    """
+
+    def __init__(self, store, topic: str, queue_id: int, report: VerifyReport, cl_min: int):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.report = report
+        self.cl_min = cl_min
+        self.folder = report.rel(store.folder)
+        last = store.max_entries.get((topic, queue_id))
+        self.max_offset = last[1] + 1 if last is not None else 0      # the database's units lie below it
+        self._store = store
+        self._next_offset = 0
+        self._start()
+
+    @property
+    def has_units(self) -> bool:
+        return self.max_offset > 0
+
+    def unit_name(self, queue_offset: int) -> str:
+        return f"RocksDB ConsumeQueue {self.topic}:{self.queue_id} unit {queue_offset}"
+
+    def file_and_position(self, queue_offset: int) -> tuple[str, Optional[int]]:
+        return self.folder, None
+
+    def _read_block(self) -> bool:
+        """Load the next block of units whose values have the unit's length; False at the end of the queue."""
+        while self._next_offset < self.max_offset:
+            offsets, values = self._store.database_units(self.topic, self.queue_id, self._next_offset,
+                                                         self.max_offset, CQ_BLOCK_UNITS)
+            if not offsets:
+                break
+            self._next_offset = offsets[-1] + 1
+            sound = [i for i, v in enumerate(values) if len(v) == CQ_VALUE_SIZE]
+            if len(sound) < len(values):
+                self._report_value_sizes(offsets, values)
+            units = values_to_units(b"".join(values[i] for i in sound))
+            qoff = np.array([offsets[i] for i in sound], dtype=np.int64)
+            if self._take_block(units["phy_offset"].astype(np.int64), units["size"].astype(np.int64),
+                                units["tags_code"].astype(np.int64), qoff, self.file_and_position):
+                return True
+        self._block = None
+        return False
+
+    def _report_value_sizes(self, offsets: list[int], values: list[bytes]) -> None:
+        for off, v in zip(offsets, values):
+            if len(v) != CQ_VALUE_SIZE:
+                self.report.add(Problem("consumequeue", "cq-value-size", self.folder, None,
+                                        f"{self.unit_name(off)} has a {len(v)}-byte value: not a unit, no record "
+                                        f"is matched to it", f"{CQ_VALUE_SIZE} bytes", f"{len(v)} bytes"))
+
+
+def database_dispatch_end(store) -> int:
+    """Where the RocksDB database's units end in the CommitLog: its dispatch checkpoint; without one (a
+    database written before the checkpoint existed) the furthest CommitLog end of a unit there, 0 when it
+    holds none.  Each queue's last unit (its ``max`` entry) is its furthest: units follow the CommitLog.
+    JVM twin: ``io.rmqsource.verify.RocksDbQueueCursor.databaseDispatchEnd``."""
+    if store.dispatch_checkpoint is not None:
+        return store.dispatch_checkpoint
+    end = 0
+    for (topic, queue_id), (phy, queue_offset) in sorted(store.max_entries.items()):
+        _, values = store.database_units(topic, queue_id, queue_offset, queue_offset + 1, 1)
+        if values and len(values[0]) == CQ_VALUE_SIZE:
+            unit_phy, size, _, _ = decode_cq_value(values[0])
+            end = max(end, unit_phy + size)
+        else:
+            end = max(end, phy)             # the entry's unit is missing or malformed: where it starts
+    return end
 
 
 class IndexCursor:

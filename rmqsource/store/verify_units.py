@@ -4,8 +4,10 @@ against the records of each CommitLog window.
 The queue cursors' units are taken in CommitLog order (a heap over the queues); each unit pointing into a
 window must point at a record start with that size, topic, queueId, queueOffset and tagsCode, each
 IndexFile entry at a record start; records a unit should point at and none does are counted per queue.
-Units and entries left when the walk ends point past the CommitLog's valid end.  JVM twin:
-``io.rmqsource.verify.UnitMatching``.
+A unit of another queue the record's multi-dispatch names (an LMQ copy, ``INNER_MULTI_DISPATCH``) matches
+it too.  Records past a RocksDB database's dispatch checkpoint are counted apart: the database holds no unit
+of theirs by design (a warning, not a missing unit).  Units and entries left when the walk ends point past
+the CommitLog's valid end.  JVM twin: ``io.rmqsource.verify.UnitMatching``.
 """
 
 from __future__ import annotations
@@ -80,8 +82,7 @@ class UnitMatching:
         def unit_problem(j: int, check: str, message: str, expected: str, found: str) -> None:
             q = self.queues[int(uq[j])]
             f, off = q.file_and_position(int(uqoff[j]))
-            rep.add(Problem("consumequeue", check, f, off,
-                            f"unit {int(uqoff[j])} of {q.topic}/{q.queue_id} {message}", expected, found))
+            rep.add(Problem("consumequeue", check, f, off, f"{q.unit_name(int(uqoff[j]))} {message}", expected, found))
 
         idx = starts.rows(uphy)
         found = idx >= 0
@@ -92,9 +93,11 @@ class UnitMatching:
             return
         sel = np.flatnonzero(found)
         ri = idx[sel]
-        _, r_size, r_topic, r_qid, r_qoff, r_code, _, matched, *_ = win
+        _, r_size, r_topic, r_qid, r_qoff, r_code, _, matched, *_, lmq_copies = win
         same_queue = (r_topic[ri] == q_topic[uq[sel]]) & (r_qid[ri] == q_qid[uq[sel]]) & (r_qoff[ri] == uqoff[sel])
         matched[ri[same_queue]] = True
+        if lmq_copies:
+            same_queue |= self._lmq_copies_of(lmq_copies, ri, uq[sel], uqoff[sel], ~same_queue)
         for j in self._listed(~same_queue, "cq-queue"):
             u, r = int(sel[j]), int(ri[j])
             q = self.queues[int(uq[u])]
@@ -107,6 +110,16 @@ class UnitMatching:
                 u = int(sel[j])
                 unit_problem(u, check, f"{what} differs from the record at CommitLog offset {int(uphy[u])}",
                              str(int(want[j])), str(int(got[j])))
+
+    def _lmq_copies_of(self, lmq_copies: set, rows: np.ndarray, queues: np.ndarray, qoffs: np.ndarray,
+                       candidates: np.ndarray) -> np.ndarray:
+        """Which candidate units are the copies a record's multi-dispatch gives (``lmq_copies``: (row, queue,
+        queueId, queueOffset) of the window's records, see verify_walk.py); they need no unit of their own."""
+        out = np.zeros(len(rows), dtype=bool)
+        for j in np.flatnonzero(candidates).tolist():
+            q = self.queues[int(queues[j])]
+            out[j] = (int(rows[j]), q.topic, q.queue_id, int(qoffs[j])) in lmq_copies
+        return out
 
     def _topic_name(self, tid: int) -> str:
         for t, i in self.topic_ids.items():
@@ -132,11 +145,11 @@ class UnitMatching:
         missing = np.flatnonzero(eligible & ~matched)
         if len(missing) == 0:
             return
-        key = (r_topic[missing] << 32) | (r_qid[missing] & 0xFFFFFFFF)
-        uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
-        for k, f, c in zip(uniq.tolist(), first.tolist(), counts.tolist()):
-            entry = self.unmatched.setdefault((k >> 32, k & 0xFFFFFFFF), [0, int(phy[missing[f]])])
-            entry[0] += c          # keyed by the unsigned queueId: the JVM walk's order
+        if self.dispatch_end is not None:
+            past = phy[missing] >= self.dispatch_end
+            _count_by_queue(self.past_dispatch_end, missing[past], phy, r_topic, r_qid)
+            missing = missing[~past]
+        _count_by_queue(self.unmatched, missing, phy, r_topic, r_qid)
 
     def _report_unmatched_records(self) -> None:
         """Records no unit points at. After an unclean shutdown, those past the last dispatched record are the
@@ -147,9 +160,8 @@ class UnitMatching:
         for (tid, unsigned_qid), (count, first) in sorted(self.unmatched.items()):
             qid = unsigned_qid - (1 << 32) if unsigned_qid >= 1 << 31 else unsigned_qid      # the record's int field
             topic = self._topic_name(tid)
-            i = self.queue_key_index.get((tid, qid))
-            where = rep.rel(self.layout.queue_dir(topic, qid))
-            has_files = i is not None
+            has_units = (tid, qid) in self.queue_key_index
+            where, no_units = self._queue_place(topic, qid)
             if unclean and first > self.last_dispatched:
                 rep.add(Problem("consumequeue", "cq-undispatched", where, None,
                                 f"{count} record(s) of {topic}/{qid} after the last dispatched record (first at "
@@ -159,9 +171,30 @@ class UnitMatching:
                 continue
             rep.add(Problem("consumequeue", "cq-missing-unit", where, None,
                             f"{count} record(s) of {topic}/{qid} have no ConsumeQueue unit "
-                            f"(first at CommitLog offset {first})"
-                            + ("" if has_files else "; the queue has no ConsumeQueue files (dispatch rebuilds them)"),
+                            f"(first at CommitLog offset {first})" + ("" if has_units else no_units),
                             "a unit per record", f"{count} missing"))
+        self._report_past_dispatch_end()
+
+    def _queue_place(self, topic: str, qid: int) -> tuple[str, str]:
+        """Where a queue's units are (its folder, or the RocksDB database's), and what a queue without any is."""
+        if self.rocksdb is not None:
+            return self.report.rel(self.rocksdb.folder), "; the RocksDB database holds no unit of the queue"
+        return (self.report.rel(self.layout.queue_dir(topic, qid)),
+                "; the queue has no ConsumeQueue files (dispatch rebuilds them)")
+
+    def _report_past_dispatch_end(self) -> None:
+        """Records past the RocksDB database's dispatch checkpoint: the broker writes their units without a WAL
+        into memtables it flushes later (all column families at once), so the database holds none by design;
+        the broker's recovery dispatches them from the checkpoint.  One warning per queue."""
+        rep = self.report
+        for (tid, unsigned_qid), (count, first) in sorted(self.past_dispatch_end.items()):
+            qid = unsigned_qid - (1 << 32) if unsigned_qid >= 1 << 31 else unsigned_qid
+            topic = self._topic_name(tid)
+            rep.add(Problem("consumequeue", "cq-undispatched", self._queue_place(topic, qid)[0], None,
+                            f"{count} record(s) of {topic}/{qid} past the RocksDB database's dispatch checkpoint at "
+                            f"offset {self.dispatch_end} (first at CommitLog offset {first}): the broker holds their "
+                            f"units in memory until its next flush; its recovery dispatches them",
+                            "a unit per record", f"{count} past the checkpoint", severity=WARNING))
 
     def _drain_cursors(self, end: int) -> None:
         """Units and entries left after the walk point past the CommitLog's valid end."""
@@ -174,7 +207,7 @@ class UnitMatching:
                 q = self.queues[int(uq[j])]
                 f, off = q.file_and_position(int(uqoff[j]))
                 rep.add(Problem("consumequeue", "cq-past-end", f, off,
-                                f"unit {int(uqoff[j])} of {q.topic}/{q.queue_id} points at CommitLog offset "
+                                f"{q.unit_name(int(uqoff[j]))} points at CommitLog offset "
                                 f"{int(uphy[j])}, past the CommitLog's valid end (recovery trims it)",
                                 f"< {end}", str(int(uphy[j]))))
         for fi, numbers, ephy in self.index.take_below(1 << 62):
@@ -185,6 +218,17 @@ class UnitMatching:
                 rep.add(Problem("index", "index-past-end", rep.rel(path), base + int(numbers[j]) * 20,
                                 f"entry {int(numbers[j])} points at CommitLog offset {int(ephy[j])}, past the "
                                 f"CommitLog's valid end", f"< {end}", str(int(ephy[j])), severity=WARNING))
+
+
+def _count_by_queue(table: dict, rows: np.ndarray, phy: np.ndarray, r_topic: np.ndarray, r_qid: np.ndarray) -> None:
+    """Add the records at ``rows`` to ``table``: (topic id, unsigned queueId) -> [count, first CommitLog offset]."""
+    if len(rows) == 0:
+        return
+    key = (r_topic[rows] << 32) | (r_qid[rows] & 0xFFFFFFFF)
+    uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+    for k, f, c in zip(uniq.tolist(), first.tolist(), counts.tolist()):
+        entry = table.setdefault((k >> 32, k & 0xFFFFFFFF), [0, int(phy[rows[f]])])
+        entry[0] += c          # keyed by the unsigned queueId: the JVM walk's order
 
 
 class _RecordStarts:

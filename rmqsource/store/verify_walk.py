@@ -3,7 +3,8 @@
 Each window (CHUNK_BYTES of one segment, or whole DLedger entries) is walked along its totalSize chain
 (jumping over runs of records the ConsumeQueue units claim, :func:`_chain_with_hints`); every record's
 fields, PHYSICALOFFSET, body CRC and ``__CRC32#`` property are checked, and the window's records (their
-position, size, queue and tagsCode) are handed to the unit matching (:mod:`rmqsource.store.verify_units`).
+position, size, queue, tagsCode and the LMQ copies their multi-dispatch gives) are handed to the unit
+matching (:mod:`rmqsource.store.verify_units`).
 The end of the valid data is where the chain ends (zeros after the last segment's end, a blank record at
 a segment's end).  JVM twin: ``io.rmqsource.verify.CommitLogWalk``.
 """
@@ -27,6 +28,8 @@ from ..format.record import (MAGIC_V1, MAGIC_V2, TRANSACTION_MASK, TRANSACTION_P
                              TRANSACTION_ROLLBACK_TYPE, decode_record)
 from ..format.tagscode import SCHEDULE_TOPIC, consume_queue_tags_code
 from .commitlog import CommitLog
+from .rocksdb_tail import (INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR, LMQ_PREFIX,
+                           LMQ_QUEUE_ID)
 from .verify_cursors import first_non_zero
 from .verify_report import Problem
 
@@ -35,6 +38,7 @@ CHUNK_BYTES = 16 * 1024 * 1024
 _CRC_PROP_WORD = int.from_bytes(b"__CRC32#", "big")
 _TAGS_KEY = np.frombuffer(b"TAGS\x01", dtype=np.uint8)
 _POW10 = 10 ** np.arange(10, dtype=np.int64)
+_MULTI_DISPATCH_KEY = np.frombuffer(INNER_MULTI_DISPATCH.encode() + b"\x01", dtype=np.uint8)
 
 
 class CommitLogWalk:
@@ -242,9 +246,11 @@ class CommitLogWalk:
         topic_id = ids[h.topic_index]
         tx = h.sys_flag & TRANSACTION_MASK
         eligible = (tx != TRANSACTION_PREPARED_TYPE) & (tx != TRANSACTION_ROLLBACK_TYPE)
-        codes = self._tags_codes(pb, h, names, topic_id, ids)
+        props = _properties_column(pb, h)
+        codes = self._tags_codes(pb, h, names, topic_id, ids, props)
+        lmq_copies = _lmq_copies(props, h, eligible)
         self.window = (phy, h.total_size.astype(np.int64), topic_id, h.queue_id.astype(np.int64),
-                       h.queue_offset, codes, eligible, np.zeros(n, dtype=bool), rel, chunk_pos, h.pos)
+                       h.queue_offset, codes, eligible, np.zeros(n, dtype=bool), rel, chunk_pos, h.pos, lmq_copies)
 
     def _drop_corrupt(self, pb, positions: np.ndarray, rel: str, chunk_pos: int) -> np.ndarray:
         """Records whose inner lengths do not add up: report each, keep the others."""
@@ -292,7 +298,8 @@ class CommitLogWalk:
                             "__CRC32# property does not match the record's bytes",
                             str(int(got[j])), str(int(value[j])) if valid_digits[j] else "not 10 digits"))
 
-    def _tags_codes(self, pb, h: hdr.Headers, names: list, topic_id: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def _tags_codes(self, pb, h: hdr.Headers, names: list, topic_id: np.ndarray, ids: np.ndarray,
+                    props: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """The tagsCode dispatch computes for each record (spec §4), without a full properties parse.
 
         TAGS is found by its ``TAGS\\x01`` key at an entry start; rows with more
@@ -301,11 +308,7 @@ class CommitLogWalk:
         """
         n = len(h)
         codes = np.zeros(n, dtype=np.int64)
-        props = hdr.spans_binary(pb.view, h.props_pos, h.props_len)
-        offsets = np.frombuffer(props.buffers()[1], dtype=np.int32, count=n + 1 + props.offset)[props.offset:]
-        offsets = offsets.astype(np.int64)
-        data = np.frombuffer(props.buffers()[2], dtype=np.uint8) if props.buffers()[2] is not None else \
-            np.zeros(0, np.uint8)
+        offsets, data = props
         slow = np.zeros(n, dtype=bool)
         if SCHEDULE_TOPIC in self.topic_ids:
             slow |= topic_id == self.topic_ids[SCHEDULE_TOPIC]
@@ -340,6 +343,68 @@ class CommitLogWalk:
             topic = bytes(pb.view[int(h.topic_pos[i]):int(h.topic_pos[i] + h.topic_len[i])]).decode("utf-8", "replace")
             codes[i] = consume_queue_tags_code(topic, parse_properties(raw), int(h.store_ts[i]), self.delays)
         return codes
+
+
+def _properties_column(pb, h: hdr.Headers) -> tuple[np.ndarray, np.ndarray]:
+    """The window's PROPERTIES fields as one column: (offsets: record i's are ``data[offsets[i]:offsets[i + 1]]``,
+    data)."""
+    n = len(h)
+    props = hdr.spans_binary(pb.view, h.props_pos, h.props_len)
+    offsets = np.frombuffer(props.buffers()[1], dtype=np.int32, count=n + 1 + props.offset)[props.offset:]
+    data = np.frombuffer(props.buffers()[2], dtype=np.uint8) if props.buffers()[2] is not None else \
+        np.zeros(0, np.uint8)
+    return offsets.astype(np.int64), data
+
+
+def _rows_with_property(props: tuple[np.ndarray, np.ndarray], key: np.ndarray) -> np.ndarray:
+    """Rows whose properties hold an entry starting with ``key`` (a name and its 0x01), ascending."""
+    offsets, data = props
+    if len(data) < len(key):
+        return np.zeros(0, dtype=np.int64)
+    cand = np.flatnonzero(data[:len(data) - len(key) + 1] == key[0])
+    for k in range(1, len(key)):
+        cand = cand[data[cand + k] == key[k]]
+    row = np.searchsorted(offsets, cand, side="right") - 1
+    at_entry = (cand == offsets[row]) | (data[np.maximum(cand - 1, 0)] == 2)
+    inside = cand + len(key) <= offsets[row + 1]
+    return np.unique(row[at_entry & inside])
+
+
+def _lmq_copies(props: tuple[np.ndarray, np.ndarray], h: hdr.Headers, eligible: np.ndarray) -> set:
+    """(row, queue, queueId, queueOffset) of the copies the multi-dispatch of the window's records gives (LMQ):
+    a record naming queues in INNER_MULTI_DISPATCH has a unit in each, at its offset in INNER_MULTI_QUEUE_OFFSET.
+    Rows are found by the key at an entry start, then their properties parsed exactly."""
+    offsets, data = props
+    out = set()
+    for r in _rows_with_property(props, _MULTI_DISPATCH_KEY).tolist():
+        if not eligible[r]:
+            continue                   # a prepared or rolled-back half is not dispatched at all
+        p = parse_properties(data[offsets[r]:offsets[r + 1]].tobytes())
+        for queue, queue_id, queue_offset in multi_dispatch_copies(p.get(INNER_MULTI_DISPATCH),
+                                                                   p.get(INNER_MULTI_QUEUE_OFFSET), int(h.queue_id[r])):
+            out.add((r, queue, queue_id, queue_offset))
+    return out
+
+
+def multi_dispatch_copies(names: Optional[str], offsets: Optional[str], queue_id: int) -> list[tuple[str, int, int]]:
+    """(queue, queueId, queueOffset) of each copy a record's multi-dispatch writes, by the rule of the readers'
+    dispatch (``rocksdb_tail.CommitLogTail._dispatch_lmq``, RocketMQ's dispatchLMQ): names and offsets paired
+    by position (none when their counts differ), an offset that is not a number skipped, LMQ queues
+    (``%LMQ%`` names) are queue 0, any other name the record's queue.  JVM twin:
+    ``io.rmqsource.verify.CommitLogWalk.multiDispatchCopies``."""
+    if not names or not offsets:
+        return []
+    names_list, offsets_list = names.split(LMQ_DISPATCH_SEPARATOR), offsets.split(LMQ_DISPATCH_SEPARATOR)
+    if len(names_list) != len(offsets_list):
+        return []
+    out = []
+    for name, offset in zip(names_list, offsets_list):
+        try:
+            queue_offset = int(offset)
+        except ValueError:
+            continue
+        out.append((name, LMQ_QUEUE_ID if name.startswith(LMQ_PREFIX) else queue_id, queue_offset))
+    return out
 
 
 def _chain_with_hints(pb, n: int, seg_remaining: int, hints: np.ndarray) -> tuple[np.ndarray, hdr.ChainStop]:

@@ -11,8 +11,13 @@ each unit's queueOffset, CommitLog offset, size and tags code) and ``expected/ad
 * a file-queue twin (the CommitLog dispatched by rmqsource into file ConsumeQueues) reads the same units;
 * per-topic Spark reads (the session's mode) and a tag-filtered read equal the engine's entries; a stream
   reads a topic to its end;
-* without rocksdict the Python path refuses with one line naming the extra and the jar; put, recover and
-  verify refuse the store with one line and leave it unchanged.
+* ``rmq verify`` (both engines, the same report) checks the database's units against their records: the
+  cleanly stopped store has no problem and as many units as the engine's view; a database cut where a running
+  broker's last flush left it warns the records past its dispatch checkpoint per queue (cq-undispatched),
+  never an error; a damaged unit (a wrong CommitLog offset, a value of the wrong length) is an error naming
+  its queue and offset;
+* without rocksdict the Python path refuses with one line naming the extra and the jar; put and recover
+  refuse the store with one line and leave it unchanged.
 """
 
 from __future__ import annotations
@@ -21,15 +26,20 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from fuzz_stores import verify_facts
 from golden import GOLDEN_BROKER_ROOT, copy_store, tree_bytes
 from rmqsource.cli import main
+from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
+from rmqsource.store.verify import verify_store
 
 pytestmark = pytest.mark.golden
 
@@ -153,38 +163,48 @@ def test_jvm_store_layer_reproduces_the_broker_view_and_the_python_one(run_dir, 
     assert jvm == python_view(copies[run_dir])
 
 
+@contextlib.contextmanager
+def writable_database(store: Path):
+    """The database of a copy (never a corpus) opened for writing with rocksdict, every column family; flushed
+    and closed after, and rocksdict's own config file removed."""
+    import rocksdict
+    folder = str(store / "consumequeue")
+    names = rocksdict.Rdict.list_cf(folder, rocksdict.Options(raw_mode=True))
+    db = rocksdict.Rdict(folder, options=rocksdict.Options(raw_mode=True),
+                         column_families={n: rocksdict.Options(raw_mode=True) for n in names if n != "default"})
+    try:
+        yield db
+        db.flush()
+    finally:
+        db.close()
+        Path(folder, "rocksdict-config.json").unlink(missing_ok=True)
+
+
 def cut_database_at(store: Path, fraction: float) -> int:
     """Leave in ``store``'s database only what a running broker's would hold after a memtable flush at a
     point of its dispatch: every unit of a record before the cut, each queue's ``max`` entry at its last unit
     kept, the checkpoint at the cut (none when nothing was kept); everything after lives in the CommitLog
     only (the broker writes units without a WAL, and its column families flush atomically).  Returns the cut."""
-    import rocksdict
     from rmqsource.format.rocksdb_queue import (CHECKPOINT_TOPIC, decode_cq_key, decode_cq_value,
                                                 encode_offset_key, encode_offset_value)
-    folder = str(store / "consumequeue")
-    names = rocksdict.Rdict.list_cf(folder, rocksdict.Options(raw_mode=True))
-    db = rocksdict.Rdict(folder, options=rocksdict.Options(raw_mode=True),
-                         column_families={n: rocksdict.Options(raw_mode=True) for n in names if n != "default"})
-    offsets = db.get_column_family("offset")
-    units = [(k, decode_cq_value(v)) for k, v in db.items()]
-    ends = sorted({phy + size for _, (phy, size, _, _) in units})
-    cut = 0 if fraction == 0 else ends[int(len(ends) * fraction) - 1]
-    kept: dict[tuple[str, int], tuple[int, int]] = {}
-    for k, (phy, size, _, _) in units:
-        key = decode_cq_key(k)
-        if phy + size > cut:
-            del db[k]
-        elif kept.get((key.topic, key.queue_id), (-1, -1))[1] < key.queue_offset:
-            kept[(key.topic, key.queue_id)] = (phy, key.queue_offset)
-    for k in [k for k, _ in offsets.items()]:
-        del offsets[k]
-    for (topic, qid), (phy, queue_offset) in kept.items():
-        offsets[encode_offset_key(topic, qid, max_entry=True)] = encode_offset_value(phy, queue_offset)
-    if cut:
-        offsets[encode_offset_key(CHECKPOINT_TOPIC, 0, max_entry=True)] = cut.to_bytes(8, "big")
-    db.flush()
-    db.close()
-    Path(folder, "rocksdict-config.json").unlink(missing_ok=True)
+    with writable_database(store) as db:
+        offsets = db.get_column_family("offset")
+        units = [(k, decode_cq_value(v)) for k, v in db.items()]
+        ends = sorted({phy + size for _, (phy, size, _, _) in units})
+        cut = 0 if fraction == 0 else ends[int(len(ends) * fraction) - 1]
+        kept: dict[tuple[str, int], tuple[int, int]] = {}
+        for k, (phy, size, _, _) in units:
+            key = decode_cq_key(k)
+            if phy + size > cut:
+                del db[k]
+            elif kept.get((key.topic, key.queue_id), (-1, -1))[1] < key.queue_offset:
+                kept[(key.topic, key.queue_id)] = (phy, key.queue_offset)
+        for k in [k for k, _ in offsets.items()]:
+            del offsets[k]
+        for (topic, qid), (phy, queue_offset) in kept.items():
+            offsets[encode_offset_key(topic, qid, max_entry=True)] = encode_offset_value(phy, queue_offset)
+        if cut:
+            offsets[encode_offset_key(CHECKPOINT_TOPIC, 0, max_entry=True)] = cut.to_bytes(8, "big")
     return cut
 
 
@@ -255,6 +275,131 @@ def test_a_file_queue_twin_reads_the_same_units(run_dir, tmp_path):
 
 
 
+# ------------------------------------------------------------------ rmq verify (both engines)
+
+ENGINES = ["python", pytest.param("jvm", marks=pytest.mark.skipif(
+    jvm_command() is None, reason="the JVM verify needs the rmq jar (rmq jar --build) and java"))]
+needs_jvm = pytest.mark.skipif(jvm_command() is None, reason="the JVM verify needs the rmq jar and java")
+UNDISPATCHED = re.compile(r"(\d+) record\(s\) of (.+)/(\d+) past the RocksDB database's dispatch checkpoint at offset "
+                          r"(\d+) \(first at CommitLog offset (\d+)\): the broker holds their units in memory until "
+                          r"its next flush; its recovery dispatches them")
+
+
+def walk(engine: str):
+    return verify_store_jvm if engine == "jvm" else verify_store
+
+
+def damage_unit(store: Path, entry: dict, how: str) -> None:
+    """Rewrite the database's value of one unit of the engine's view: its CommitLog offset 8 bytes on
+    (``phy``), or cut to a file unit's 20 bytes (``value-size``)."""
+    from rmqsource.format.rocksdb_queue import decode_cq_value, encode_cq_key, encode_cq_value
+    key = encode_cq_key(entry["topic"], entry["queueId"], entry["queueOffset"])
+    with writable_database(store) as db:
+        value = db[key]
+        phy, size, code, store_ts = decode_cq_value(value)
+        assert (phy, size, code) == (entry["cqPos"], entry["cqSize"], entry["cqTagsCode"])    # the broker's unit
+        db[key] = encode_cq_value(phy + 8, size, code, store_ts) if how == "phy" else value[:20]
+
+
+def damaged_entry(run_dir: Path) -> dict:
+    """A unit of a user topic in the middle of its queue."""
+    _, _, entries = storeview(run_dir)
+    queue = [e for e in entries if e["topic"] == USER_TOPIC_PREFIX + "1" and e["queueId"] == 2]
+    return queue[len(queue) // 2]
+
+
+@needs_runs
+@run_param
+@pytest.mark.parametrize("engine", ENGINES)
+def test_verify_checks_every_unit_of_a_cleanly_stopped_store(run_dir, copies, engine):
+    """The broker stopped cleanly: its database holds every unit (LMQ copies included), each points at its
+    record; verify finds nothing and checks as many units as the engine's view has, plus the few RocketMQ's own
+    topics took during shutdown, after the view (GROWS_AFTER_VIEW: counted from the reader's queue bounds)."""
+    report = walk(engine)(copies[run_dir])
+    assert report.ok and report.warnings == 0, [p.text() for p in report.problems]
+    view_queues, view_units, _ = storeview(run_dir)
+    queues, _ = python_view(copies[run_dir])
+    grown = sum(queues[k][1] - mx for k, (_, mx) in view_queues.items() if k[0].startswith(GROWS_AFTER_VIEW))
+    assert 0 <= grown < 100
+    assert report.stats["queues"] == len(view_queues)
+    assert report.stats["cqUnits"] == len(view_units) + grown
+    assert report.stats["cqUnitsExpired"] == 0
+
+
+@needs_runs
+@run_param
+@pytest.mark.parametrize("engine", ENGINES)
+def test_verify_of_a_database_cut_at_a_flush_warns_each_queue_past_the_checkpoint(run_dir, tmp_path, engine):
+    """A running broker's database after a flush half-way: the units before the cut are checked, the records
+    past the checkpoint have none by design (the broker holds them in memory): one cq-undispatched warning per
+    queue with their count and first record, exactly the engine's view's units past the cut; no error."""
+    store = copy_store(run_dir / "store", tmp_path / "store")
+    cut = cut_database_at(store, 0.5)
+    report = walk(engine)(store)
+    assert report.ok, [p.text() for p in report.problems if p.severity == "error"]
+    _, _, entries = storeview(run_dir)
+    past = [e for e in entries if e["cqPos"] >= cut and not e["topic"].startswith("%LMQ%")]
+    want = Counter((e["topic"], e["queueId"]) for e in past)
+    warned = {}
+    for p in report.problems:
+        m = UNDISPATCHED.fullmatch(p.message)
+        assert (p.severity, p.check, p.file, p.offset) == ("warning", "cq-undispatched", "consumequeue", None), p
+        assert m and int(m[4]) == cut, p.message
+        key = (m[2], int(m[3]))
+        warned[key] = int(m[1])
+        assert int(m[5]) == min((e["cqPos"] for e in past if (e["topic"], e["queueId"]) == key), default=int(m[5]))
+    assert len(warned) == report.warnings == len(report.problems)
+    assert set(want) <= set(warned) and all(k[0].startswith(GROWS_AFTER_VIEW) for k in set(warned) - set(want))
+    for key, n in want.items():
+        assert warned[key] == n or (key[0].startswith(GROWS_AFTER_VIEW) and warned[key] > n), key
+    assert report.stats["cqUnits"] == sum(1 for e in entries if e["cqPos"] < cut) > 0
+
+
+@needs_runs
+@run_param
+@pytest.mark.parametrize("how", ["phy", "value-size"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_verify_names_a_damaged_unit_by_its_queue_and_offset(run_dir, tmp_path, engine, how):
+    """One unit rewritten: pointing 8 bytes into its record, or a 20-byte value; the unit is an error named
+    by its queue and offset in the database folder, and its record one without a unit."""
+    entry = damaged_entry(run_dir)
+    store = copy_store(run_dir / "store", tmp_path / "store")
+    damage_unit(store, entry, how)
+    report = walk(engine)(store)
+    topic, qid, phy = entry["topic"], entry["queueId"], entry["cqPos"]
+    unit = f"RocksDB ConsumeQueue {topic}:{qid} unit {entry['queueOffset']}"
+    if how == "phy":
+        first = ("cq-target", f"{unit} points at CommitLog offset {phy + 8}, where no valid record starts",
+                 "a record start", "no valid record")
+    else:
+        first = ("cq-value-size", f"{unit} has a 20-byte value: not a unit, no record is matched to it",
+                 "28 bytes", "20 bytes")
+    missing = ("cq-missing-unit", f"1 record(s) of {topic}/{qid} have no ConsumeQueue unit (first at CommitLog "
+                                  f"offset {phy})", "a unit per record", "1 missing")
+    assert [(p.severity, p.area, p.file, p.offset) for p in report.problems] == \
+        [("error", "consumequeue", "consumequeue", None)] * 2
+    assert [(p.check, p.message, p.expected, p.found) for p in report.problems] == [first, missing]
+
+
+@needs_jvm
+@needs_runs
+@run_param
+def test_verify_reports_of_both_engines_are_the_same(run_dir, copies, tmp_path):
+    """Problem for problem, count for count, figure for figure: clean, cut (no unit at all, half-way) and
+    damaged databases."""
+    stores = {"clean": copies[run_dir]}
+    for fraction in (0, 0.5):
+        stores[f"cut {fraction}"] = copy_store(run_dir / "store", tmp_path / f"cut{fraction}")
+        cut_database_at(stores[f"cut {fraction}"], fraction)
+    for how in ("phy", "value-size"):
+        stores[how] = copy_store(run_dir / "store", tmp_path / how)
+        damage_unit(stores[how], damaged_entry(run_dir), how)
+    for name, store in stores.items():
+        python, jvm = verify_store(store), verify_store_jvm(store)
+        assert verify_facts(jvm) == verify_facts(python), name
+        assert python.problems or name == "clean", name
+
+
 # ------------------------------------------------------------------ refusals
 
 @needs_runs
@@ -271,9 +416,8 @@ def test_without_rocksdict_the_python_path_refuses_with_one_line(copies, monkeyp
 
 
 @needs_runs
-@pytest.mark.parametrize("argv", [["put"], ["recover"], ["verify", "--engine", "python"]],
-                         ids=["put", "recover", "verify"])
-def test_writes_recover_and_verify_refuse_with_one_line(argv, tmp_path):
+@pytest.mark.parametrize("argv", [["put"], ["recover"]], ids=["put", "recover"])
+def test_writes_and_recover_refuse_with_one_line(argv, tmp_path):
     store = copy_store(RUNS[0] / "store", tmp_path / "store")
     before = snapshot(store)
     code, out, err = run_cli([*argv, store])

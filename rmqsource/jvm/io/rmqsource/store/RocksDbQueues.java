@@ -84,7 +84,7 @@ public final class RocksDbQueues {
     }
 
     /** The CommitLog offset the database's units reach (maxPhyOffset); null before the first flush. */
-    private Long dispatchCheckpoint() {
+    public Long dispatchCheckpoint() {
         try {
             byte[] v = rocks.get(RocksDbQueue.OFFSET_CF, RocksDbQueue.offsetKey(RocksDbQueue.CHECKPOINT_TOPIC, 0, true));
             return v != null && v.length == 8 ? ByteBuffer.wrap(v).getLong() : null;
@@ -92,6 +92,40 @@ public final class RocksDbQueues {
             throw new UnsupportedLayoutError("cannot read the RocksDB ConsumeQueue database: " + e.getMessage(),
                     folder, -1, e);
         }
+    }
+
+    /** (topic, queueId) -> {CommitLog offset, queue offset} of each queue's last unit in the database, sorted. */
+    public Map<QueueKey, long[]> maxEntries() {
+        return java.util.Collections.unmodifiableMap(maxEntries);
+    }
+
+    /**
+     * The database's own units of (topic, queueId) with queue offsets in [start, end), at most
+     * {@code offsets.length}, in key order (never the tail): each key's queue offset and its value as stored, of
+     * any length (rmq verify checks what is on disk; the readers throw on a malformed value).  A key's queue
+     * offset is the 8 bytes after the queue's prefix, so offsets never go down along the keys.  Returns how
+     * many were read.  Twin of RocksDbQueueStore.database_units.
+     */
+    public int databaseUnits(String topic, int queueId, long start, long end, long[] offsets, byte[][] values) {
+        byte[] prefix = RocksDbQueue.cqQueuePrefix(topic, queueId);
+        int n = 0;
+        try (Slice upper = new Slice(RocksDbQueue.cqKey(prefix, end));
+             ReadOptions ro = new ReadOptions().setIterateUpperBound(upper);
+             RocksIterator it = db.newIterator(units, ro)) {
+            for (it.seek(RocksDbQueue.cqKey(prefix, start)); it.isValid() && n < offsets.length; it.next()) {
+                offsets[n] = longAt(it.key(), prefix.length);
+                values[n] = it.value();
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** The 8 bytes of {@code key} from {@code at} as a big-endian long (zeros past its end). */
+    private static long longAt(byte[] key, int at) {
+        long v = 0;
+        for (int i = at; i < at + 8; i++) v = v << 8 | (i < key.length ? key[i] & 0xFF : 0);
+        return v;
     }
 
     /** The tail of this snapshot for {@code delays}, shared by every view of it (it only grows). */

@@ -22,7 +22,8 @@ import java.util.Map;
  *
  * (the paths may be empty; DELAY_LEVELS_MS is comma-separated; the last ones are the store-config keys
  * StoreLayout.checkSupported reads, so the walk refuses the layouts the Python walk refuses and reads the
- * DLedger folder it reads.)  Writes JSON lines:
+ * DLedger folder it reads; a store whose ConsumeQueues are a RocksDB database needs rocksdbjni on the class
+ * path.)  Writes JSON lines:
  * {"progress": bytes} while walking, then {"problem": {...}} for each problem kept, {"counts": [...]},
  * and the figures line.  Exit 0 when the walk finished (whatever it found), 1 on an error, written
  * as {"error": {"type", "message"}}, 2 on bad arguments.
@@ -52,7 +53,6 @@ public final class VerifyMain {
             if (args.length > 8) layoutKeys.put("dLegerSelfId", args[8]);
             StoreLayout layout = new StoreLayout(args[0], StoreConfig.defaults().withOverrides(layoutKeys));
             layout.checkIsStore();
-            layout.refuseRocksDbQueues("verified (rmq verify checks ConsumeQueue files)");
             Report report = new Report(args[0], out);
             String figures = new Verifier(layout, Long.parseLong(args[2]), Long.parseLong(args[3]), delays, report).run();
             report.write(figures);

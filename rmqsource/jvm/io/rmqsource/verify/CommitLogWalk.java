@@ -17,11 +17,18 @@ import java.util.zip.CRC32;
 /**
  * The CommitLog walk of {@link Verifier} (rmqsource/store/verify_walk.py): segment by segment, window by window
  * (CHUNK_BYTES of one segment, or whole DLedger entries), the totalSize chain and every record's fields,
- * PHYSICALOFFSET, body CRC and __CRC32# property; each window's records go to {@link UnitMatching}.
+ * PHYSICALOFFSET, body CRC and __CRC32# property; each window's records (and the LMQ copies their multi-dispatch
+ * gives) go to {@link UnitMatching}.
  */
 final class CommitLogWalk {
     static final int CHUNK_BYTES = 16 * 1024 * 1024;
     private static final long CRC_PROP_WORD = 0x5F5F435243333223L;  // "__CRC32#"
+    static final String INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH";          // MessageConst names
+    static final String INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET";
+    private static final byte[] MULTI_DISPATCH_KEY = INNER_MULTI_DISPATCH.getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] MULTI_QUEUE_OFFSET_KEY = INNER_MULTI_QUEUE_OFFSET.getBytes(StandardCharsets.US_ASCII);
+    static final String LMQ_PREFIX = "%LMQ%";
+    static final int LMQ_QUEUE_ID = 0;
 
     private final CommitLog cl;
     private final long clMin;
@@ -39,6 +46,7 @@ final class CommitLogWalk {
     long records;
     long maxStoreTs;
     long invalidAt = 1L << 62;            // first record recovery would stop at (fields that do not add up)
+    private boolean multiDispatch;        // the record just decoded has an INNER_MULTI_DISPATCH entry
 
     /** The chain walk's visitor: each record found is checked at once, while its bytes are in cache. */
     private final class RecordChecker implements Chain.Visitor {
@@ -330,7 +338,48 @@ final class CommitLogWalk {
                     Long.toString(stored), Long.toString(got));
         }
         checkCrcProperty(b, p, total, recordCrcs);
+        multiDispatch = false;
         w.add(phy, total, tid, f.queueId, f.queueOffset, tagsCode(b, tid), !f.isPreparedOrRollback());
+        if (multiDispatch && !f.isPreparedOrRollback()) addLmqCopies(b, w.n - 1);
+    }
+
+    /**
+     * The copies the multi-dispatch of the record just added (row {@code row}) gives (LMQ): a record naming queues
+     * in INNER_MULTI_DISPATCH has a unit in each, at its offset in INNER_MULTI_QUEUE_OFFSET (twin of _lmq_copies
+     * in rmqsource/store/verify_walk.py).  A prepared or rolled-back half is not dispatched at all.
+     */
+    private void addLmqCopies(ByteBuffer b, int row) {
+        props.parse(b, f.propsPos, f.propsLen);
+        int names = props.find(MULTI_DISPATCH_KEY);
+        int offsets = props.find(MULTI_QUEUE_OFFSET_KEY);
+        if (names < 0 || offsets < 0) return;
+        for (Object[] c : multiDispatchCopies(props.valueString(names), props.valueString(offsets), f.queueId)) {
+            w.addCopy(row, (String) c[0], (Integer) c[1], (Long) c[2]);
+        }
+    }
+
+    /**
+     * {queue, queueId, queueOffset} of each copy a record's multi-dispatch writes, by the rule of the readers'
+     * dispatch (RocksDbTail.dispatchLmq, RocketMQ's dispatchLMQ): names and offsets paired by position (none when
+     * their counts differ), an offset that is not a number skipped, LMQ queues ("%LMQ%" names) are queue 0, any
+     * other name the record's queue.  Twin of multi_dispatch_copies in rmqsource/store/verify_walk.py.
+     */
+    static List<Object[]> multiDispatchCopies(String names, String offsets, int queueId) {
+        List<Object[]> out = new ArrayList<>();
+        if (names.isEmpty() || offsets.isEmpty()) return out;
+        String[] n = names.split(",", -1);
+        String[] o = offsets.split(",", -1);
+        if (n.length != o.length) return out;
+        for (int i = 0; i < n.length; i++) {
+            long queueOffset;
+            try {
+                queueOffset = Long.parseLong(o[i].strip());
+            } catch (NumberFormatException e) {
+                continue;
+            }
+            out.add(new Object[] {n[i], n[i].startsWith(LMQ_PREFIX) ? LMQ_QUEUE_ID : queueId, queueOffset});
+        }
+        return out;
     }
 
     /** __CRC32# (5.2+ enabledAppendPropCRC): the last 20 bytes of the record, the CRC of everything before. */
@@ -386,6 +435,8 @@ final class CommitLogWalk {
                     && s[i + 2] == 'G' && s[i + 3] == 'S') {
                 value = i + 5;
                 valueEnd = j;
+            } else if (s[i] == 'I' && startsWithKey(s, i, j, MULTI_DISPATCH_KEY)) {
+                multiDispatch = true;
             }
             i = j + 1;
         }
@@ -396,6 +447,15 @@ final class CommitLogWalk {
             h = 31 * h + s[i];
         }
         return h;
+    }
+
+    /** Whether the entry s[i, j) starts with {@code key} and its 0x01. */
+    private static boolean startsWithKey(byte[] s, int i, int j, byte[] key) {
+        if (j - i <= key.length || s[i + key.length] != Properties.NAME_VALUE_SEPARATOR) return false;
+        for (int k = 0; k < key.length; k++) {
+            if (s[i + k] != key[k]) return false;
+        }
+        return true;
     }
 
     private static final long ONES = 0x0101010101010101L;
@@ -415,6 +475,7 @@ final class CommitLogWalk {
     /** SCHEDULE_TOPIC_XXXX: the deliver time from the DELAY level (TagsCode). */
     private long scheduleTagsCode(ByteBuffer b) {
         props.parse(b, f.propsPos, f.propsLen);
+        multiDispatch = props.find(MULTI_DISPATCH_KEY) >= 0;
         int tags = props.find(Properties.TAGS);
         int delay = props.find(Properties.DELAY);
         return TagsCode.consumeQueueTagsCode(TagsCode.SCHEDULE_TOPIC, tags < 0 ? null : props.valueString(tags),

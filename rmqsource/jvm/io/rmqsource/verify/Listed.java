@@ -40,16 +40,16 @@ final class Listed {
         }
     }
 
-    /** Unit problems, named by the unit's ConsumeQueue file and position. */
-    void flushUnits(List<QueueCursor> queues) {
+    /** Unit problems, named by the unit's ConsumeQueue file and position (or its queue in the RocksDB database). */
+    void flushUnits(List<UnitCursor> queues) {
         items.sort(BY_PHY_AND_TAKE_ORDER);
         if (items.size() > PER_CHECK_DETAIL) report.count(Report.ERROR, check, items.size() - PER_CHECK_DETAIL);
         for (Object[] it : items.subList(0, Math.min(items.size(), PER_CHECK_DETAIL))) {
-            QueueCursor q = queues.get((Integer) it[2]);
+            UnitCursor q = queues.get((Integer) it[2]);
             long qoff = (Long) it[3];
             Object[] where = q.fileAndPosition(qoff);
-            report.add("consumequeue", check, (String) where[0], (Long) where[1], "unit " + qoff + " of "
-                    + q.topic + "/" + q.queueId + " " + it[4], (String) it[5], (String) it[6]);
+            report.add("consumequeue", check, (String) where[0], (Long) where[1], q.unitName(qoff) + " " + it[4],
+                    (String) it[5], (String) it[6]);
         }
     }
 

@@ -12,46 +12,32 @@ import java.util.List;
  * rmqsource/store/verify_cursors.py).  File problems met on the way (sizes, a unit going back in
  * the CommitLog, bytes after the last unit, a hole) go straight into the report.
  */
-final class QueueCursor {
+final class QueueCursor extends UnitCursor {
     static final int BLOCK_UNITS = 16384;
-    static final int ORDER_PROBLEMS_PER_BLOCK = 16;
     private static final int UNIT = ConsumeQueue.UNIT_SIZE;
 
-    final String topic;
-    final int queueId;
     final String directory;
-    int topicId;
     List<Segment> segments;
-    long units;
-    long expired;
-    long maxOffset;
-    private final Report report;
-    private final long clMin;
     private final long fileSize;
     private final long unitsPerFile;
     private int fileIndex;
     private long filePos;
     private boolean fileEnded;
-    private long lastPhy = -1;
-    // The current block: kept units (live, not expired), and the read position in it.
-    private long[] phy = new long[0];
-    private int[] size = new int[0];
-    private long[] code = new long[0];
-    private long[] qoff = new long[0];
-    private int blockLen;
-    private int blockPos;
+    private Segment blockSegment;       // the file of the block being read
 
     QueueCursor(String directory, String topic, int queueId, Report report, long clMin) {
+        super(topic, queueId, report, clMin);
         this.directory = directory;
-        this.topic = topic;
-        this.queueId = queueId;
-        this.report = report;
-        this.clMin = clMin;
         this.segments = Segments.listDirectory(directory);
         this.fileSize = Segments.commonSize(segments, 0);
         this.unitsPerFile = fileSize / UNIT;
         this.maxOffset = segments.isEmpty() ? 0 : segments.get(0).startOffset / UNIT;
         checkFiles();
+    }
+
+    @Override
+    boolean hasUnits() {
+        return !segments.isEmpty();
     }
 
     private void checkFiles() {
@@ -80,25 +66,8 @@ final class QueueCursor {
         }
     }
 
-    /** CommitLog offset of the next unit, or -1 at the end of the queue. */
-    long nextPhy() {
-        if (blockPos >= blockLen && !readBlock()) return -1;
-        return phy[blockPos];
-    }
-
-    /** Append the units with phyOffset below {@code end} to {@code sink}. */
-    void takeBelow(long end, UnitQueue sink, int queueIndex) {
-        while (nextPhy() >= 0) {
-            int stop = blockPos;
-            while (stop < blockLen && phy[stop] < end) stop++;
-            if (stop == blockPos) break;
-            for (int i = blockPos; i < stop; i++) sink.add(phy[i], size[i], code[i], qoff[i], queueIndex);
-            blockPos = stop;
-            if (stop < blockLen) break;
-        }
-    }
-
     /** (file relative to the root, byte position) of the unit at {@code queueOffset}. */
+    @Override
     Object[] fileAndPosition(long queueOffset) {
         long b = queueOffset * UNIT;
         for (Segment seg : segments) {
@@ -107,7 +76,8 @@ final class QueueCursor {
         return new Object[] {segments.isEmpty() ? "consumequeue" : report.rel(segments.get(0).path), b};
     }
 
-    private boolean readBlock() {
+    @Override
+    boolean readBlock() {
         while (fileIndex < segments.size()) {
             Segment seg = segments.get(fileIndex);
             if (fileEnded || filePos >= unitsPerFile) {
@@ -130,62 +100,20 @@ final class QueueCursor {
             }
             filePos += k;
             if (k == 0) continue;
-            units += k;
             maxOffset = firstUnit + k;
-            decodeUnits(raw, k, firstUnit, seg);
-            if (blockLen > 0) {
-                int[] order = PhyOrder.of(phy, blockLen);
-                if (order != null) {
-                    phy = PhyOrder.apply(phy, order);
-                    size = PhyOrder.apply(size, order);
-                    code = PhyOrder.apply(code, order);
-                    qoff = PhyOrder.apply(qoff, order);
-                }
-                return true;
+            blockSegment = seg;
+            startBlock(k);
+            for (int i = 0; i < k; i++) {
+                keep(raw.getLong(i * UNIT), raw.getInt(i * UNIT + 8), raw.getLong(i * UNIT + 12), firstUnit + i);
             }
+            if (endBlock()) return true;
         }
-        blockLen = 0;
-        blockPos = 0;
-        return false;
+        return ended();
     }
 
-    /** The block's units in queue order: pre-blank units skipped, expired ones counted, order checked. */
-    private void decodeUnits(ByteBuffer raw, int k, long firstUnit, Segment seg) {
-        ensure(k);
-        blockLen = 0;
-        blockPos = 0;
-        int orderProblems = 0;
-        for (int i = 0; i < k; i++) {
-            long p = raw.getLong(i * UNIT);
-            int s = raw.getInt(i * UNIT + 8);
-            if (s == ConsumeQueue.PRE_BLANK_SIZE) continue;
-            if (p <= lastPhy && orderProblems++ < ORDER_PROBLEMS_PER_BLOCK) orderProblem(seg, firstUnit + i, p);
-            lastPhy = p;
-            if (p < clMin) {
-                expired++;
-                continue;
-            }
-            phy[blockLen] = p;
-            size[blockLen] = s;
-            code[blockLen] = raw.getLong(i * UNIT + 12);
-            qoff[blockLen] = firstUnit + i;
-            blockLen++;
-        }
-    }
-
-    private void orderProblem(Segment seg, long q, long p) {
-        report.add("consumequeue", "cq-order", report.rel(seg.path), q * UNIT - seg.startOffset, "unit " + q + " of "
-                + topic + "/" + queueId + " does not follow the previous unit in the CommitLog", "phyOffset > " + lastPhy,
-                Long.toString(p));
-    }
-
-    private void ensure(int k) {
-        if (phy.length < k) {
-            phy = new long[k];
-            size = new int[k];
-            code = new long[k];
-            qoff = new long[k];
-        }
+    @Override
+    Object[] placeInBlock(long q) {
+        return new Object[] {report.rel(blockSegment.path), q * UNIT - blockSegment.startOffset};
     }
 
     /** After a queue's last valid unit its file holds zeros; a later file means a hole. */

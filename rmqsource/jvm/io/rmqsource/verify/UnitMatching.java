@@ -1,6 +1,7 @@
 package io.rmqsource.verify;
 
 import io.rmqsource.store.QueueKey;
+import io.rmqsource.store.RocksDbQueues;
 import io.rmqsource.store.StoreLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -12,8 +13,11 @@ import java.util.TreeMap;
 /**
  * The unit matching of {@link Verifier} (rmqsource/store/verify_units.py): the ConsumeQueue units, taken in
  * CommitLog order from the queue cursors, and the IndexFile entries pointing into each window the
- * {@link CommitLogWalk} checked, against the window's records; records without a unit, counted per queue;
- * units and entries left after the walk point past the CommitLog's valid end.
+ * {@link CommitLogWalk} checked, against the window's records (a unit of another queue the record's multi-dispatch
+ * names, an LMQ copy, matches it too); records without a unit, counted per queue, those past a RocksDB database's
+ * dispatch checkpoint apart (the database holds no unit of theirs by design: a warning); units and entries left
+ * after the walk point past the CommitLog's valid end.  The queues are files ({@link QueueCursor}) or the units of
+ * the RocksDB database ({@link RocksDbQueueCursor}), never the ones the readers dispatch past its checkpoint.
  */
 final class UnitMatching {
     private static final int PER_CHECK_DETAIL = Verifier.PER_CHECK_DETAIL;
@@ -23,7 +27,12 @@ final class UnitMatching {
     private final TopicIds topics;
     /** The records of the window the walk just checked. */
     private final Window w;
-    List<QueueCursor> queues;
+    List<UnitCursor> queues;
+    /** RocksDB ConsumeQueues: the database (null for queue files), and the CommitLog offset its units reach. */
+    RocksDbQueues rocksDb;
+    private long dispatchEnd = -1;
+    /** As {@link #unmatched}, for the records from {@link #dispatchEnd} on: the database holds none by design. */
+    private final TreeMap<Long, long[]> pastDispatchEnd = new TreeMap<>();
     private final Map<Long, Integer> queueKeyIndex = new HashMap<>();
     private final PriorityQueue<long[]> heap = new PriorityQueue<>(new PairOrder());   // {next phy, queue index}
     private final UnitQueue pending = new UnitQueue();
@@ -52,17 +61,15 @@ final class UnitMatching {
     /** Opens the queue cursors and checks the IndexFiles (their entries are matched as the walk goes). */
     void open(long hashSlotNum, long indexNum, long clMin) {
         queues = new ArrayList<>();
-        for (QueueKey k : layout.listQueues()) {
-            QueueCursor q = new QueueCursor(layout.queueDir(k.topic, k.queueId).getPath(), k.topic, k.queueId, report,
-                    clMin);
-            if (!q.segments.isEmpty()) {
-                q.topicId = topics.topicId(k.topic);
+        for (UnitCursor q : queueCursors(clMin)) {
+            if (q.hasUnits()) {
+                q.topicId = topics.topicId(q.topic);
                 queues.add(q);
             }
         }
         for (int i = 0; i < queues.size(); i++) {
             long p = queues.get(i).nextPhy();
-            if (p >= 0) heap.add(new long[] {p, i});
+            if (p != UnitCursor.END) heap.add(new long[] {p, i});
             queueKeyIndex.put(queueKey(queues.get(i).topicId, queues.get(i).queueId), i);
         }
         List<String> files = IndexCheck.indexFiles(layout.indexDir());
@@ -77,6 +84,28 @@ final class UnitMatching {
             }
         }
         index = new IndexCheck.Cursor(usable, clMin);
+    }
+
+    /**
+     * A cursor per ConsumeQueue: its files, or its units in the RocksDB database (only the database's: verify checks
+     * what is on disk, never the units the readers dispatch from the CommitLog past it).
+     */
+    private List<UnitCursor> queueCursors(long clMin) {
+        List<UnitCursor> out = new ArrayList<>();
+        if (!layout.rocksDbQueues()) {
+            for (QueueKey k : layout.listQueues()) {
+                String dir = layout.queueDir(k.topic, k.queueId).getPath();
+                out.add(new QueueCursor(dir, k.topic, k.queueId, report, clMin));
+            }
+            return out;
+        }
+        rocksDb = RocksDbQueues.open(layout.consumeQueueDir().getPath());
+        dispatchEnd = RocksDbQueueCursor.databaseDispatchEnd(rocksDb);
+        String folder = report.rel(layout.consumeQueueDir().getPath());
+        for (QueueKey k : rocksDb.maxEntries().keySet()) {
+            out.add(new RocksDbQueueCursor(rocksDb, folder, k.topic, k.queueId, report, clMin));
+        }
+        return out;
     }
 
     private static long queueKey(int topicId, int queueId) {
@@ -95,10 +124,10 @@ final class UnitMatching {
     void takeUnits(long hi) {
         while (!heap.isEmpty() && heap.peek()[0] < hi) {
             int i = (int) heap.poll()[1];
-            QueueCursor q = queues.get(i);
+            UnitCursor q = queues.get(i);
             q.takeBelow(hi, pending, i);
             long p = q.nextPhy();
-            if (p >= 0) heap.add(new long[] {p, i});
+            if (p != UnitCursor.END) heap.add(new long[] {p, i});
         }
     }
 
@@ -119,10 +148,10 @@ final class UnitMatching {
                         "a record start", "no valid record");
                 continue;
             }
-            QueueCursor q = queues.get(u.queue[j]);
+            UnitCursor q = queues.get(u.queue[j]);
             if (w.topic[r] == q.topicId && w.queueId[r] == q.queueId && w.queueOffset[r] == u.qoff[j]) {
                 w.matched[r] = true;
-            } else {
+            } else if (!w.isCopy(r, q.topic, q.queueId, u.qoff[j])) {   // a copy needs no unit of its own
                 others.addUnit(pending, j, "points at the record at CommitLog offset " + u.phy[j] + " of another queue position",
                         q.topic + "/" + q.queueId + "/" + u.qoff[j],
                         topics.name(w.topic[r]) + "/" + w.queueId[r] + "/" + w.queueOffset[r]);
@@ -168,9 +197,10 @@ final class UnitMatching {
         for (int r = 0; r < w.n; r++) {
             if (w.eligible[r] && w.matched[r]) lastDispatched = Math.max(lastDispatched, w.phy[r]);
             if (!w.eligible[r] || w.matched[r]) continue;
+            TreeMap<Long, long[]> table = dispatchEnd >= 0 && w.phy[r] >= dispatchEnd ? pastDispatchEnd : unmatched;
             long key = queueKey(w.topic[r], w.queueId[r]);
-            long[] e = unmatched.get(key);
-            if (e == null) unmatched.put(key, e = new long[] {0, w.phy[r]});
+            long[] e = table.get(key);
+            if (e == null) table.put(key, e = new long[] {0, w.phy[r]});
             e[0]++;
         }
     }
@@ -187,20 +217,51 @@ final class UnitMatching {
             int qid = (int) (long) e.getKey();
             String topic = topics.name(tid);
             long count = e.getValue()[0];
-            boolean hasFiles = queueKeyIndex.containsKey(e.getKey());
+            boolean hasUnits = queueKeyIndex.containsKey(e.getKey());
+            String[] place = queuePlace(topic, qid);
             if (unclean && e.getValue()[1] > lastDispatched) {
-                report.add("consumequeue", "cq-undispatched", report.rel(layout.queueDir(topic, qid).getPath()), -1,
+                report.add("consumequeue", "cq-undispatched", place[0], -1,
                         count + " record(s) of " + topic + "/" + qid + " after the last dispatched record (first at "
                                 + "CommitLog offset " + e.getValue()[1] + "): the broker stopped before dispatching "
                                 + "them; its recovery (or rmq recover) does",
                         "a unit per record", count + " not yet dispatched", Report.WARNING);
                 continue;
             }
-            report.add("consumequeue", "cq-missing-unit", report.rel(layout.queueDir(topic, qid).getPath()), -1,
+            report.add("consumequeue", "cq-missing-unit", place[0], -1,
                     count + " record(s) of " + topic + "/" + qid + " have no ConsumeQueue unit (first at CommitLog "
-                            + "offset " + e.getValue()[1] + ")"
-                            + (hasFiles ? "" : "; the queue has no ConsumeQueue files (dispatch rebuilds them)"),
+                            + "offset " + e.getValue()[1] + ")" + (hasUnits ? "" : place[1]),
                     "a unit per record", count + " missing");
+        }
+        reportPastDispatchEnd();
+    }
+
+    /** {where a queue's units are (its folder, or the RocksDB database's), what a queue without any is}. */
+    private String[] queuePlace(String topic, int qid) {
+        if (rocksDb != null) {
+            return new String[] {report.rel(layout.consumeQueueDir().getPath()),
+                    "; the RocksDB database holds no unit of the queue"};
+        }
+        return new String[] {report.rel(layout.queueDir(topic, qid).getPath()),
+                "; the queue has no ConsumeQueue files (dispatch rebuilds them)"};
+    }
+
+    /**
+     * Records past the RocksDB database's dispatch checkpoint: the broker writes their units without a WAL into
+     * memtables it flushes later (all column families at once), so the database holds none by design; the broker's
+     * recovery dispatches them from the checkpoint.  One warning per queue.
+     */
+    private void reportPastDispatchEnd() {
+        for (Map.Entry<Long, long[]> e : pastDispatchEnd.entrySet()) {
+            int tid = (int) (e.getKey() >>> 32);
+            int qid = (int) (long) e.getKey();
+            String topic = topics.name(tid);
+            long count = e.getValue()[0];
+            report.add("consumequeue", "cq-undispatched", queuePlace(topic, qid)[0], -1,
+                    count + " record(s) of " + topic + "/" + qid + " past the RocksDB database's dispatch "
+                            + "checkpoint at offset " + dispatchEnd + " (first at CommitLog offset " + e.getValue()[1]
+                            + "): the broker holds their units in memory until its next flush; its recovery "
+                            + "dispatches them",
+                    "a unit per record", count + " past the checkpoint", Report.WARNING);
         }
     }
 

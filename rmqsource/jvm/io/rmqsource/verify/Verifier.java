@@ -2,10 +2,14 @@ package io.rmqsource.verify;
 
 import io.rmqsource.format.JsonText;
 import io.rmqsource.store.CommitLog;
+import io.rmqsource.store.QueueKey;
+import io.rmqsource.store.RocksDbQueues;
 import io.rmqsource.store.Segment;
 import io.rmqsource.store.StoreLayout;
 import java.io.File;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * ``rmq verify`` on the JVM: the CommitLog, ConsumeQueue and IndexFile checks of
@@ -63,18 +67,35 @@ public final class Verifier {
         units.reportUnmatchedRecords();
         long cqUnits = 0;
         long cqExpired = 0;
-        StringBuilder maxOffsets = new StringBuilder();
-        for (QueueCursor q : units.queues) {
+        for (UnitCursor q : units.queues) {
             cqUnits += q.units;
             cqExpired += q.expired;
-            maxOffsets.append(maxOffsets.length() == 0 ? "" : ",").append('[').append(JsonText.str(q.topic)).append(',')
-                    .append(q.queueId).append(',').append(q.maxOffset).append(']');
+        }
+        StringBuilder maxOffsets = new StringBuilder();
+        for (Map.Entry<QueueKey, Long> e : queueMaxOffsets(units).entrySet()) {
+            maxOffsets.append(maxOffsets.length() == 0 ? "" : ",").append('[').append(JsonText.str(e.getKey().topic))
+                    .append(',').append(e.getKey().queueId).append(',').append(e.getValue()).append(']');
         }
         return "{\"stats\":{" + (units.indexChecked ? "\"indexEntries\":" + units.indexEntries[0] + "," : "")
                 + "\"records\":" + walk.records + ",\"commitLogMinOffset\":" + clMin + ",\"commitLogEnd\":" + end
                 + ",\"segments\":" + cl.list().size() + ",\"queues\":" + units.queues.size() + ",\"cqUnits\":" + cqUnits
                 + ",\"cqUnitsExpired\":" + cqExpired + ",\"indexFiles\":" + units.indexFileCount + "},\"maxStoreTimestamp\":"
                 + walk.maxStoreTs + ",\"queueMaxOffsets\":[" + maxOffsets + "]}";
+    }
+
+    /**
+     * Each queue's max offset, for the committed offsets: its files' end, or for RocksDB queues the readers' (the
+     * database's units, then those the broker's recovery dispatches from the CommitLog).
+     */
+    private Map<QueueKey, Long> queueMaxOffsets(UnitMatching units) {
+        Map<QueueKey, Long> out = new LinkedHashMap<>();
+        if (units.rocksDb != null) {
+            RocksDbQueues.Queues view = units.rocksDb.at(layout, delays);
+            for (QueueKey k : view.listQueues()) out.put(k, view.queue(k.topic, k.queueId, 1).maxOffset());
+            return out;
+        }
+        for (UnitCursor q : units.queues) out.put(new QueueKey(q.topic, q.queueId), q.maxOffset);
+        return out;
     }
 
     private void checkSegmentFiles() {

@@ -13,10 +13,48 @@ final class Window {
     boolean[] eligible = new boolean[4096];       // NOT / COMMIT records: dispatch gives them a unit
     boolean[] matched = new boolean[4096];        // a unit of their own queue position points at them
     int n;
+    // The copies the records' multi-dispatch gives (LMQ), by row ascending: {queue, queueId, queueOffset}.
+    private int[] copyRow = new int[16];
+    private String[] copyQueue = new String[16];
+    private int[] copyQueueId = new int[16];
+    private long[] copyOffset = new long[16];
+    private int copies;
 
     void clear() {
         n = 0;
+        copies = 0;
         indexed = -1;
+    }
+
+    /** A copy of record {@code row} in another queue (rows come in ascending order). */
+    void addCopy(int row, String queue, int queueId, long queueOffset) {
+        if (copies == copyRow.length) {
+            int m = copies * 2;
+            copyRow = Arrays.copyOf(copyRow, m);
+            copyQueue = Arrays.copyOf(copyQueue, m);
+            copyQueueId = Arrays.copyOf(copyQueueId, m);
+            copyOffset = Arrays.copyOf(copyOffset, m);
+        }
+        copyRow[copies] = row;
+        copyQueue[copies] = queue;
+        copyQueueId[copies] = queueId;
+        copyOffset[copies] = queueOffset;
+        copies++;
+    }
+
+    /** Whether record {@code row}'s multi-dispatch gives a unit at (queue, queueId, queueOffset). */
+    boolean isCopy(int row, String queue, int queueId, long queueOffset) {
+        int lo = 0;
+        int hi = copies;
+        while (lo < hi) {                          // the first copy of the row
+            int mid = (lo + hi) >>> 1;
+            if (copyRow[mid] < row) lo = mid + 1;
+            else hi = mid;
+        }
+        for (int i = lo; i < copies && copyRow[i] == row; i++) {
+            if (copyQueueId[i] == queueId && copyOffset[i] == queueOffset && copyQueue[i].equals(queue)) return true;
+        }
+        return false;
     }
 
     void add(long p, int total, int topicId, int qid, long qoff, long tagsCode, boolean needsUnit) {
