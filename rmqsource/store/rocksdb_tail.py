@@ -252,16 +252,8 @@ class CommitLogTail:
             self._dispatch_lmq(names, offsets, record.queue_id, unit)
 
     def _dispatch_lmq(self, names: str, offsets: str, queue_id: int, unit: tuple[int, int, int]) -> None:
-        """The copies ``RocksDBConsumeQueueStore.dispatchLMQ`` writes (LMQ queues are queue 0)."""
-        names_list, offsets_list = names.split(LMQ_DISPATCH_SEPARATOR), offsets.split(LMQ_DISPATCH_SEPARATOR)
-        if len(names_list) != len(offsets_list):
-            return                      # the broker logs "[bug] queues.length!=queueOffsets.length" and skips
-        for name, offset in zip(names_list, offsets_list):
-            try:
-                queue_offset = int(offset)
-            except ValueError:
-                continue
-            self._put((name, LMQ_QUEUE_ID if name.startswith(LMQ_PREFIX) else queue_id), queue_offset, unit)
+        for key_topic, key_queue_id, queue_offset in multi_dispatch_copies(names, offsets, queue_id):
+            self._put((key_topic, key_queue_id), queue_offset, unit)
 
     def _put(self, key: tuple[str, int], queue_offset: int, unit: tuple[int, int, int]) -> None:
         q = self._queues.get(key)
@@ -288,3 +280,33 @@ def _valid_crc_prefix(buf, h) -> int:
         if zlib.crc32(view[p:p + n]) & 0x7FFFFFFF != crc:
             return i
     return len(h.pos)
+
+
+def multi_dispatch_copies(names: Optional[str], offsets: Optional[str], queue_id: int) -> list[tuple[str, int, int]]:
+    """(queue, queueId, queueOffset) of each copy a record's multi-dispatch writes (RocketMQ's dispatchLMQ):
+    names and offsets paired by position (none when their counts differ: the broker logs a bug and skips),
+    an offset ``Long.parseLong`` refuses skipped, LMQ queues (``%LMQ%`` names) are queue 0, any other name the
+    record's queue.  JVM twin: ``RocksDbTail.multiDispatchCopies``."""
+    if not names or not offsets:
+        return []
+    names_list, offsets_list = names.split(LMQ_DISPATCH_SEPARATOR), offsets.split(LMQ_DISPATCH_SEPARATOR)
+    if len(names_list) != len(offsets_list):
+        return []
+    out = []
+    for name, offset in zip(names_list, offsets_list):
+        queue_offset = _java_parse_long(offset)
+        if queue_offset is not None:
+            out.append((name, LMQ_QUEUE_ID if name.startswith(LMQ_PREFIX) else queue_id, queue_offset))
+    return out
+
+
+def _java_parse_long(text: str) -> Optional[int]:
+    """``Long.parseLong``: an optional sign and decimal digits, nothing around them (Python's ``int`` also
+    takes spaces and underscores), within a long."""
+    if not text or text != text.strip() or "_" in text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if -(1 << 63) <= value < (1 << 63) else None

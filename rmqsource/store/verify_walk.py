@@ -28,8 +28,7 @@ from ..format.record import (MAGIC_V1, MAGIC_V2, TRANSACTION_MASK, TRANSACTION_P
                              TRANSACTION_ROLLBACK_TYPE, decode_record)
 from ..format.tagscode import SCHEDULE_TOPIC, consume_queue_tags_code
 from .commitlog import CommitLog
-from .rocksdb_tail import (INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET, LMQ_DISPATCH_SEPARATOR, LMQ_PREFIX,
-                           LMQ_QUEUE_ID)
+from .rocksdb_tail import INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET, multi_dispatch_copies
 from .verify_cursors import first_non_zero
 from .verify_report import Problem
 
@@ -383,27 +382,6 @@ def _lmq_copies(props: tuple[np.ndarray, np.ndarray], h: hdr.Headers, eligible: 
         for queue, queue_id, queue_offset in multi_dispatch_copies(p.get(INNER_MULTI_DISPATCH),
                                                                    p.get(INNER_MULTI_QUEUE_OFFSET), int(h.queue_id[r])):
             out.add((r, queue, queue_id, queue_offset))
-    return out
-
-
-def multi_dispatch_copies(names: Optional[str], offsets: Optional[str], queue_id: int) -> list[tuple[str, int, int]]:
-    """(queue, queueId, queueOffset) of each copy a record's multi-dispatch writes, by the rule of the readers'
-    dispatch (``rocksdb_tail.CommitLogTail._dispatch_lmq``, RocketMQ's dispatchLMQ): names and offsets paired
-    by position (none when their counts differ), an offset that is not a number skipped, LMQ queues
-    (``%LMQ%`` names) are queue 0, any other name the record's queue.  JVM twin:
-    ``io.rmqsource.verify.CommitLogWalk.multiDispatchCopies``."""
-    if not names or not offsets:
-        return []
-    names_list, offsets_list = names.split(LMQ_DISPATCH_SEPARATOR), offsets.split(LMQ_DISPATCH_SEPARATOR)
-    if len(names_list) != len(offsets_list):
-        return []
-    out = []
-    for name, offset in zip(names_list, offsets_list):
-        try:
-            queue_offset = int(offset)
-        except ValueError:
-            continue
-        out.append((name, LMQ_QUEUE_ID if name.startswith(LMQ_PREFIX) else queue_id, queue_offset))
     return out
 
 

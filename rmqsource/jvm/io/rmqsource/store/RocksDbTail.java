@@ -4,7 +4,9 @@ import io.rmqsource.format.Properties;
 import io.rmqsource.format.Record;
 import io.rmqsource.format.TagsCode;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -16,7 +18,7 @@ import java.util.Map;
  * from INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET, CRC checked (a record still being written ends the
  * walk).  One tail per database snapshot and delay levels; it only grows, and {@link #view} freezes it.
  */
-final class RocksDbTail {
+public final class RocksDbTail {
     static final byte[] INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     static final byte[] INNER_MULTI_QUEUE_OFFSET =
             "INNER_MULTI_QUEUE_OFFSET".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
@@ -102,21 +104,34 @@ final class RocksDbTail {
         }
     }
 
-    /** The copies RocksDBConsumeQueueStore.dispatchLMQ writes (LMQ queues are queue 0). */
     private void dispatchLmq(String names, String offsets, int queueId, long phy, int size, long code) {
-        if (names.isEmpty() || offsets.isEmpty()) return;
+        for (Object[] c : multiDispatchCopies(names, offsets, queueId)) {
+            put(new QueueKey((String) c[0], (Integer) c[1]), (Long) c[2], phy, size, code);
+        }
+    }
+
+    /**
+     * {queue, queueId, queueOffset} of each copy a record's multi-dispatch writes (RocketMQ's dispatchLMQ): names
+     * and offsets paired by position (none when their counts differ: the broker logs a bug and skips), an offset
+     * Long.parseLong refuses skipped, LMQ queues ("%LMQ%" names) are queue 0, any other name the record's queue.
+     * Twin of multi_dispatch_copies in rmqsource/store/rocksdb_tail.py.
+     */
+    public static List<Object[]> multiDispatchCopies(String names, String offsets, int queueId) {
+        List<Object[]> out = new ArrayList<>();
+        if (names == null || offsets == null || names.isEmpty() || offsets.isEmpty()) return out;
         String[] n = names.split(",", -1);
         String[] o = offsets.split(",", -1);
-        if (n.length != o.length) return;       // the broker logs "[bug] queues.length!=queueOffsets.length"
+        if (n.length != o.length) return out;
         for (int i = 0; i < n.length; i++) {
             long queueOffset;
             try {
-                queueOffset = Long.parseLong(o[i].strip());
+                queueOffset = Long.parseLong(o[i]);
             } catch (NumberFormatException e) {
                 continue;
             }
-            put(new QueueKey(n[i], n[i].startsWith(LMQ_PREFIX) ? LMQ_QUEUE_ID : queueId), queueOffset, phy, size, code);
+            out.add(new Object[] {n[i], n[i].startsWith(LMQ_PREFIX) ? LMQ_QUEUE_ID : queueId, queueOffset});
         }
+        return out;
     }
 
     private void put(QueueKey key, long queueOffset, long phy, int size, long code) {

@@ -5,6 +5,7 @@ import io.rmqsource.format.Properties;
 import io.rmqsource.format.Record;
 import io.rmqsource.format.TagsCode;
 import io.rmqsource.store.CommitLog;
+import io.rmqsource.store.RocksDbTail;
 import io.rmqsource.store.Segment;
 import io.rmqsource.store.Segments;
 import java.nio.ByteBuffer;
@@ -27,8 +28,6 @@ final class CommitLogWalk {
     static final String INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET";
     private static final byte[] MULTI_DISPATCH_KEY = INNER_MULTI_DISPATCH.getBytes(StandardCharsets.US_ASCII);
     private static final byte[] MULTI_QUEUE_OFFSET_KEY = INNER_MULTI_QUEUE_OFFSET.getBytes(StandardCharsets.US_ASCII);
-    static final String LMQ_PREFIX = "%LMQ%";
-    static final int LMQ_QUEUE_ID = 0;
 
     private final CommitLog cl;
     private final long clMin;
@@ -353,33 +352,10 @@ final class CommitLogWalk {
         int names = props.find(MULTI_DISPATCH_KEY);
         int offsets = props.find(MULTI_QUEUE_OFFSET_KEY);
         if (names < 0 || offsets < 0) return;
-        for (Object[] c : multiDispatchCopies(props.valueString(names), props.valueString(offsets), f.queueId)) {
+        for (Object[] c : RocksDbTail.multiDispatchCopies(props.valueString(names), props.valueString(offsets),
+                f.queueId)) {
             w.addCopy(row, (String) c[0], (Integer) c[1], (Long) c[2]);
         }
-    }
-
-    /**
-     * {queue, queueId, queueOffset} of each copy a record's multi-dispatch writes, by the rule of the readers'
-     * dispatch (RocksDbTail.dispatchLmq, RocketMQ's dispatchLMQ): names and offsets paired by position (none when
-     * their counts differ), an offset that is not a number skipped, LMQ queues ("%LMQ%" names) are queue 0, any
-     * other name the record's queue.  Twin of multi_dispatch_copies in rmqsource/store/verify_walk.py.
-     */
-    static List<Object[]> multiDispatchCopies(String names, String offsets, int queueId) {
-        List<Object[]> out = new ArrayList<>();
-        if (names.isEmpty() || offsets.isEmpty()) return out;
-        String[] n = names.split(",", -1);
-        String[] o = offsets.split(",", -1);
-        if (n.length != o.length) return out;
-        for (int i = 0; i < n.length; i++) {
-            long queueOffset;
-            try {
-                queueOffset = Long.parseLong(o[i].strip());
-            } catch (NumberFormatException e) {
-                continue;
-            }
-            out.add(new Object[] {n[i], n[i].startsWith(LMQ_PREFIX) ? LMQ_QUEUE_ID : queueId, queueOffset});
-        }
-        return out;
     }
 
     /** __CRC32# (5.2+ enabledAppendPropCRC): the last 20 bytes of the record, the CRC of everything before. */
