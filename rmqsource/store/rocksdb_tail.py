@@ -141,18 +141,19 @@ class CommitLogTail:
             seg_len = max(seg.size_bytes, commitlog.segment_size)
             pos, want = at - seg.start_offset, CHUNK_BYTES
             while pos < seg_len:
-                buf = commitlog.reader.pread(seg, pos, min(want, seg_len - pos))
+                asked = min(want, seg_len - pos)
+                buf = commitlog.reader.pread(seg, pos, asked)
                 positions, stop = hdr.walk_chain(buf, 0, len(buf), segment_remaining=seg_len - pos)
                 done = self._dispatch_chunk(buf, positions, seg.start_offset + pos)
                 if done < len(positions):
                     return self._walk_records(commitlog, seg.start_offset + pos + int(positions[done]))
                 if stop.reason == hdr.STOP_BLANK:
                     break
-                if stop.reason not in (hdr.STOP_LIMIT, hdr.STOP_SHORT):
+                if stop.reason not in (hdr.STOP_LIMIT, hdr.STOP_SHORT) or len(buf) < asked:
+                    # Not a run to go on with, or the file ends before its segment does (a truncated file).
                     return self._walk_records(commitlog, seg.start_offset + pos + stop.position)
-                if stop.position == 0 and len(buf) >= seg_len - pos:
-                    return self._walk_records(commitlog, seg.start_offset + pos)
-                want = CHUNK_BYTES if stop.position else max(2 * want, stop.total_size)   # a record longer than a chunk
+                # A chunk that ended inside a record: read on from that record, a longer chunk when it is first.
+                want = CHUNK_BYTES if stop.position else max(2 * want, stop.total_size)
                 pos += stop.position
             at = seg.start_offset + seg_len
 

@@ -9,11 +9,12 @@ also against the engine: on a corpus store the units of every queue equal its Co
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from golden import broker_corpora, case_id, corpora, crash_cases, load_config
+from golden import broker_corpora, case_id, copy_store, corpora, crash_cases, is_dledger, load_config
 from rmqsource.errors import RmqError
 from rmqsource.store.commitlog import CommitLog
 from rmqsource.store.layout import StoreLayout
@@ -75,3 +76,20 @@ def test_the_tail_of_a_whole_commitlog_is_the_engines_consumequeues(corpus):
             assert q is not None, (topic, qid)
             assert (first, q.max_offset) == (q.first_file_start_offset, first + len(units)), (topic, qid)
             assert q.read_units(first, q.max_offset - first).tolist() == units, (topic, qid)
+
+
+@pytest.mark.parametrize("cut", ["inside a record", "at a record's end", "inside a header"])
+@pytest.mark.parametrize("corpus", [pytest.param(c, id=case_id(c)) for c in corpora() if not is_dledger(c)])
+def test_a_commitlog_file_shorter_than_its_segment_ends_both_walks_alike(corpus, cut, tmp_path, monkeypatch):
+    """The last CommitLog file cut short (a copy truncated mid-write): both walks stop at the same record,
+    whatever the chunk size (a chunk read past the file's end comes back short)."""
+    store = copy_store(corpus / "store", tmp_path / "store")
+    last = sorted((store / "commitlog").iterdir())[-1]
+    size = last.stat().st_size
+    first = int.from_bytes(last.read_bytes()[:4], "big")      # the file's first record's totalSize
+    at = {"inside a record": first // 2, "at a record's end": first, "inside a header": first + 3}[cut]
+    assert 0 < at < size
+    os.truncate(last, at)
+    expected = walked(store, corpus, chunked=False)
+    assert walked(store, corpus, chunked=True) == expected
+    assert walked(store, corpus, chunked=True, chunk_bytes=3001, monkeypatch=monkeypatch) == expected
