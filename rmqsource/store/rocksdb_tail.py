@@ -199,13 +199,13 @@ class CommitLogTail:
                                                    int(h.store_ts[r]), self._delays)
         phy = base + h.pos
         self._put_rows(h, topics, np.flatnonzero(eligible), phy, codes)
-        lmq = props.value_index(INNER_MULTI_DISPATCH)
-        for r in np.flatnonzero((lmq >= 0) & eligible).tolist():
-            names = props.entry_values(lmq[r:r + 1]).to_pylist()[0]
-            offsets = props.entry_values(props.value_index(INNER_MULTI_QUEUE_OFFSET)[r:r + 1]).to_pylist()[0]
-            if names and offsets:
+        lmq_rows = np.flatnonzero((props.value_index(INNER_MULTI_DISPATCH) >= 0) & eligible)
+        if len(lmq_rows):
+            names = props.entry_values(props.value_index(INNER_MULTI_DISPATCH)[lmq_rows]).to_pylist()
+            offsets = props.entry_values(props.value_index(INNER_MULTI_QUEUE_OFFSET)[lmq_rows]).to_pylist()
+            for r, row_names, row_offsets in zip(lmq_rows.tolist(), names, offsets):
                 unit = (int(phy[r]), int(h.total_size[r]), int(codes[r]))
-                self._dispatch_lmq(names, offsets, int(h.queue_id[r]), unit)
+                self._dispatch_lmq(row_names, row_offsets, int(h.queue_id[r]), unit)
         return n
 
     def _put_rows(self, h, topics: list[str], rows: np.ndarray, phy: np.ndarray, codes: np.ndarray) -> None:
@@ -223,6 +223,12 @@ class CommitLogTail:
             group = rows[order[a:b]]
             first = int(group[0])
             queue_key = (topics[int(h.topic_index[first])], int(h.queue_id[first]))
+            if queue_key not in self._queues:         # its first unit decides where the queue's tail starts
+                self._put(queue_key, int(h.queue_offset[first]), (int(phy[first]), int(h.total_size[first]),
+                                                                  int(codes[first])))
+                group = group[1:]
+                if len(group) == 0:
+                    continue
             offsets = h.queue_offset[group].astype(np.int64)
             q = self._queues.get(queue_key)
             if q is not None and int(offsets[0]) == q.next_offset and \
