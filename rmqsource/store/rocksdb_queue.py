@@ -41,6 +41,7 @@ from ..format.rocksdb_queue import (CHECKPOINT_TOPIC, CQ_VALUE_SIZE, DEFAULT_CF,
                                     decode_dispatch_checkpoint, decode_offset_key, decode_offset_value,
                                     encode_cq_key, encode_offset_key, queue_offset_of_cq_key, values_to_units)
 from ..io.rocksdb import ReadOnlyRocksDb, open_read_only
+from .commitlog import CommitLog
 from .consumequeue import ConsumeQueueBase
 from .rocksdb_tail import DEFAULT_DELAY_LEVELS_MS, CommitLogTail, TailQueue
 
@@ -132,7 +133,6 @@ class RocksDbQueueStore:
     def tail(self) -> dict[tuple[str, int], TailQueue]:
         """Each queue's units past the database, dispatched from the CommitLog (rocksdb_tail.py)."""
         tail = self._snapshot_tail()
-        from .commitlog import CommitLog
         commitlog = CommitLog(self.layout)
         try:
             tail.extend(commitlog)
