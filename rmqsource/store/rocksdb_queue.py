@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import CorruptRecordError
 from ..format.consumequeue import CQ_UNIT_DTYPE, PRE_BLANK_SIZE
 from ..format.rocksdb_queue import (CHECKPOINT_TOPIC, CQ_VALUE_SIZE, DEFAULT_CF, OFFSET_CF, cq_queue_prefix,
-                                    decode_dispatch_checkpoint, decode_offset_key, decode_offset_value,
+                                    decode_cq_value, decode_dispatch_checkpoint, decode_offset_key, decode_offset_value,
                                     encode_cq_key, encode_offset_key, queue_offset_of_cq_key, values_to_units)
 from ..io.rocksdb import ReadOnlyRocksDb, open_read_only
 from .commitlog import CommitLog
@@ -147,18 +147,29 @@ class RocksDbQueueStore:
         with _memo_lock:
             tail = memo.get(key) if memo is not None else None
             if tail is None:
-                tail = CommitLogTail(self._tail_start(), {k: v[1] + 1 for k, v in self.max_entries.items()},
+                tail = CommitLogTail(self.dispatch_end, {k: v[1] + 1 for k, v in self.max_entries.items()},
                                      self._delay_levels_ms)
                 if memo is not None:
                     memo[key] = tail
         return tail
 
-    def _tail_start(self) -> int:
-        """Where dispatch left the database: its checkpoint; without one (a database written before the
-        checkpoint existed) the furthest last unit, whose record is walked again and found present."""
+    @cached_property
+    def dispatch_end(self) -> int:
+        """Where the database's units end in the CommitLog (the readers' tail starts there; verify expects no
+        unit past it): its dispatch checkpoint; without one (a database written before the checkpoint existed)
+        the furthest CommitLog end of a unit there, 0 when it holds none.  Each queue's last unit (its ``max``
+        entry) is its furthest: units follow the CommitLog.  Twin: ``RocksDbQueues.dispatchEnd``."""
         if self.dispatch_checkpoint is not None:
             return self.dispatch_checkpoint
-        return max((phy for phy, _ in self.max_entries.values()), default=0)
+        end = 0
+        for (topic, queue_id), (phy, queue_offset) in sorted(self.max_entries.items()):
+            _, values = self.database_units(topic, queue_id, queue_offset, queue_offset + 1, 1)
+            if values and len(values[0]) == CQ_VALUE_SIZE:
+                unit_phy, size, _, _ = decode_cq_value(values[0])
+                end = max(end, unit_phy + size)
+            else:
+                end = max(end, phy)             # the entry's unit is missing or malformed: where it starts
+        return end
 
     @cached_property
     def max_offsets(self) -> dict[tuple[str, int], int]:

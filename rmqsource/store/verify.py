@@ -50,7 +50,7 @@ from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout
 from .rocksdb_queue import RocksDbQueueStore
-from .verify_cursors import IndexCursor, QueueCursor, RocksDbQueueCursor, database_dispatch_end, note
+from .verify_cursors import IndexCursor, QueueCursor, RocksDbQueueCursor, note
 from .verify_dledger import check_dledger_files
 from .verify_index import check_index_file, index_files, index_geometry
 from .verify_report import ERROR, WARNING, Problem, VerifyReport
@@ -177,7 +177,7 @@ class _Verifier(CommitLogWalk, UnitMatching):
             return [QueueCursor(str(self.layout.queue_dir(topic, qid)), topic, qid, self.report, self.cl_min)
                     for topic, qid in self.layout.list_queues()]
         self.rocksdb = RocksDbQueueStore(self.layout, delay_levels_ms=self.delays)
-        self.dispatch_end = database_dispatch_end(self.rocksdb)
+        self.dispatch_end = self.rocksdb.dispatch_end
         return [RocksDbQueueCursor(self.rocksdb, topic, qid, self.report, self.cl_min)
                 for topic, qid in sorted(self.rocksdb.max_entries)]
 

@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..format.consumequeue import CQ_UNIT_DTYPE, CQ_UNIT_SIZE, PRE_BLANK_SIZE
-from ..format.rocksdb_queue import CQ_VALUE_SIZE, decode_cq_value, values_to_units
+from ..format.rocksdb_queue import CQ_VALUE_SIZE, values_to_units
 from ..io.segments import Segment, common_segment_size, list_segments
 from .verify_report import WARNING, Problem, VerifyReport
 
@@ -297,24 +297,6 @@ class RocksDbQueueCursor(_UnitCursor):
                 self.report.add(Problem("consumequeue", "cq-value-size", self.folder, None,
                                         f"{self.unit_name(off)} has a {len(v)}-byte value: not a unit, no record "
                                         f"is matched to it", f"{CQ_VALUE_SIZE} bytes", f"{len(v)} bytes"))
-
-
-def database_dispatch_end(store) -> int:
-    """Where the RocksDB database's units end in the CommitLog: its dispatch checkpoint; without one (a
-    database written before the checkpoint existed) the furthest CommitLog end of a unit there, 0 when it
-    holds none.  Each queue's last unit (its ``max`` entry) is its furthest: units follow the CommitLog.
-    JVM twin: ``io.rmqsource.verify.RocksDbQueueCursor.databaseDispatchEnd``."""
-    if store.dispatch_checkpoint is not None:
-        return store.dispatch_checkpoint
-    end = 0
-    for (topic, queue_id), (phy, queue_offset) in sorted(store.max_entries.items()):
-        _, values = store.database_units(topic, queue_id, queue_offset, queue_offset + 1, 1)
-        if values and len(values[0]) == CQ_VALUE_SIZE:
-            unit_phy, size, _, _ = decode_cq_value(values[0])
-            end = max(end, unit_phy + size)
-        else:
-            end = max(end, phy)             # the entry's unit is missing or malformed: where it starts
-    return end
 
 
 class IndexCursor:

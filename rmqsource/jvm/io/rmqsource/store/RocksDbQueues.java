@@ -128,19 +128,37 @@ public final class RocksDbQueues {
         return v;
     }
 
+    /**
+     * Where the database's units end in the CommitLog (the readers' tail starts there; verify expects no unit
+     * past it): its dispatch checkpoint; without one (a database written before the checkpoint existed) the
+     * furthest CommitLog end of a unit there, 0 when it holds none.  Each queue's last unit (its "max" entry) is
+     * its furthest: units follow the CommitLog.  Twin of RocksDbQueueStore.dispatch_end in rocksdb_queue.py.
+     */
+    public long dispatchEnd() {
+        Long checkpoint = dispatchCheckpoint();
+        if (checkpoint != null) return checkpoint;
+        long end = 0;
+        long[] offset = new long[1];
+        byte[][] value = new byte[1][];
+        for (Map.Entry<QueueKey, long[]> e : maxEntries.entrySet()) {
+            long queueOffset = e.getValue()[1];
+            int n = databaseUnits(e.getKey().topic, e.getKey().queueId, queueOffset, queueOffset + 1, offset, value);
+            if (n == 1 && value[0].length == RocksDbQueue.CQ_VALUE_SIZE) {
+                end = Math.max(end, RocksDbQueue.phyOffset(value[0]) + RocksDbQueue.size(value[0]));
+            } else {
+                end = Math.max(end, e.getValue()[0]);     // the entry's unit is missing or malformed: where it starts
+            }
+        }
+        return end;
+    }
+
     /** The tail of this snapshot for {@code delays}, shared by every view of it (it only grows). */
     private RocksDbTail tail(long[] delays) {
         synchronized (tails) {
             return tails.computeIfAbsent(java.util.Arrays.toString(delays), k -> {
-                Long checkpoint = dispatchCheckpoint();
-                long start = 0;
                 Map<QueueKey, Long> next = new java.util.HashMap<>();
-                for (Map.Entry<QueueKey, long[]> e : maxEntries.entrySet()) {
-                    next.put(e.getKey(), e.getValue()[1] + 1);
-                    start = Math.max(start, e.getValue()[0]);
-                }
-                // Without a checkpoint (written before it existed) the furthest last unit: walked again, found present.
-                return new RocksDbTail(checkpoint != null ? checkpoint : start, next, delays);
+                for (Map.Entry<QueueKey, long[]> e : maxEntries.entrySet()) next.put(e.getKey(), e.getValue()[1] + 1);
+                return new RocksDbTail(dispatchEnd(), next, delays);
             });
         }
     }

@@ -3,7 +3,6 @@ package io.rmqsource.verify;
 import io.rmqsource.format.RocksDbQueue;
 import io.rmqsource.store.QueueKey;
 import io.rmqsource.store.RocksDbQueues;
-import java.util.Map;
 
 /**
  * Units of one queue of the RocksDB ConsumeQueue database (storeType=defaultRocksDB) in order, with {@link
@@ -77,30 +76,5 @@ final class RocksDbQueueCursor extends UnitCursor {
                     + "-byte value: not a unit, no record is matched to it", RocksDbQueue.CQ_VALUE_SIZE + " bytes",
                     len + " bytes");
         }
-    }
-
-    /**
-     * Where the RocksDB database's units end in the CommitLog: its dispatch checkpoint; without one (a database
-     * written before the checkpoint existed) the furthest CommitLog end of a unit there, 0 when it holds none.
-     * Each queue's last unit (its "max" entry) is its furthest: units follow the CommitLog.  Twin of
-     * database_dispatch_end in rmqsource/store/verify_cursors.py.
-     */
-    static long databaseDispatchEnd(RocksDbQueues database) {
-        Long checkpoint = database.dispatchCheckpoint();
-        if (checkpoint != null) return checkpoint;
-        long end = 0;
-        long[] offset = new long[1];
-        byte[][] value = new byte[1][];
-        for (Map.Entry<QueueKey, long[]> e : database.maxEntries().entrySet()) {
-            long queueOffset = e.getValue()[1];
-            int n = database.databaseUnits(e.getKey().topic, e.getKey().queueId, queueOffset, queueOffset + 1, offset,
-                    value);
-            if (n == 1 && value[0].length == RocksDbQueue.CQ_VALUE_SIZE) {
-                end = Math.max(end, RocksDbQueue.phyOffset(value[0]) + RocksDbQueue.size(value[0]));
-            } else {
-                end = Math.max(end, e.getValue()[0]);     // the entry's unit is missing or malformed: where it starts
-            }
-        }
-        return end;
     }
 }

@@ -100,7 +100,7 @@ final class UnitMatching {
             return out;
         }
         rocksDb = RocksDbQueues.open(layout.consumeQueueDir().getPath());
-        dispatchEnd = RocksDbQueueCursor.databaseDispatchEnd(rocksDb);
+        dispatchEnd = rocksDb.dispatchEnd();
         String folder = report.rel(layout.consumeQueueDir().getPath());
         for (QueueKey k : rocksDb.maxEntries().keySet()) {
             out.add(new RocksDbQueueCursor(rocksDb, folder, k.topic, k.queueId, report, clMin));
