@@ -20,13 +20,12 @@ import numpy as np
 
 from ..errors import OptionError
 from ..format.checkpoint import Checkpoint
-from ..format.consumequeue import CQ_UNIT_DTYPE, PRE_BLANK_SIZE
+from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.indexfile import index_file_size
 from ..format.javahash import java_string_hash
 from ..format.msgid import decode_offset_msg_id
 from ..format.properties import split_keys
 from ..format.record import Kind, MessageRecord
-from ..format.tagscode import consume_queue_tags_code
 from ..io.lock import LockState, describe_holder, store_lock_state
 from .commitlog import CommitLog
 from .config import StoreConfig
@@ -194,30 +193,17 @@ class MessageStoreReader:
 
     @cached_property
     def _rederived_queues(self) -> Optional[dict[tuple[str, int], InMemoryConsumeQueue]]:
-        """Units re-derived from the CommitLog when consumequeue/ holds no queue at all."""
+        """Units re-derived from the CommitLog when consumequeue/ holds no queue at all: dispatched as the
+        broker's recovery rebuilds them (LMQ copies included), by the walk that serves a RocksDB database's tail."""
         if self._queue_keys_on_disk or not self.commitlog.segments:
             return None
-        per_queue: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
-        first_offsets: dict[tuple[str, int], int] = {}
-        delays = self.config.message_delay_levels_ms
-        for step in self.commitlog.walk(self.commitlog.min_offset, check_crc=self.config.check_crc_on_recover):
-            if step.decoded.kind is not Kind.MESSAGE:
-                continue
-            r = step.decoded.record
-            if not r.enters_consume_queue:
-                continue
-            key = (r.topic, r.queue_id)
-            units = per_queue.setdefault(key, [])
-            first_offsets.setdefault(key, r.queue_offset)
-            expected = first_offsets[key] + len(units)
-            if r.queue_offset != expected:
-                continue  # duplicate or out-of-order offsets: dispatch would skip them too
-            units.append((step.phy_offset, step.decoded.size,
-                          consume_queue_tags_code(r.topic, r.properties, r.store_timestamp_ms, delays)))
+        from .rocksdb_tail import CommitLogTail
+        tail = CommitLogTail(self.commitlog.min_offset, {}, self.config.message_delay_levels_ms,
+                             check_crc=self.config.check_crc_on_recover)
+        tail.extend(self.commitlog)
         upf = self.config.consume_queue_units_per_file
-        return {k: InMemoryConsumeQueue(k[0], k[1], np.array(v, dtype=CQ_UNIT_DTYPE),
-                                        first_offset=first_offsets[k], units_per_file=upf)
-                for k, v in per_queue.items()}
+        return {k: InMemoryConsumeQueue(k[0], k[1], q.units, first_offset=q.first_offset, units_per_file=upf)
+                for k, q in tail.view().items()}
 
     @property
     def has_consume_queue_files(self) -> bool:

@@ -46,6 +46,7 @@ LMQ_QUEUE_ID = 0                                       # MixAll.LMQ_QUEUE_ID
 LMQ_DISPATCH_SEPARATOR = ","                           # MixAll.LMQ_DISPATCH_SEPARATOR
 DEFAULT_DELAY_LEVELS_MS = StoreConfig().message_delay_levels_ms
 CHUNK_BYTES = 8 << 20                                  # CommitLog bytes decoded at once on the fast path
+FIRST_CHUNK_BYTES = 64 << 10       # a walk's first read, doubled up to CHUNK_BYTES: a walk often starts at the end
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,9 @@ class CommitLogTail:
     """
 
     def __init__(self, start: int, next_offsets: dict[tuple[str, int], int],
-                 delay_levels_ms: Sequence[int] = DEFAULT_DELAY_LEVELS_MS):
+                 delay_levels_ms: Sequence[int] = DEFAULT_DELAY_LEVELS_MS, *, check_crc: bool = True):
         self.start = start
+        self._check_crc = check_crc
         self.end = start
         self._next_offsets = next_offsets
         self._delays = tuple(delay_levels_ms)
@@ -128,9 +130,11 @@ class CommitLogTail:
 
     def _walk(self, commitlog, at: int) -> int:
         """Dispatch every valid record from ``at``, a chunk of records at a time (vectorized decoding);
-        returns where the valid records end.  Wherever a chunk meets something that is not a plain run of
-        valid records (a record failing a check, zeros, a DLedger file), the record-by-record walk takes
-        over from there: it decides exactly as recovery does, and stops where the data ends."""
+        returns where the valid records end.  Zeros or a position without a record's magic end the walk
+        there (as they end the record walk); wherever else a chunk meets something that is not a plain run
+        of valid records (a record failing a check, a truncated file, a DLedger file), the record-by-record
+        walk takes over from there: it decides exactly as recovery does, and stops where the data ends."""
+        want = min(FIRST_CHUNK_BYTES, CHUNK_BYTES)
         while True:
             index = commitlog._segment_index(at)
             if index is None:
@@ -139,7 +143,7 @@ class CommitLogTail:
             if seg.dledger:
                 return self._walk_records(commitlog, at)
             seg_len = max(seg.size_bytes, commitlog.segment_size)
-            pos, want = at - seg.start_offset, CHUNK_BYTES
+            pos = at - seg.start_offset
             while pos < seg_len:
                 asked = min(want, seg_len - pos)
                 buf = commitlog.reader.pread(seg, pos, asked)
@@ -149,17 +153,21 @@ class CommitLogTail:
                     return self._walk_records(commitlog, seg.start_offset + pos + int(positions[done]))
                 if stop.reason == hdr.STOP_BLANK:
                     break
+                if stop.reason == hdr.STOP_END:
+                    # Zeros or no record's magic (read, not past the file): the record walk ends here too,
+                    # after reading a chunk of its own.
+                    return seg.start_offset + pos + stop.position
                 if stop.reason not in (hdr.STOP_LIMIT, hdr.STOP_SHORT) or len(buf) < asked:
                     # Not a run to go on with, or the file ends before its segment does (a truncated file).
                     return self._walk_records(commitlog, seg.start_offset + pos + stop.position)
                 # A chunk that ended inside a record: read on from that record, a longer chunk when it is first.
-                want = CHUNK_BYTES if stop.position else max(2 * want, stop.total_size)
+                want = min(2 * want, CHUNK_BYTES) if stop.position else max(2 * want, stop.total_size)
                 pos += stop.position
             at = seg.start_offset + seg_len
 
     def _walk_records(self, commitlog, at: int) -> int:
         """The record-by-record walk from ``at`` (CommitLog.walk with CRCs): returns where it stopped."""
-        for step in commitlog.walk(at, check_crc=True):
+        for step in commitlog.walk(at, check_crc=self._check_crc):
             kind = step.decoded.kind
             if kind is Kind.MESSAGE:
                 self._dispatch(step.phy_offset, step.decoded.size, step.decoded.record)
@@ -179,7 +187,7 @@ class CommitLogTail:
             h = hdr.decode_headers(buf, positions)
         except CorruptRecordError:
             return 0                                  # the record walk finds which record and why
-        n = _valid_crc_prefix(buf, h)
+        n = _valid_crc_prefix(buf, h) if self._check_crc else len(positions)
         if n < len(positions):
             h = h.take(slice(0, n))
         if n == 0:

@@ -50,6 +50,8 @@ public final class RocksDbTail {
     private long end;
     private final Map<QueueKey, Long> nextOffsets;
     private final long[] delays;
+    private final boolean checkCrc;
+    private final int unitsPerFile;
     // Each queue's units as they grow (arrays only appended to: a grown array is a new one, so a frozen view
     // of the first count units stays as it was).
     private final Map<QueueKey, RederivedQueue> queues = new HashMap<>();
@@ -58,17 +60,35 @@ public final class RocksDbTail {
 
     /** {@code nextOffsets}: each queue's next offset in the database (a record below it is there already). */
     RocksDbTail(long start, Map<QueueKey, Long> nextOffsets, long[] delays) {
+        this(start, nextOffsets, delays, true, 0);
+    }
+
+    private RocksDbTail(long start, Map<QueueKey, Long> nextOffsets, long[] delays, boolean checkCrc,
+                        int unitsPerFile) {
         this.start = start;
         this.end = start;
         this.nextOffsets = nextOffsets;
         this.delays = delays;
+        this.checkCrc = checkCrc;
+        this.unitsPerFile = unitsPerFile;
+    }
+
+    /**
+     * Every queue's units dispatched from the CommitLog's first record, as the broker's recovery rebuilds a
+     * consumequeue/ that holds nothing (LMQ copies included); twin of MessageStoreReader._rederived_queues.
+     */
+    static Map<QueueKey, RederivedQueue> rederive(CommitLog commitLog, long[] delays, boolean checkCrc,
+                                                  int unitsPerFile) {
+        RocksDbTail tail = new RocksDbTail(commitLog.minOffset(), new HashMap<>(), delays, checkCrc, unitsPerFile);
+        tail.extend(commitLog);
+        return new java.util.TreeMap<>(tail.queues);
     }
 
     /** Walks the records written since the last walk (from the checkpoint the first time). */
     synchronized void extend(CommitLog commitLog) {
         if (commitLog.list().isEmpty()) return;
         long[] at = {Math.max(end, commitLog.minOffset())};
-        commitLog.walk(at[0], true, (kind, seg, b, pos, offset, size) -> {
+        commitLog.walk(at[0], checkCrc, (kind, seg, b, pos, offset, size) -> {
             if (kind == Record.MESSAGE) dispatch(b, pos, offset, (int) size);
             at[0] = offset + size;
             return true;
@@ -138,7 +158,7 @@ public final class RocksDbTail {
         RederivedQueue q = queues.get(key);
         if (q == null) {
             if (queueOffset < nextOffsets.getOrDefault(key, 0L)) return;       // in the database already
-            q = new RederivedQueue(key.topic, key.queueId, queueOffset, 0);
+            q = new RederivedQueue(key.topic, key.queueId, queueOffset, unitsPerFile);
             queues.put(key, q);
         }
         if (queueOffset == q.maxOffset()) q.add(phy, size, code);

@@ -2,9 +2,6 @@ package io.rmqsource.store;
 
 import io.rmqsource.format.Checkpoint;
 import io.rmqsource.format.ConsumeQueue;
-import io.rmqsource.format.Properties;
-import io.rmqsource.format.Record;
-import io.rmqsource.format.TagsCode;
 import io.rmqsource.io.StoreFiles;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -12,7 +9,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * Read-only view of one store (twin of MessageStoreReader in rmqsource/store/reader.py).
@@ -108,33 +104,9 @@ public final class StoreReader implements AutoCloseable {
         if (rederivedDone) return rederived;
         rederivedDone = true;
         if (!keysOnDisk().isEmpty() || commitLog.list().isEmpty()) return null;
-        Map<QueueKey, RederivedQueue> per = new TreeMap<>();
-        long[] delays = config.messageDelayLevelsMs();
-        int upf = config.consumeQueueUnitsPerFile();
-        Record r = new Record();
-        Properties props = new Properties();
-        commitLog.walk(commitLog.minOffset(), config.checkCrcOnRecover(), (kind, seg, b, pos, offset, size) -> {
-            if (kind != Record.MESSAGE) return true;
-            r.decode(b, pos, size, -1);
-            if (r.isPreparedOrRollback()) return true;
-            String topic = utf8(b, r.topicPos, r.topicLen);
-            QueueKey key = new QueueKey(topic, r.queueId);
-            RederivedQueue q = per.get(key);
-            if (q == null) {
-                q = new RederivedQueue(topic, r.queueId, r.queueOffset, upf);
-                per.put(key, q);
-            }
-            if (r.queueOffset != q.maxOffset()) return true;   // duplicate or out-of-order: dispatch skips it
-            props.parse(b, r.propsPos, r.propsLen);
-            int t = props.find(Properties.TAGS);
-            int d = props.find(Properties.DELAY);
-            long code = TagsCode.consumeQueueTagsCode(topic, t < 0 ? null : props.valueString(t),
-                    d < 0 ? null : props.valueString(d), r.storeTimestamp, delays);
-            q.add(offset, (int) size, code);
-            return true;
-        }, null);
-        rederived = per;
-        return per;
+        rederived = RocksDbTail.rederive(commitLog, config.messageDelayLevelsMs(), config.checkCrcOnRecover(),
+                config.consumeQueueUnitsPerFile());
+        return rederived;
     }
 
     public List<QueueKey> queueKeys() {
