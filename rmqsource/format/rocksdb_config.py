@@ -1,4 +1,4 @@
-"""Consumer offsets the broker keeps in RocksDB: key/value codecs (pure, no I/O; Java twin: RocksDbConfig.java).
+"""Configs the broker keeps in RocksDB: key/value codecs (pure, no I/O; Java twin: RocksDbConfig.java).
 
 Two RocksDB config layouts exist beside the JSON files of ``ConsumerOffsetManager`` (``config/consumerOffset.json``,
 ``topic@group`` -> ``{queueId: nextOffset}``, and ``config/lmqConsumerOffset.json`` of the same shape for LMQ
@@ -23,6 +23,10 @@ All integers big-endian, strings UTF-8::
 
     topic / group key   [prefix, table 3 or 4, record 2][name-len u16][name]
                   value [serialization u8 = 1 (JSON)][fastjson2 TopicConfig / SubscriptionGroupConfig]
+
+A topic or group value is what ``JSON.toJSONBytes`` (fastjson2) makes of the bean: compact, fields sorted by
+name, ``{"attributes":{},"order":false,"perm":6,"readQueueNums":4,...}``. Every write of a record comes with
+its table's data-version record in the same batch, ``counter`` one up per record (``DataVersion.nextVersion``).
 
 Table 1 holds the committed offsets (``commitOffset``: the next queue offset the group consumes), LMQ topics'
 included (the broker keeps those only here, not in memory); table 2 the pull offsets (``commitPullOffset``, the
@@ -53,8 +57,10 @@ __all__ = [
     "CTRL_1", "CTRL_2", "DATA_VERSION_KEY", "RecordPrefix", "SERIALIZATION_JSON", "TABLE_PREFIX", "TableId",
     "V1_DATA_VERSION_CF", "V1_DATA_VERSION_KEY", "V1_SINGLE_DB_OFFSET_CF", "V1_SINGLE_DB_VERSION_CF",
     "V2DataVersion", "V2OffsetKey", "decode_v1_data_version_counter", "decode_v1_offset_record",
-    "decode_v2_data_version", "decode_v2_offset_key", "decode_v2_offset_value", "encode_v2_data_version",
-    "encode_v2_offset_key", "encode_v2_offset_value", "v2_data_version_key", "v2_table_prefix",
+    "decode_v2_config_value", "decode_v2_data_version", "decode_v2_name_key", "decode_v2_offset_key",
+    "decode_v2_offset_value", "encode_v2_config_value", "encode_v2_data_version", "encode_v2_name_key",
+    "encode_v2_offset_key", "encode_v2_offset_value", "next_v2_data_version", "v2_data_version_key",
+    "v2_table_prefix",
 ]
 
 TABLE_PREFIX = 1                       # TablePrefix.TABLE
@@ -182,6 +188,60 @@ def decode_v2_data_version(value: bytes, file: Optional[str] = None) -> V2DataVe
 
 def encode_v2_data_version(dv: V2DataVersion) -> bytes:
     return _DATA_VERSION.pack(dv.state_version, dv.timestamp_ms, dv.counter)
+
+
+def next_v2_data_version(current: Optional[V2DataVersion], records: int, now_ms: int) -> V2DataVersion:
+    """The data version after ``records`` writes, each stamped as ``ConfigHelper.stampDataVersion`` does
+    (counter one up, timestamp now; the state version of a store without DLedger stays 0)."""
+    if current is None:
+        return V2DataVersion(0, now_ms, records)
+    return V2DataVersion(current.state_version, now_ms, current.counter + records)
+
+
+def encode_v2_name_key(table: TableId, name: str) -> bytes:
+    """A topic (table 3) or subscription-group (table 4) key: ``ConfigHelper.keyBufOf``."""
+    raw = name.encode("utf-8")
+    if not 0 < len(raw) <= MAX_NAME_BYTES:
+        raise FormatError(f"name {name[:120]!r} is {len(raw)} bytes, not 1..{MAX_NAME_BYTES}")
+    return v2_table_prefix(table) + _U16.pack(len(raw)) + raw
+
+
+def decode_v2_name_key(key: bytes, file: Optional[str] = None) -> tuple[TableId, str]:
+    """(table, name) of a topic or subscription-group key; FormatError for anything else."""
+    key = bytes(key)
+    if len(key) < 4:
+        raise FormatError(f"key {key[:120].hex()} is shorter than a table prefix", file=file)
+    tp, table, record = _PREFIX.unpack_from(key, 0)
+    if tp != TABLE_PREFIX or table not in (TableId.TOPIC, TableId.SUBSCRIPTION_GROUP) \
+            or record != RecordPrefix.DATA:
+        raise FormatError(f"key {key[:120].hex()} is not a topic/group record (prefix {tp}, table {table}, "
+                          f"record {record})", file=file)
+    name, pos = _name(key, 4, "name", file)
+    if pos != len(key):
+        raise FormatError(f"key {key[:120].hex()}: {len(key) - pos} bytes after the name", file=file, offset=pos)
+    return TableId(table), name
+
+
+def encode_v2_config_value(config: dict) -> bytes:
+    """``ConfigHelper.valueBufOf(config, JSON)``: the serialization byte, then fastjson2's compact JSON of the
+    bean (fields by name; the names rmqsource writes are ASCII, other text goes as UTF-8 as fastjson2 does)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return bytes([SERIALIZATION_JSON]) + text.encode("utf-8")
+
+
+def decode_v2_config_value(value: bytes, file: Optional[str] = None) -> dict:
+    """The JSON object of a topic or group value; FormatError when it is not one (or not JSON-serialized)."""
+    value = bytes(value)
+    if not value or value[0] != SERIALIZATION_JSON:
+        raise FormatError(f"config value starts with {value[:1].hex() or 'nothing'}, not the JSON "
+                          f"serialization byte {SERIALIZATION_JSON}", file=file)
+    try:
+        doc = json.loads(value[1:].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FormatError(f"config value is not JSON: {exc}", file=file) from None
+    if not isinstance(doc, dict):
+        raise FormatError(f"config value is a JSON {type(doc).__name__}, expected an object", file=file)
+    return doc
 
 
 def decode_v1_offset_record(key: bytes, value: bytes, file: Optional[str] = None) -> tuple[str, dict[int, int]]:

@@ -25,6 +25,13 @@ with RocksDB's own words in ``status``) when the database cannot be opened, the 
 :data:`NEEDS_ROCKSDICT` when rocksdict is not installed; callers that answer with another error
 (the offset source's :class:`~rmqsource.errors.StoreError`) catch it and say what they were reading.
 
+:class:`WritableRocksDb` is the one read-write open: the writer's records in a config-v2 broker's
+``config/rdb/``, opened only by a process that holds the store's lock (no broker runs on it). What it leaves
+on disk must open in the broker's RocksDB (rocketmq-rocksdb 1.0.2 of 5.3.3 is RocksDB 8.x, older than the
+binding's 9.8): table ``format_version`` 5 and no compression, as the broker's ``ConfigHelper`` writes, every
+batch flushed into a table file before the close (the broker's older WAL reader never sees our log records),
+and rocksdict's own ``rocksdict-config.json`` removed again.
+
 Layer: io (no store semantics; ``rmqsource/store/rocksdb_queue.py`` and ``rmqsource/store/offset_source.py``
 decode what is read here).
 """
@@ -266,6 +273,92 @@ class ReadOnlyRocksDb:
             except Exception:
                 pass
         self._cleanup()
+
+
+BROKER_TABLE_FORMAT_VERSION = 5         # rocketmq ConfigHelper.createConfigColumnFamilyOptions
+ROCKSDICT_CONFIG_FILE = "rocksdict-config.json"
+
+
+class WritableRocksDb:
+    """A read-write open of the database in ``folder`` (created when ``create``), default column family only.
+
+    The caller holds the store's lock. ``write`` applies one batch and flushes it into a table file;
+    ``close`` (also as a context manager) closes and removes rocksdict's side file."""
+
+    def __init__(self, folder: str | os.PathLike, *, create: bool, what: str = "config database"):
+        self.folder = os.fspath(folder)
+        self.what = what
+        rocksdict = self._rocksdict = _require_rocksdict(self.folder)
+        if not create and not is_rocksdb(self.folder):
+            raise RocksDbOpenError(f"no RocksDB {what} here (no CURRENT file)", file=self.folder,
+                                   status="no CURRENT file")
+        had_side_file = os.path.exists(os.path.join(self.folder, ROCKSDICT_CONFIG_FILE))
+        self._remove_side_file = not had_side_file
+        opts = rocksdict.Options(raw_mode=True)
+        opts.create_if_missing(create)
+        table = rocksdict.BlockBasedOptions()
+        table.set_format_version(BROKER_TABLE_FORMAT_VERSION)
+        table.set_block_size(32 * 1024)
+        table.set_bloom_filter(16, False)
+        opts.set_block_based_table_factory(table)
+        opts.set_compression_type(rocksdict.DBCompressionType.none())
+        # the broker's own pair (ConfigHelper); rocksdict takes the folder's OPTIONS file into account, and
+        # in-place updates with concurrent memtable writes is refused at open
+        opts.set_inplace_update_support(True)
+        opts.set_allow_concurrent_memtable_write(False)
+        try:
+            if create:
+                os.makedirs(self.folder, exist_ok=True)
+            self._db = rocksdict.Rdict(self.folder, options=opts)
+        except Exception as e:                  # RocksDB's status text (a broker's LOCK, a damaged database)
+            self._cleanup_side_file()
+            raise RocksDbOpenError(f"cannot open the RocksDB {what} read-write: {_first_line(e)}",
+                                   file=self.folder, status=_first_line(e)) from None
+
+    def __enter__(self) -> "WritableRocksDb":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def get(self, key: bytes) -> Optional[bytes]:
+        return self._db.get(key)
+
+    def prefixed(self, prefix: bytes, limit: int) -> list[tuple[bytes, bytes]]:
+        """(key, value) of every key starting with ``prefix``, in key order; RocksDbOpenError past ``limit``."""
+        out = []
+        for k, v in self._db.items(from_key=prefix):
+            k = bytes(k)
+            if not k.startswith(prefix):
+                break
+            if len(out) >= limit:
+                raise RocksDbOpenError(f"more than {limit} records under {prefix.hex()}", file=self.folder,
+                                       status="too many records")
+            out.append((k, bytes(v)))
+        return out
+
+    def write(self, puts: list[tuple[bytes, bytes]]) -> None:
+        """One atomic batch of puts, then a flush into a table file (durable when it returns)."""
+        batch = self._rocksdict.WriteBatch(raw_mode=True)
+        for k, v in puts:
+            batch.put(k, v)
+        wo = self._rocksdict.WriteOptions()
+        wo.sync = True
+        self._db.write(batch, write_opt=wo)
+        self._db.flush(True)
+
+    def _cleanup_side_file(self) -> None:
+        if self._remove_side_file:
+            try:
+                os.unlink(os.path.join(self.folder, ROCKSDICT_CONFIG_FILE))
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            db.close()
+            self._cleanup_side_file()
 
 
 _open_lock = threading.Lock()

@@ -46,10 +46,12 @@ __all__ = [
     "BROKER_OWN_TOPICS",
     "SUBSCRIPTION_GROUP_FILE_NAME",
     "TOPICS_FILE_NAME",
+    "group_config_entry",
     "merge_subscription_group",
     "merge_topic_configs",
     "record_subscription_group",
     "record_topic_queues",
+    "topic_config_entry",
     "topic_queue_nums",
 ]
 
@@ -74,7 +76,7 @@ def topic_queue_nums(queues: Iterable[tuple[str, int]]) -> dict[str, int]:
     return out
 
 
-def _topic_config(name: str, queue_nums: int, v5: bool) -> dict[str, Any]:
+def topic_config_entry(name: str, queue_nums: int, v5: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"topicName": name, "readQueueNums": queue_nums, "writeQueueNums": queue_nums,
                              "perm": PERM_READ_WRITE, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0,
                              "order": False}
@@ -83,7 +85,7 @@ def _topic_config(name: str, queue_nums: int, v5: bool) -> dict[str, Any]:
     return entry
 
 
-def _group_config(name: str, v5: bool) -> dict[str, Any]:
+def group_config_entry(name: str, v5: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"groupName": name, "consumeEnable": True, "consumeFromMinEnable": True,
                              "consumeBroadcastEnable": True, "retryQueueNums": 1, "retryMaxTimes": 16,
                              "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
@@ -132,7 +134,7 @@ def merge_topic_configs(doc: Optional[dict[str, Any]], queue_nums: Mapping[str, 
         nums = int(queue_nums[topic])
         entry = table.get(topic)
         if not isinstance(entry, dict):
-            table[topic] = _topic_config(topic, nums, v5)
+            table[topic] = topic_config_entry(topic, nums, v5)
             changed = True
             continue
         entry = dict(entry)
@@ -159,7 +161,7 @@ def merge_subscription_group(doc: Optional[dict[str, Any]], group: str, *, v5: b
     table = _table(out, "subscriptionGroupTable", file)
     if isinstance(table.get(group), dict):
         return None
-    table[group] = _group_config(group, v5)
+    table[group] = group_config_entry(group, v5)
     out["subscriptionGroupTable"] = table
     if not new:
         _bump(out, now_ms)

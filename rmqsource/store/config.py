@@ -208,6 +208,14 @@ def _str_value(key: str, raw: Any, *, optional: bool) -> Optional[str]:
     return text
 
 
+def _config_manager_version(key: str, raw: Any) -> Optional[str]:
+    # The broker compares with "v2" exactly and takes anything else for v1: a typo must not pass as v1.
+    text = _str_value(key, raw, optional=True)
+    if text not in (None, "v1", "v2"):
+        raise OptionError(f"{key}={raw!r} is not v1 or v2")
+    return text
+
+
 def _version_value(key: str, raw: Any) -> str:
     text = _str_value(key, raw, optional=False)
     parse_engine_version(text)
@@ -271,6 +279,7 @@ _KEYS: dict[str, _Key] = {
     "flushCommitLogTimed": _Key("flush_commit_log_timed", _bool_value),
     "maxFilterMessageSize": _Key("max_filter_message_size_bytes", _pos),
     "engineVersion": _Key("engine_version", _version_value),
+    "configManagerVersion": _Key("config_manager_version", _config_manager_version),
 }
 _ATTR_TO_KEY = {spec.attr: key for key, spec in _KEYS.items()}
 
@@ -313,6 +322,9 @@ class StoreConfig:
     flush_commit_log_timed: bool = True                                  # flushCommitLogTimed
     max_filter_message_size_bytes: int = 16000                           # maxFilterMessageSize (5.x)
     engine_version: str = DEFAULT_ENGINE_VERSION                         # engineVersion (not RocketMQ)
+    # A BrokerConfig key: where the broker keeps topics, groups and offsets (v2: RocksDB config/rdb/, 5.3.2+);
+    # None: as the store shows (config/rdb/ there or not).
+    config_manager_version: Optional[str] = None                         # configManagerVersion
     extra: Mapping[str, str] = field(default_factory=FrozenMap)          # every other key, verbatim
 
     def __post_init__(self) -> None:
@@ -336,6 +348,8 @@ class StoreConfig:
             if k in _KEYS:
                 raise OptionError(f"{k} is a modelled setting; it cannot also be in extra")
         object.__setattr__(self, "extra", extra)
+        if self.config_manager_version == "v2" and self.engine_version_tuple < (5, 3, 2):
+            raise OptionError(f"configManagerVersion=v2 needs a 5.3.2+ broker; engineVersion is {self.engine_version}")
         size = self.index_file_size_bytes
         if size > JAVA_INT_MAX:
             raise OptionError(f"maxHashSlotNum={self.max_hash_slot_num} / maxIndexNum={self.max_index_num} "

@@ -17,6 +17,9 @@ processes are serialized by a POSIX record lock (``lockf``, what Java's
 updates.  A running broker does not take that lock and overwrites the file
 from memory every 5 s, so commits into the store of a live broker (its
 ``lock`` held by a process that is not an rmqsource writer) are refused.
+
+A store whose broker keeps its configs in RocksDB (``configManagerVersion=v2``: ``config/rdb/`` there, or the
+setting given) gets its commits there instead, under the same lock (:mod:`rmqsource.store.config_rdb`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ..errors import FormatError, OptionError, StoreLockedError
 from ..format.configjson import dumps_fastjson, loads_fastjson
 from ..io.durable import load_with_bak, string2file
 from ..io.lock import describe_holder, store_lock_state
+from . import config_rdb
 from .broker_configs import record_subscription_group
 from .config import StoreConfig
 
@@ -300,6 +304,9 @@ class ConsumerOffsets:
 
         self.check_writable()
         with self._locked():
+            if config_rdb.uses_config_rdb(self.store_root, self.config):
+                return config_rdb.commit_group_offsets(self.store_root, group, wanted, allow_rewind=allow_rewind,
+                                                       clock_ms=self._clock_ms)
             current = self.load()
             table = {k: dict(v) for k, v in current.offset_table.items()}
             changed = False

@@ -8,7 +8,8 @@ unused pre-allocated segment, writes the ``checkpoint`` and deletes ``abort``
 only when all of that worked.
 
 Routes: whatever makes messages durable (a flush; under SYNC_FLUSH the put call that
-acknowledges them) first routes in ``config/topics.json`` the topics and queues written
+acknowledges them) first routes in ``config/topics.json`` (a config-v2 broker's store:
+``config/rdb/``, config_rdb.py) the topics and queues written
 since the last time, as the broker persists a topic it creates before acknowledging the
 message: a writer killed before its close leaves a store a broker serves.
 """
@@ -19,10 +20,11 @@ import dataclasses
 import os
 from typing import Optional
 
-from ..errors import FormatError
+from ..errors import FormatError, StoreError
 from ..format.checkpoint import Checkpoint
 from ..io import files
 from ..io.durable import fsync_dir, write_file_atomically
+from . import config_rdb
 from .broker_configs import TOPICS_FILE_NAME, record_topic_queues
 from .put_result import PutMessageStatus
 
@@ -118,8 +120,14 @@ class Durability:
         count = len(self._queue_offsets) + len(self._checks.parked_queues)
         if count == self._routed_queue_count:
             return          # queues are only ever added: the same count, nothing new
-        record_topic_queues(self.root, self._written_queues(), v5=self._v5, clock_ms=self._clock_ms)
+        self._record_routes()
         self._routed_queue_count = count
+
+    def _record_routes(self) -> None:
+        if self._config_rdb:
+            config_rdb.record_topic_queues(self.root, self._written_queues(), clock_ms=self._clock_ms)
+        else:
+            record_topic_queues(self.root, self._written_queues(), v5=self._v5, clock_ms=self._clock_ms)
 
     def _route_acknowledged(self, results) -> None:
         """SYNC_FLUSH: a put call acknowledges its messages as durable, so it routes them before it returns.
@@ -130,8 +138,9 @@ class Durability:
             return
         try:
             self._route_new_queues()
-        except (OSError, FormatError) as exc:
-            reason = f"stored, but config/{TOPICS_FILE_NAME} could not be written: {files.describe(exc)}"
+        except (OSError, FormatError, StoreError) as exc:
+            where = config_rdb.RDB_DIR + "/" if self._config_rdb else TOPICS_FILE_NAME
+            reason = f"stored, but config/{where} could not be written: {files.describe(exc)}"
             for i in range(len(results)):
                 if results[i].ok:
                     results[i] = dataclasses.replace(results[i], status=PutMessageStatus.FLUSH_DISK_TIMEOUT,
@@ -191,7 +200,7 @@ class Durability:
                         fsync_dir(self.root)
                         clean = True
                         # What a broker started on this store needs to route its topics (broker_configs).
-                        record_topic_queues(self.root, self._written_queues(), v5=self._v5, clock_ms=self._clock_ms)
+                        self._record_routes()
                 except OSError as exc:
                     error = exc
                     self._error = exc

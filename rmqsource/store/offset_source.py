@@ -60,7 +60,7 @@ class OffsetSource:
     """Which store of consumer offsets a broker uses for this store root."""
     kind: str                 # rocksdb-v2 | rocksdb-v1 | json | none
     path: str                 # the RocksDB folder or the JSON file (the one that would be read)
-    writable: bool            # rmqsource commits only into consumerOffset.json
+    writable: bool            # rmqsource commits into consumerOffset.json and config/rdb
 
     @property
     def description(self) -> str:
@@ -94,7 +94,7 @@ def locate_offset_source(root: str | os.PathLike) -> OffsetSource:
     config = os.path.join(os.fspath(root), "config")
     v2 = os.path.join(config, V2_DIR)
     if is_rocksdb(v2):
-        return OffsetSource("rocksdb-v2", v2, False)
+        return OffsetSource("rocksdb-v2", v2, True)
     for name in (V1_SINGLE_DIR, V1_DIR):
         folder = os.path.join(config, name)
         if is_rocksdb(folder):
@@ -106,13 +106,15 @@ def locate_offset_source(root: str | os.PathLike) -> OffsetSource:
 
 
 def refuse_group_commit(root: str | os.PathLike) -> None:
-    """OptionError (one line) when the broker keeps this store's offsets where rmqsource does not write."""
+    """OptionError (one line) when the broker keeps this store's offsets where rmqsource does not write (the
+    5.2 RocksDB config; config/rdb of config v2 is written, :mod:`rmqsource.store.config_rdb`)."""
     src = locate_offset_source(root)
     if not src.writable:
         raise OptionError(
             f"option consumerGroup: {os.fspath(root)} keeps consumer offsets in {src.description}, not in "
-            f"config/{CONSUMER_OFFSET_FILE_NAME}; rmqsource does not write into the broker's RocksDB, so it does "
-            f"not commit there (set commitOffsets=false to start from the group's offsets without committing)")
+            f"config/{CONSUMER_OFFSET_FILE_NAME} or config/rdb/; rmqsource does not write into that RocksDB, so "
+            f"it does not commit there (set commitOffsets=false to start from the group's offsets without "
+            f"committing)")
 
 
 # ------------------------------------------------------------------------------------------------ RocksDB

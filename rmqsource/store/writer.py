@@ -38,6 +38,7 @@ from .batch_results import BatchPutResults
 from .columnar_put import ColumnarPut
 from .commitlog_append import CommitLogAppend, Segment
 from .config import FlushDiskType, StoreConfig
+from .config_rdb import require_rocksdict_for_configs, uses_config_rdb
 from .dispatch import Dispatcher
 from .flush import Durability
 from .index_service import IndexService
@@ -84,6 +85,9 @@ class MessageStoreWriter(ColumnarPut, CommitLogAppend, Durability):
         self._closed = False
         self._error: Optional[BaseException] = None
         self._routed_queue_count = 0                # queues counted when topics.json was last routed (flush.py)
+        self._config_rdb = uses_config_rdb(self.root, c)    # routes go to config/rdb/ (config_rdb.py)
+        if self._config_rdb:
+            require_rocksdict_for_configs()
         # A store of another layout (or a DLedger store) is written by its own engine: refuse before creating
         # anything.
         StoreLayout.for_config(self.root, c).check_writable()

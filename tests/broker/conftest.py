@@ -244,12 +244,15 @@ BROKER_STORE_SETTINGS = {"mappedFileSizeCommitLog": "1048576", "mappedFileSizeCo
 
 
 def serve_store(classpath: str, run_dir: Path, store: Path, topics: list[str], *, expect: int,
-                wait_ms: int = 60_000, settings: dict | None = None) -> Path:
+                wait_ms: int = 60_000, settings: dict | None = None, groups: list[str] = ()) -> Path:
     """Start a broker on ``store`` (written by someone else) and drain ``topics`` with the official lite pull
-    consumer (RealBroker --serve): ``run_dir/expected/consumed.jsonl`` and ``routes.json``."""
+    consumer (RealBroker --serve): ``run_dir/expected/consumed.jsonl`` and ``routes.json``; with ``groups``,
+    their committed offsets as the broker reports them in ``groups.json``."""
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = [*_harness_jvm(classpath, run_dir), "--store", str(store), "--out", str(run_dir), "--serve",
            "--topics", ",".join(topics), "--expect", str(expect), "--wait-ms", str(wait_ms)]
+    if groups:
+        cmd += ["--groups", ",".join(groups)]
     for k, v in (settings or {}).items():
         cmd += ["--set", f"{k}={v}"]
     with open(run_dir / "harness.log", "wb") as log:

@@ -167,3 +167,66 @@ def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, s
             assert s["receivedAtMs"] >= put_at_ms + DELAY_MS - 1_000, (i, s["receivedAtMs"] - put_at_ms)
             assert s["properties"].get("REAL_TOPIC") == r["topic"]
     print(f"broker {version}: served {len(served)} of {len(rows)} rows written by the batch and streaming sinks")
+
+
+V2_TOPICS = ["v2_topic_0", "v2_topic_1"]
+V2_LATER_TOPIC = "v2_later"
+V2_GROUP = "v2_group"
+V2_SETTINGS = {"configManagerVersion": "v2", "autoCreateTopicEnable": "false"}
+
+
+def _offsets_reported(run) -> dict[tuple[str, int], int]:
+    stats = json.loads((run / "expected" / "groups.json").read_text())[V2_GROUP]
+    return {(q["topic"], q["queueId"]): q["consumerOffset"] for q in stats}
+
+
+@pytest.mark.parametrize("version", [v for v in versions() if tuple(map(int, v.split(".")[:3])) >= (5, 3, 2)])
+def test_config_v2_broker_serves_a_store_written_by_rmq_put(version, broker_classpath, tmp_path):
+    """configManagerVersion=v2: ``rmq put -C configManagerVersion=v2`` records its topics in config/rdb/ (no
+    topics.json), a group commit records the group and its offsets there; a v2 broker with
+    autoCreateTopicEnable=false routes and serves them and reports the offsets. Then the store, now holding
+    what that broker wrote, is appended by ``rmq put`` (no setting: config/rdb/ decides) with a new topic and
+    a second commit, and a second v2 broker serves all of it."""
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.consumer_offsets import ConsumerOffsets
+    msgs = [m for m in workload(90) if "DELAY" not in m["properties"]]
+    for m in msgs:
+        m["topic"] = V2_TOPICS[int(m["properties"]["sv_seq"]) % 2]
+    store = tmp_path / "store"
+    base = [a for k, v in {**BROKER_STORE_SETTINGS, "engineVersion": version}.items() for a in ("-C", f"{k}={v}")]
+    p = rmq("put", *base, "-C", "configManagerVersion=v2", store,
+            stdin=b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
+    assert p.returncode == 0, p.stderr.decode()
+    assert not (store / "config" / "topics.json").exists() and (store / "config" / "rdb" / "CURRENT").is_file()
+    committed = {V2_TOPICS[0]: {0: 2, 1: 1}, V2_TOPICS[1]: {2: 3}}
+    ConsumerOffsets(store, config=StoreConfig(engine_version=version)).commit(V2_GROUP, committed)
+    run = serve_store(broker_classpath(version), tmp_path / "run1", store, V2_TOPICS, expect=len(msgs),
+                      wait_ms=60_000, settings=V2_SETTINGS, groups=[V2_GROUP])
+    routes = json.loads((run / "expected" / "routes.json").read_text())
+    for t in V2_TOPICS:
+        n = max(m["queueId"] for m in msgs if m["topic"] == t) + 1
+        assert routes[t] == {"readQueueNums": n, "writeQueueNums": n}, routes
+    _, by_seq = served_by_seq(run)
+    assert sorted(by_seq) == sorted(int(m["properties"]["sv_seq"]) for m in msgs)
+    reported = _offsets_reported(run)
+    assert {k: v for k, v in reported.items() if k[0] in committed} == \
+        {(t, q): o for t, qs in committed.items() for q, o in qs.items()}, reported
+
+    later = [{"topic": V2_LATER_TOPIC, "queueId": i % 2, "properties": {"sv_seq": str(1000 + i)},
+              "body": base64.b64encode(f"later {i}".encode()).decode()} for i in range(10)]
+    p = rmq("put", *base, store, stdin=b"".join(json.dumps(m).encode() + b"\n" for m in later))
+    assert p.returncode == 0, p.stderr.decode()
+    assert not (store / "config" / "topics.json").exists()
+    ConsumerOffsets(store, config=StoreConfig(engine_version=version)).commit(
+        V2_GROUP, {V2_LATER_TOPIC: {1: 4}, V2_TOPICS[0]: {0: 5}})
+    run = serve_store(broker_classpath(version), tmp_path / "run2", store, [*V2_TOPICS, V2_LATER_TOPIC],
+                      expect=len(msgs) + len(later), wait_ms=60_000, settings=V2_SETTINGS, groups=[V2_GROUP])
+    routes = json.loads((run / "expected" / "routes.json").read_text())
+    assert routes[V2_LATER_TOPIC] == {"readQueueNums": 2, "writeQueueNums": 2}, routes
+    _, by_seq = served_by_seq(run)
+    assert sorted(by_seq) == sorted(int(m["properties"]["sv_seq"]) for m in msgs + later)
+    reported = _offsets_reported(run)
+    for key, want in {(V2_TOPICS[0], 0): 5, (V2_TOPICS[0], 1): 1, (V2_TOPICS[1], 2): 3, (V2_LATER_TOPIC, 1): 4}.items():
+        assert reported.get(key) == want, (key, reported)
+    print(f"broker {version} (config v2): served {len(msgs)} then {len(msgs) + len(later)} messages written by "
+          f"rmq put, routes {routes}, group offsets {sorted(reported.items())}")

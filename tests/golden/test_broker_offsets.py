@@ -32,6 +32,7 @@ import pytest
 from rmqsource import cli
 from rmqsource.errors import OptionError, StoreError
 from rmqsource.format import rocksdb_config as rc
+from rmqsource.io.rocksdb import DEFAULT_CF, ReadOnlyRocksDb
 from rmqsource.store import offset_source
 from rmqsource.store.lag import group_lag_with_source
 from rmqsource.store.offset_source import load_committed_offsets, locate_offset_source, refuse_group_commit
@@ -255,9 +256,12 @@ def stream_reader(kind: str, request):
 
 
 @pytest.mark.parametrize("kind", ["python", pytest.param("jvm", marks=pytest.mark.spark)])
-def test_v2_store_stream_starts_at_the_group_and_refuses_commits(kind, v2_store, request):
-    from jvm_twins import python_error
-    corpus, root = v2_store
+def test_v2_store_stream_starts_at_the_group_and_commits_into_rdb(kind, v2_store, request, tmp_path):
+    """A stream on a config-v2 store starts at the group's offsets in config/rdb and commits there, as
+    ConsumerOffsetManagerV2 would: the group's keys move forward, every other record stays, and the group
+    gets its subscription-group record; nothing is written with commitOffsets=false."""
+    corpus, shared = v2_store
+    root = copy_store(shared, tmp_path / "store")
     make = stream_reader(kind, request)
     topics = sorted({k[1] for k in consume_stats(corpus) if k[0] == "rb_lag"})
     before = checksums(root)
@@ -272,20 +276,30 @@ def test_v2_store_stream_starts_at_the_group_and_refuses_commits(kind, v2_store,
     reader.commit(start)          # commitOffsets=false: nothing is written
     assert checksums(root) == before
 
+    others = {(e.group, e.topic, e.queue_id): e.offset for e in load_committed_offsets(root).entries
+              if e.group != "rb_lag"}
     committing = make(root, topics=",".join(topics), startingOffsets="group", consumerGroup="rb_lag")
-    with pytest.raises(Exception) as e:
-        committing.initialOffset()
-    err = python_error(e.value)
-    assert isinstance(err, OptionError), err
-    msg = str(err)
-    assert "\n" not in msg and "RocksDB config/rdb/" in msg and "does not write into the broker's RocksDB" in msg
-    assert "commitOffsets=false" in msg
-    assert checksums(root) == before
+    assert committing.initialOffset() == want
+    ahead = {t: {q: o + 1 for q, o in qs.items()} for t, qs in want.items()}
+    committing.commit(ahead)
+    after = load_committed_offsets(root)
+    assert after.source.kind == "rocksdb-v2"
+    assert after.offsets_for_group("rb_lag") == {t: {int(q): o for q, o in qs.items()} for t, qs in ahead.items()}
+    assert {(e.group, e.topic, e.queue_id): e.offset for e in after.entries if e.group != "rb_lag"} == others
+    assert not (root / "config" / "consumerOffset.json").exists()
+    with ReadOnlyRocksDb(root / "config" / "rdb") as db:
+        group = db.get(DEFAULT_CF, rc.encode_v2_name_key(rc.TableId.SUBSCRIPTION_GROUP, "rb_lag"))
+        version = rc.decode_v2_data_version(db.get(DEFAULT_CF, rc.v2_data_version_key(rc.TableId.CONSUMER_OFFSET)))
+    assert rc.decode_v2_config_value(group)["groupName"] == "rb_lag"
+    # write_v2_config stamped one version per record; the commit one more per queue it moved
+    assert version.counter == len(others) + 2 * sum(map(len, want.values()))
 
 
-def test_refusal_names_the_source(v2_store):
-    _, root = v2_store
-    with pytest.raises(OptionError, match="configManagerVersion=v2"):
+def test_refusal_names_the_source(tmp_path):
+    root = tmp_path / "store"
+    (root / "config").mkdir(parents=True)
+    write_v1_config(root / "config" / "consumerOffsets", {"T@g": {0: 5}}, counter=1)
+    with pytest.raises(OptionError, match="storeType=defaultRocksDB, config v1"):
         refuse_group_commit(root)
 
 

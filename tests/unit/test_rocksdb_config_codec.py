@@ -62,3 +62,43 @@ def test_v1_records():
         rc.decode_v1_offset_record(b"T@g", b'{"offsetTable":{"x":1}}')
     assert rc.decode_v1_data_version_counter(b'{"counter":9,"stateVersion":0,"timestamp":1}') == 9
     assert rc.decode_v1_data_version_counter(None) == 0 and rc.decode_v1_data_version_counter(b"junk") == 0
+
+
+# A topic and a group record as the 5.5.0 broker wrote them into config/rdb of rmq550-b2 (ConfigHelper.keyBufOf,
+# valueBufOf: the serialization byte, then fastjson2's compact JSON of the bean).
+BROKER_TOPIC = (b"\x01\x00\x03\x02\x00\nrb_topic_0",
+                b'\x01{"attributes":{},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG",'
+                b'"topicName":"rb_topic_0","topicSysFlag":0,"writeQueueNums":4}')
+BROKER_GROUP = (b"\x01\x00\x04\x02\x00\x06rb_all",
+                b'\x01{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,'
+                b'"consumeFromMinEnable":true,"consumeMessageOrderly":false,"consumeTimeoutMinute":15,'
+                b'"groupName":"rb_all","groupRetryPolicy":{"type":"CUSTOMIZED"},"groupSysFlag":0,'
+                b'"notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,'
+                b'"whichBrokerWhenConsumeSlowly":1}')
+
+
+def test_topic_and_group_records_encode_as_the_broker_wrote_them():
+    from rmqsource.store.broker_configs import group_config_entry, topic_config_entry
+    assert rc.encode_v2_name_key(rc.TableId.TOPIC, "rb_topic_0") == BROKER_TOPIC[0]
+    assert rc.encode_v2_config_value(topic_config_entry("rb_topic_0", 4, True)) == BROKER_TOPIC[1]
+    assert rc.encode_v2_name_key(rc.TableId.SUBSCRIPTION_GROUP, "rb_all") == BROKER_GROUP[0]
+    assert rc.encode_v2_config_value(group_config_entry("rb_all", True)) == BROKER_GROUP[1]
+    assert rc.decode_v2_name_key(BROKER_TOPIC[0]) == (rc.TableId.TOPIC, "rb_topic_0")
+    assert rc.decode_v2_config_value(BROKER_TOPIC[1])["readQueueNums"] == 4
+
+
+@pytest.mark.parametrize("key", [BROKER_TOPIC[0] + b"x", BROKER_TOPIC[0][:-1], BROKER_KEY, b"\x01\x00\x03"])
+def test_malformed_name_keys_raise(key):
+    with pytest.raises(FormatError):
+        rc.decode_v2_name_key(key)
+
+
+@pytest.mark.parametrize("value", [b"", b"\x02{}", b"\x01[1]", b"\x01{", b"\x01\xff"])
+def test_malformed_config_values_raise(value):
+    with pytest.raises(FormatError):
+        rc.decode_v2_config_value(value)
+
+
+def test_data_version_steps_as_the_broker_stamps_it():
+    assert rc.next_v2_data_version(None, 3, 1000) == rc.V2DataVersion(0, 1000, 3)
+    assert rc.next_v2_data_version(rc.V2DataVersion(7, 5, 16), 2, 2000) == rc.V2DataVersion(7, 2000, 18)

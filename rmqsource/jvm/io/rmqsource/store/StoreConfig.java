@@ -55,6 +55,7 @@ public final class StoreConfig implements Serializable {
             {"fileReservedTime", "nonneg"}, {"deleteWhen", "str"},
             {"diskMaxUsedSpaceRatio", "nonneg"}, {"flushIntervalCommitLog", "pos"},
             {"flushCommitLogTimed", "bool"}, {"maxFilterMessageSize", "pos"}, {"engineVersion", "version"},
+            {"configManagerVersion", "cmv"},
         };
         for (String[] k : keys) KEYS.put(k[0], k[1]);
     }
@@ -63,6 +64,10 @@ public final class StoreConfig implements Serializable {
 
     private StoreConfig(Map<String, Object> values) {
         this.values = values;
+        if ("v2".equals(values.get("configManagerVersion")) && !versionAtLeast(5, 3, 2)) {
+            throw new OptionError("configManagerVersion=v2 needs a 5.3.2+ broker; engineVersion is "
+                    + values.get("engineVersion"));
+        }
         long size = 40 + 4L * maxHashSlotNum() + 20L * maxIndexNum();
         if (size > JAVA_INT_MAX) {
             throw new OptionError("maxHashSlotNum=" + maxHashSlotNum() + " / maxIndexNum=" + maxIndexNum()
@@ -188,6 +193,12 @@ public final class StoreConfig implements Serializable {
             case "version": {
                 String t = raw.strip();
                 parseEngineVersion(t);
+                return t;
+            }
+            case "cmv": {            // the broker takes anything but "v2" for v1: a typo must not pass as v1
+                String t = raw.strip();
+                if (t.isEmpty()) return null;
+                if (!t.equals("v1") && !t.equals("v2")) throw new OptionError(key + "=" + Repr.of(raw) + " is not v1 or v2");
                 return t;
             }
             default: {
@@ -381,6 +392,11 @@ public final class StoreConfig implements Serializable {
     /** enabledAppendPropCRC as the engine applies it (the __CRC32# property exists since 5.2.0). */
     public boolean appendPropCrc() {
         return enabledAppendPropCRC() && versionAtLeast(5, 2, 0);
+    }
+
+    /** configManagerVersion (v1, v2), or null when not given: the store shows where the broker keeps its configs. */
+    public String configManagerVersion() {
+        return (String) values.get("configManagerVersion");
     }
 
     public boolean isV5() {

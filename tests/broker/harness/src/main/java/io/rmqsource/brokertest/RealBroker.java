@@ -63,7 +63,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * liveSend()), then shuts down cleanly.
  *
  * Arguments: --store DIR --out DIR [--seed N] [--messages N] [--kill] [--kill-after N] [--set key=value ...]
- * [--serve --topics T1,T2 --expect N --wait-ms MS]
+ * [--serve --topics T1,T2 --expect N --wait-ms MS [--groups G1,G2]]
  * [--send-for SECONDS [--rate SENDS_PER_SECOND] [--hold-until FILE]]
  * (--set: a BrokerConfig / MessageStoreConfig / NettyServerConfig property, as in a broker.conf file).
  *
@@ -611,6 +611,9 @@ public final class RealBroker {
      * rb_serve) is assigned every queue the route names, seeks to each queue's start and polls until --expect
      * messages came or --wait-ms passed. Every message goes to expected/consumed.jsonl (group rb_serve, mode
      * litepull, receivedAtMs), the route's queue numbers to expected/routes.json; then a clean shutdown.
+     * With --groups, each group's committed offsets as the broker loaded them (before anything is
+     * consumed, read from the broker's ConsumerOffsetManager) go to expected/groups.json:
+     * {group: [{topic, queueId, consumerOffset}]}.
      */
     void serve(BrokerController broker, NamesrvController namesrv, File expected, long t0) throws Exception {
         consumedOut = new OutputStreamWriter(new FileOutputStream(new File(expected, "consumed.jsonl")), StandardCharsets.UTF_8);
@@ -640,6 +643,25 @@ public final class RealBroker {
                 }
                 Thread.sleep(200);
             }
+        }
+        if (args.containsKey("groups")) {       // the broker's own ConsumerOffsetManager, as it loaded the store
+            Map<String, Object> groupStats = new TreeMap<>();
+            for (String g : args.get("groups").split(",")) {
+                List<Map<String, Object>> queues = new ArrayList<>();
+                for (var e : new TreeMap<>(broker.getConsumerOffsetManager().getOffsetTable()).entrySet()) {
+                    String[] tg = e.getKey().split("@");
+                    if (tg.length != 2 || !tg[1].equals(g)) continue;
+                    for (var q : new TreeMap<>(e.getValue()).entrySet()) {
+                        Map<String, Object> row = new LinkedHashMap<>();
+                        row.put("topic", tg[0]);
+                        row.put("queueId", q.getKey());
+                        row.put("consumerOffset", q.getValue());
+                        queues.add(row);
+                    }
+                }
+                groupStats.put(g, queues);
+            }
+            Files.write(new File(expected, "groups.json").toPath(), Json.write(groupStats).getBytes(StandardCharsets.UTF_8));
         }
         admin.shutdown();
         Files.write(new File(expected, "routes.json").toPath(), Json.write(routes).getBytes(StandardCharsets.UTF_8));
