@@ -2,7 +2,7 @@
 """Benchmark: format("rmq") read by the JVM scan and by the Python data source vs Parquet, one session.
 
 1. Generates a valid store directly (format/record.py encode_record + CQ units; no dependency on
-   the writer): N messages (default 2M), 256-byte bodies, 4 topics x 8 queues, 10 tags
+   the writer): N messages (default 2M), 256-byte random bodies (each distinct), 4 topics x 8 queues, 10 tags
    round-robin, UNIQ_KEY/KEYS/TAGS/WAIT properties, 1 GiB CommitLog segments.
 2. Writes the same rows to Parquet (snappy).
 3. Times, in one SparkSession (local[2]) with the JVM jar on spark.jars, each query on the JVM
@@ -53,6 +53,9 @@ def messages(n: int):
     from rmqsource.format.record import encode_record
 
     rng = np.random.default_rng(7)
+    # Random bodies, each made distinct by the message's index in its first 8 bytes: bodies repeated from a
+    # small pool would let Parquet store the column as a dictionary (102 MB instead of 560 MB for 2M rows),
+    # which message bodies do not allow.
     bodies = rng.integers(0, 256, size=(1024, BODY), dtype=np.uint8)
     body_list = [bodies[i].tobytes() for i in range(1024)]
     codes = [tags_code(t) for t in TAGS]
@@ -66,7 +69,7 @@ def messages(n: int):
             topic=topic_b[t], queue_id=q, flag=0, queue_offset=qo, phy_offset=phy, sys_flag=0,
             born_timestamp_ms=t0 + i - 5, born_addr=born, born_port=40000 + t, store_timestamp_ms=t0 + i,
             store_addr=store_addr, store_port=10911, reconsume_times=0, prepared_transaction_offset=0,
-            body=body_list[i & 1023], properties=props)
+            body=i.to_bytes(8, "big") + body_list[i & 1023][8:], properties=props)
 
     for i in range(n):
         t = i % len(TOPICS)
@@ -195,13 +198,13 @@ def main() -> None:
     from rmqsource.spark.jar import build_jar
     jar = build_jar()
     base = Path(args.dir)
-    store = base / f"store-{args.messages}"
-    parquet = base / f"parquet-{args.messages}"
+    store = base / f"store-{args.messages}-distinct"         # the name changed with the bodies' content
+    parquet = base / f"parquet-{args.messages}-distinct"
     if args.regen or not (store / "consumequeue").is_dir():
         t = time.perf_counter()
         generate(store, args.messages)
         print(f"generated store: {args.messages} messages in {time.perf_counter() - t:.1f}s -> {store}")
-    dledger_store = base / f"store-dledger-{args.messages}"
+    dledger_store = base / f"store-dledger-{args.messages}-distinct"
     if args.dledger and (args.regen or not (dledger_store / "consumequeue").is_dir()):
         t = time.perf_counter()
         generate(dledger_store, args.messages, dledger=True)

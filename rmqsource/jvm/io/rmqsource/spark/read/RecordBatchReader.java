@@ -122,7 +122,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
 
     /** The topic of record r: a direct-mapped cache of the topics seen (a colliding topic replaces the other). */
     protected Topic topic(ByteBuffer b, Record r) {
-        int slot = topicSlot(b, r.topicPos, r.topicLen);
+        int slot = Record.slot(r.topicHash, TOPIC_SLOT_BITS);
         Topic t = topicSlots[slot];
         if (t != null && r.topicEquals(b, t.utf8)) return t;
         byte[] raw = new byte[r.topicLen];
@@ -130,17 +130,6 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         Topic fresh = new Topic(new String(raw, StandardCharsets.UTF_8));
         if (java.util.Arrays.equals(raw, fresh.utf8)) topicSlots[slot] = fresh;
         return fresh;
-    }
-
-    private static int topicSlot(ByteBuffer b, int pos, int len) {
-        long h = len;
-        if (len >= 8) {
-            h = h * 31 + b.getLong(pos);
-            h = h * 31 + b.getLong(pos + len - 8);
-        } else {
-            for (int i = 0; i < len; i++) h = h * 31 + b.get(pos + i);
-        }
-        return (int) ((h * 0x9E3779B97F4A7C15L) >>> (64 - TOPIC_SLOT_BITS));
     }
 
     /**
