@@ -1,6 +1,7 @@
 package io.rmqsource.format;
 
 import io.rmqsource.errors.FormatError;
+import io.rmqsource.errors.Repr;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -10,7 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Consumer offsets the broker keeps in RocksDB: key/value codecs, pure (the twin of
+ * Configs the broker keeps in RocksDB: key/value codecs, pure (the twin of
  * rmqsource/format/rocksdb_config.py, whose docstring states the layouts).
  *
  * <p>Config v2 ({@code config/rdb/}, column family {@code default}): keys
@@ -132,6 +133,104 @@ public final class RocksDbConfig {
                     + " bytes, expected an 8-byte big-endian long", file, -1);
         }
         return ByteBuffer.wrap(value).getLong();
+    }
+
+    /** The 24-byte data-version value: state-machine version, timestamp ms, counter. */
+    public static byte[] encodeDataVersion(long stateVersion, long timestampMs, long counter) {
+        return ByteBuffer.allocate(24).putLong(stateVersion).putLong(timestampMs).putLong(counter).array();
+    }
+
+    /** {state, timestamp, counter} of a data-version value; null when it is not 24 bytes (the broker ignores it). */
+    public static long[] decodeDataVersion(byte[] value) {
+        if (value == null || value.length != 24) return null;
+        ByteBuffer b = ByteBuffer.wrap(value);
+        return new long[] {b.getLong(), b.getLong(), b.getLong()};
+    }
+
+    /** The data version after {@code records} writes, each stamped as ConfigHelper.stampDataVersion does. */
+    public static byte[] nextDataVersion(byte[] current, long records, long nowMs) {
+        long[] dv = decodeDataVersion(current);
+        return dv == null ? encodeDataVersion(0, nowMs, records) : encodeDataVersion(dv[0], nowMs, dv[2] + records);
+    }
+
+    public static byte[] dataVersionKey(short table) {
+        return ByteBuffer.allocate(4 + DATA_VERSION_KEY.length).put(tablePrefix(table, RECORD_DATA_VERSION))
+                .put(DATA_VERSION_KEY).array();
+    }
+
+    /** A topic (table 3) or subscription-group (table 4) key: ConfigHelper.keyBufOf. */
+    public static byte[] encodeNameKey(short table, String name) {
+        byte[] n = name.getBytes(StandardCharsets.UTF_8);
+        if (n.length == 0 || n.length > MAX_NAME_BYTES) {
+            throw new FormatError("name " + Repr.of(name) + " is " + n.length + " bytes, not 1.." + MAX_NAME_BYTES, null, -1);
+        }
+        return ByteBuffer.allocate(4 + 2 + n.length).put(tablePrefix(table, RECORD_DATA)).putShort((short) n.length)
+                .put(n).array();
+    }
+
+    /** ConfigHelper.valueBufOf(config, JSON): the serialization byte, then fastjson2's compact JSON of the bean. */
+    public static byte[] encodeConfigValue(Map<Object, Object> config) {
+        StringBuilder sb = new StringBuilder();
+        compactJson(sb, config);
+        byte[] json = sb.toString().getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(1 + json.length).put((byte) SERIALIZATION_JSON).put(json).array();
+    }
+
+    /** Compact JSON, object keys sorted (fastjson2 writes bean fields by name); Python's json.dumps twin. */
+    static void compactJson(StringBuilder sb, Object v) {
+        if (v instanceof Map) {
+            sb.append('{');
+            boolean first = true;
+            for (Map.Entry<?, ?> e : new java.util.TreeMap<Object, Object>((Map<?, ?>) v).entrySet()) {
+                if (!first) sb.append(',');
+                first = false;
+                compactJson(sb, String.valueOf(e.getKey()));
+                sb.append(':');
+                compactJson(sb, e.getValue());
+            }
+            sb.append('}');
+        } else if (v instanceof java.util.List) {
+            sb.append('[');
+            boolean first = true;
+            for (Object x : (java.util.List<?>) v) {
+                if (!first) sb.append(',');
+                first = false;
+                compactJson(sb, x);
+            }
+            sb.append(']');
+        } else if (v instanceof String) {
+            String t = (String) v;
+            sb.append('"');
+            for (int i = 0; i < t.length(); i++) {
+                char c = t.charAt(i);
+                switch (c) {
+                    case '"': sb.append("\\\""); break;
+                    case '\\': sb.append("\\\\"); break;
+                    case '\n': sb.append("\\n"); break;
+                    case '\r': sb.append("\\r"); break;
+                    case '\t': sb.append("\\t"); break;
+                    case '\b': sb.append("\\b"); break;
+                    case '\f': sb.append("\\f"); break;
+                    default:
+                        if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
+                        else sb.append(c);
+                }
+            }
+            sb.append('"');
+        } else if (v == null) {
+            sb.append("null");
+        } else {
+            sb.append(v);       // Boolean, Long, BigInteger, Double as Java prints them
+        }
+    }
+
+    /** The JSON object of a topic or group value; FormatError when it is not one. */
+    public static Map<Object, Object> decodeConfigValue(byte[] value, String file) {
+        if (value == null || value.length == 0 || value[0] != SERIALIZATION_JSON) {
+            throw new FormatError("config value does not start with the JSON serialization byte " + SERIALIZATION_JSON,
+                    file, -1);
+        }
+        return FastJson.parse(java.util.Arrays.copyOfRange(value, 1, value.length), file);
     }
 
     /** A 5.2-layout record's {queueId: offset} from its wrapper JSON {"offsetTable": {...}}. */

@@ -71,7 +71,7 @@ public final class ConsumerOffsetSource {
     /** The source the broker would load offsets from. */
     public static ConsumerOffsetSource locate(String storeRoot) {
         Path config = Paths.get(storeRoot).resolve("config");
-        if (ReadOnlyRocksDb.isRocksDb(config.resolve("rdb"))) return new ConsumerOffsetSource("rocksdb-v2", config.resolve("rdb"), false);
+        if (ReadOnlyRocksDb.isRocksDb(config.resolve("rdb"))) return new ConsumerOffsetSource("rocksdb-v2", config.resolve("rdb"), true);
         for (String name : new String[] {"metadata", "consumerOffsets"}) {
             if (ReadOnlyRocksDb.isRocksDb(config.resolve(name))) return new ConsumerOffsetSource("rocksdb-v1", config.resolve(name), false);
         }
@@ -80,14 +80,15 @@ public final class ConsumerOffsetSource {
         return new ConsumerOffsetSource(exists ? "json" : "none", json, true);
     }
 
-    /** OptionError (one line) when the broker keeps this store's offsets where rmqsource does not write. */
+    /** OptionError (one line) when the broker keeps this store's offsets where rmqsource does not write (the 5.2
+     *  RocksDB config; config/rdb of config v2 is written, ConfigRdb). */
     public static void refuseGroupCommit(String storeRoot) {
         ConsumerOffsetSource src = locate(storeRoot);
         if (!src.writable) {
             throw new OptionError("option consumerGroup: " + storeRoot + " keeps consumer offsets in "
-                    + src.description() + ", not in config/" + CONSUMER_OFFSET_FILE + "; rmqsource does not write "
-                    + "into the broker's RocksDB, so it does not commit there (set commitOffsets=false to start from "
-                    + "the group's offsets without committing)");
+                    + src.description() + ", not in config/" + CONSUMER_OFFSET_FILE + " or config/rdb/; rmqsource "
+                    + "does not write into that RocksDB, so it does not commit there (set commitOffsets=false to start "
+                    + "from the group's offsets without committing)");
         }
     }
 

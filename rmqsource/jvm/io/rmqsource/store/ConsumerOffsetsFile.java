@@ -45,10 +45,12 @@ public final class ConsumerOffsetsFile {
     private final Path root;
     private final boolean v5;
     private final long lockTimeoutMs;
+    private StoreConfig storeConfig = StoreConfig.defaults();     // configManagerVersion: commits into config/rdb/
     private LongSupplier clockMs = System::currentTimeMillis;
 
     public ConsumerOffsetsFile(String storeRoot, StoreConfig config) {
         this(storeRoot, config != null && config.isV5(), DEFAULT_LOCK_TIMEOUT_MS);
+        if (config != null) storeConfig = config;
     }
 
     public ConsumerOffsetsFile(String storeRoot, boolean engineV5, long lockTimeoutMs) {
@@ -258,6 +260,16 @@ public final class ConsumerOffsetsFile {
         checkWritable();
         Map<String, Map<Integer, Long>> effective = new LinkedHashMap<>();
         locked(() -> {
+            if (ConfigRdb.usesConfigRdb(root, storeConfig)) {      // a config-v2 broker's store (ConfigRdb)
+                Map<String, Map<Integer, Long>> asked = new LinkedHashMap<>();
+                for (Map.Entry<String, LinkedHashMap<Long, Long>> t : wanted.entrySet()) {
+                    for (Map.Entry<Long, Long> q : t.getValue().entrySet()) {
+                        asked.computeIfAbsent(t.getKey(), x -> new LinkedHashMap<>()).put(q.getKey().intValue(), q.getValue());
+                    }
+                }
+                effective.putAll(ConfigRdb.commitGroupOffsets(root, group, asked, allowRewind, clockMs));
+                return;
+            }
             Table current = load();
             LinkedHashMap<String, LinkedHashMap<Long, Long>> table = new LinkedHashMap<>();
             for (Map.Entry<String, LinkedHashMap<Long, Long>> e : current.offsetTable.entrySet()) {

@@ -4,6 +4,7 @@ import io.rmqsource.errors.FormatError;
 import io.rmqsource.errors.StoreError;
 import io.rmqsource.format.Checkpoint;
 import io.rmqsource.store.BrokerConfigs;
+import io.rmqsource.store.ConfigRdb;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -149,8 +150,14 @@ final class Durability {
     private void routeNewQueues() {
         int count = w.dispatcher.queueCount() + w.checks.parkedQueues.size();
         if (count == routedQueueCount) return;      // queues are only ever added: the same count, nothing new
-        BrokerConfigs.recordTopicQueues(w.root, writtenQueues(), w.v5, w.clockMs);
+        recordRoutes(writtenQueues());
         routedQueueCount = count;
+    }
+
+    /** config/topics.json, or config/rdb/ for a config-v2 broker's store (ConfigRdb). */
+    private void recordRoutes(List<Map.Entry<String, Integer>> queues) {
+        if (w.configRdb) ConfigRdb.recordTopicQueues(w.root, queues, w.clockMs);
+        else BrokerConfigs.recordTopicQueues(w.root, queues, w.v5, w.clockMs);
     }
 
     /**
@@ -162,9 +169,10 @@ final class Durability {
         if (!w.syncFlush) return;
         try {
             routeNewQueues();
-        } catch (UncheckedIOException | FormatError e) {
+        } catch (UncheckedIOException | FormatError | StoreError e) {
             Throwable cause = e instanceof UncheckedIOException ? e.getCause() : e;
-            String why = "stored, but config/" + BrokerConfigs.TOPICS_FILE_NAME + " could not be written: "
+            String where = w.configRdb ? ConfigRdb.RDB_DIR + "/" : BrokerConfigs.TOPICS_FILE_NAME;
+            String why = "stored, but config/" + where + " could not be written: "
                     + MessageStoreWriter.describe(cause);
             for (int i = 0; results != null && i < results.length; i++) {
                 if (results[i] != null && results[i].ok()) {
@@ -231,7 +239,7 @@ final class Durability {
                         Files.delete(w.root.resolve("abort"));
                         WriteFiles.fsyncDir(w.root);
                         // What a broker started on this store needs to route its topics (BrokerConfigs).
-                        BrokerConfigs.recordTopicQueues(w.root, queues, w.v5, w.clockMs);
+                        recordRoutes(queues);
                     }
                 } catch (IOException e) {
                     failedWith = e;

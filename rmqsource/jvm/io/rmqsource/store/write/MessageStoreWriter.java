@@ -1,8 +1,10 @@
 package io.rmqsource.store.write;
 
+
 import io.rmqsource.errors.StoreError;
 import io.rmqsource.errors.UnsupportedLayoutError;
 import io.rmqsource.format.Checkpoint;
+import io.rmqsource.store.ConfigRdb;
 import io.rmqsource.store.Segment;
 import io.rmqsource.store.Segments;
 import io.rmqsource.store.StoreConfig;
@@ -46,6 +48,7 @@ public final class MessageStoreWriter implements AutoCloseable {
     final LongSupplier clockMs;
     final long segmentSize;
     final boolean v5;
+    final boolean configRdb;
     final boolean syncFlush;
     final long[] delayLevels;
     final PutChecks checks;
@@ -75,6 +78,8 @@ public final class MessageStoreWriter implements AutoCloseable {
         this.lock = lock;
         this.segmentSize = config.mappedFileSizeCommitLog();
         this.v5 = config.isV5();
+        this.configRdb = ConfigRdb.usesConfigRdb(root, config);      // routes go to config/rdb/ (ConfigRdb)
+        if (configRdb) ConfigRdb.requireRocksDb();
         this.syncFlush = config.syncFlush();
         this.delayLevels = config.messageDelayLevelsMs();
         this.checks = new PutChecks(config);
