@@ -74,8 +74,7 @@ public final class Record {
      * Topics that passed {@link #topicProblem} in this Record's earlier decodes, direct-mapped by hash: a whole
      * CommitLog walk meets few topics, and the byte check was an eighth of its decode time.
      */
-    private final byte[][] checkedTopics = new byte[1 << CHECKED_TOPIC_BITS][];
-    private static final int CHECKED_TOPIC_BITS = 6;
+    private final byte[][] checkedTopics = new byte[64][];        // slot: 6 bits of the topic's hash
 
     /**
      * Decode and validate the record at {@code pos}; {@code available} bytes of the buffer from
@@ -136,7 +135,7 @@ public final class Record {
         trustedTopicMatched = trustedTopic != null && topicEquals(b, trustedTopic);
         topicHash = topicHash(b, topicPos, topicLen);
         if (!trustedTopicMatched) {
-            int slot = slot(topicHash, CHECKED_TOPIC_BITS);
+            int slot = slot(topicHash, 6);
             byte[] checked = checkedTopics[slot];
             if (checked == null || !topicEquals(b, checked)) {
                 String notTopic = topicProblem(b, topicPos, topicLen);

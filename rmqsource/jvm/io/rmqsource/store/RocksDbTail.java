@@ -75,7 +75,7 @@ public final class RocksDbTail {
 
     /**
      * Every queue's units dispatched from the CommitLog's first record, as the broker's recovery rebuilds a
-     * consumequeue/ that holds nothing (LMQ copies included); twin of MessageStoreReader._rederived_queues.
+     * consumequeue/ that holds nothing (LMQ copies included); twin of _rederived_queues in rmqsource/store/reader.py.
      */
     static Map<QueueKey, RederivedQueue> rederive(CommitLog commitLog, long[] delays, boolean checkCrc,
                                                   int unitsPerFile) {
