@@ -59,7 +59,7 @@ READ_DIRECTLY.flags.writeable = False
 class UnitBlocks:
     """Decoded units of one snapshot in aligned blocks of :data:`UNIT_BLOCK`, least recently used dropped
     past ``budget`` bytes.  Block (topic, queueId, b) -> the units of keys ``b * UNIT_BLOCK`` on, which are
-    all the block's keys (a full block, or a queue's tail: the keys stop, none follow in the block), or
+    all the block's keys below the queue's last unit in the database (a full block, or the queue's last), or
     :data:`READ_DIRECTLY` for a block with a gap inside or a malformed value (read as asked, every time)."""
 
     def __init__(self, budget: int = UNIT_CACHE_BYTES):
@@ -98,6 +98,18 @@ class UnitBlocks:
 
 
 _memo_lock = threading.Lock()
+
+
+def _join_units(parts: list[np.ndarray]) -> np.ndarray:
+    """The units of ``parts`` in one new array, copied as bytes (assigning a big-endian structured array
+    goes field by field, ~5x slower; np.concatenate would make the fields native-endian)."""
+    parts = [np.ascontiguousarray(p, dtype=CQ_UNIT_DTYPE) for p in parts]     # (no copy when already so)
+    out = np.empty(sum(len(p) for p in parts), dtype=CQ_UNIT_DTYPE)
+    raw, at = out.view(np.uint8), 0
+    for part in parts:
+        raw[at:at + part.nbytes] = part.view(np.uint8)
+        at += part.nbytes
+    return out
 
 
 class RocksDbQueueStore:
@@ -261,10 +273,7 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
         rest = t.units[lo - t.first_offset:end - t.first_offset]
         if len(head) == 0:
             return rest
-        out = np.empty(len(head) + len(rest), dtype=CQ_UNIT_DTYPE)
-        out[:len(head)] = head
-        out[len(head):] = rest
-        return out
+        return _join_units([head, rest])
 
     def _read_database(self, start: int, count: int) -> np.ndarray:
         """Units [start, start + count) of the database present without a gap from ``start``.
@@ -298,26 +307,22 @@ class RocksDbConsumeQueue(ConsumeQueueBase):
             parts.append(part)
             if len(part) < hi - lo:
                 break                           # a missing key: the run from ``start`` ends here
-        out = np.empty(sum(len(p) for p in parts), dtype=CQ_UNIT_DTYPE)   # (np.concatenate would make the
-        at = 0                                                              # fields native-endian)
-        for part in parts:
-            out[at:at + len(part)] = part
-            at += len(part)
-        return out
+        return _join_units(parts)
 
     @cached_property
     def _cache(self) -> Optional[UnitBlocks]:
         return UnitBlocks.of(self.store.db)
 
     def _read_block(self, block: int) -> np.ndarray:
-        """The units of a block to keep (see :class:`UnitBlocks`): all its keys from its first, or
-        :data:`READ_DIRECTLY`.  A full block is one values pass; a short one is read again with its keys."""
+        """The units of a block to keep (see :class:`UnitBlocks`): all its keys from its first, up to the
+        queue's last unit in the database (the database is read only below it), or :data:`READ_DIRECTLY`.
+        A block holding every key of that range is one values pass; a short one is read again with its keys."""
         db, first = self.store.db, block * UNIT_BLOCK
-        lo, hi = encode_cq_key(self.topic, self.queue_id, first), \
-            encode_cq_key(self.topic, self.queue_id, first + UNIT_BLOCK)
+        end = min(first + UNIT_BLOCK, self._in_database)
+        lo, hi = encode_cq_key(self.topic, self.queue_id, first), encode_cq_key(self.topic, self.queue_id, end)
         values = db.values_range(DEFAULT_CF, lo, hi)
-        if len(values) != UNIT_BLOCK:
-            keys, values = db.range(DEFAULT_CF, lo, hi, UNIT_BLOCK)
+        if len(values) != end - first:
+            keys, values = db.range(DEFAULT_CF, lo, hi, end - first)
             # Keys are unique and sorted: the first and last in place mean every one between is there.
             if keys and (queue_offset_of_cq_key(keys[0]) != first
                          or queue_offset_of_cq_key(keys[-1]) != first + len(keys) - 1):

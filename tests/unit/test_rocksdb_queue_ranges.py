@@ -29,6 +29,7 @@ pytestmark = pytest.mark.unit
 N = 5_000
 W_MISSING = set(range(100)) | {2048, 2049}          # queue W: compacted head, a gap at a block's start
 W_MALFORMED = 3500                                  # ... and one value of the wrong length
+V_END = 4500                                        # queue V: its max entry's next offset; keys go on to N
 
 
 def unit(topic: str, qid: int, off: int) -> tuple[int, int, int]:
@@ -53,6 +54,9 @@ def folder(tmp_path_factory):
             value = encode_cq_value(*unit("W", 0, off), 0)
             db[encode_cq_key("W", 0, off)] = value[:20] if off == W_MALFORMED else value
     offsets[encode_offset_key("W", 0, max_entry=True)] = encode_offset_value(unit("W", 0, N - 1)[0], N - 1)
+    for off in range(N):
+        db[encode_cq_key("V", 0, off)] = encode_cq_value(*unit("V", 0, off), 0)
+    offsets[encode_offset_key("V", 0, max_entry=True)] = encode_offset_value(unit("V", 0, V_END - 1)[0], V_END - 1)
     db.flush()
     db.close()
     (path / "rocksdict-config.json").unlink(missing_ok=True)
@@ -71,7 +75,7 @@ def test_whole_queues_and_ranges(folder):
     before = tree(folder)
     with ReadOnlyRocksDb(folder) as db:
         store = RocksDbQueueStore(StoreLayout.for_root(folder.parent), db)
-        assert store.list_queues() == [("T", 0), ("T", 1), ("U", 0), ("W", 0)]
+        assert store.list_queues() == [("T", 0), ("T", 1), ("U", 0), ("V", 0), ("W", 0)]
         for qid in (0, 1):
             q = store.queue("T", qid)
             assert q.max_offset == N and q.first_file_start_offset == 0
@@ -130,6 +134,21 @@ def test_kept_units_answer_as_the_database(folder, budget):
         assert as_tuples(w._read(2050, 1450)) == [unit("W", 0, o) for o in range(2050, 3500)]
         with pytest.raises(CorruptRecordError, match="unit 3500 has a 20-byte value"):
             w._read(3000, 1024)
+
+
+def test_a_kept_block_ends_at_the_queues_last_unit_in_the_database(folder):
+    """Keys past a queue's max entry are not read as its units (a dispatch the broker had not finished): the
+    block holding the queue's last unit is kept up to it from one values pass, its keys not read again."""
+    with ReadOnlyRocksDb(folder) as db:
+        v = RocksDbQueueStore(StoreLayout.for_root(folder.parent), db).queue("V", 0)
+        assert v.max_offset == V_END
+        ranges = []
+        read_range, db.range = db.range, lambda *a: ranges.append(a) or read_range(*a)
+        for _ in range(2):                                              # cold, then from the kept blocks
+            assert as_tuples(v.read_units(0, N)) == [unit("V", 0, o) for o in range(V_END)]
+            assert as_tuples(v.read_units(V_END - 5, 10)) == [unit("V", 0, o) for o in range(V_END - 5, V_END)]
+        assert ranges == []
+        assert len(db.memo["units"].get(("V", 0, V_END // UNIT_BLOCK))) == V_END % UNIT_BLOCK
 
 
 def test_kept_units_are_not_changed_by_a_caller(folder):
