@@ -1,7 +1,9 @@
 """A store written by ``rmq put`` handed to a real broker: it routes every topic from the writer's
 config/topics.json (autoCreateTopicEnable=false, no admin command), serves every message byte for byte through
 the official lite pull consumer, and delivers a delay-level message (parked by the writer in SCHEDULE_TOPIC_XXXX
-as the broker's put hook parks it) under its real topic, not before it is due."""
+as the broker's put hook parks it) under its real topic, not before it is due. The same for a store the batch and
+streaming sinks wrote (the session's Spark mode); and for config-v2 brokers (configManagerVersion=v2), which find
+the routes, and a group's committed offsets, in config/rdb/ instead of the JSON files."""
 
 from __future__ import annotations
 
@@ -114,17 +116,15 @@ def sink_rows(n: int, topics: list[str], first: int) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("version", versions())
-def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, spark, tmp_path):
+def _write_with_the_sinks(spark, tmp_path, settings: dict) -> tuple[list[dict], int]:
     """The batch sink then the streaming sink (the session's mode: the JVM sinks with the jar, else the Python
-    ones) write one store with the harness's store settings; a broker started on it with
-    autoCreateTopicEnable=false routes all three topics and serves every row once."""
+    ones) write one store, ``tmp_path/store``, with ``settings``: 120 rows of two topics, then 60 of a third.
+    Returns the rows in ``sv_seq`` order and the time (ms) the writing started."""
     from pyspark.sql.types import BinaryType, MapType, StringType, StructField, StructType
     schema = StructType([StructField("topic", StringType()), StructField("tags", StringType()),
                          StructField("keys", StringType()), StructField("properties", MapType(StringType(), StringType())),
                          StructField("body", BinaryType())])
     store = tmp_path / "store"
-    settings = {**BROKER_STORE_SETTINGS, "engineVersion": version}
     batch = sink_rows(120, SINK_TOPICS[:2], 0)
     w = spark.createDataFrame(batch, schema).repartition(3).write.format("rmq").mode("append")
     for k, v in settings.items():
@@ -145,12 +145,18 @@ def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, s
          .writeStream.format("rmq").option("checkpointLocation", str(tmp_path / "ckpt")))
     for k, v in settings.items():
         q = q.option(k, v)
-    q.trigger(availableNow=True).start(str(store)).awaitTermination(240)
-    rows = batch + streamed
-    topics_json = json.loads((store / "config" / "topics.json").read_text())
-    assert sorted(topics_json["topicConfigTable"]) == sorted(SINK_TOPICS)
-    run = serve_store(broker_classpath(version), tmp_path / "run", store, SINK_TOPICS, expect=len(rows),
-                      wait_ms=90_000, settings={"autoCreateTopicEnable": "false"})
+    _finish(q.trigger(availableNow=True).start(str(store)))
+    return batch + streamed, put_at_ms
+
+
+def _finish(query, timeout_s: int = 240) -> None:
+    assert query.awaitTermination(timeout_s), f"the query did not finish in {timeout_s} s"
+    if query.exception() is not None:
+        raise AssertionError(str(query.exception()))
+
+
+def _check_sinks_served(run, rows: list[dict], put_at_ms: int) -> list[dict]:
+    """Every row served once, routes for all topics, delay-level rows delivered under their topic when due."""
     routes = json.loads((run / "expected" / "routes.json").read_text())
     assert all("error" not in routes[t] for t in SINK_TOPICS), routes
     served, by_seq = served_by_seq(run)
@@ -166,6 +172,20 @@ def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, s
         if "DELAY" in r["properties"]:
             assert s["receivedAtMs"] >= put_at_ms + DELAY_MS - 1_000, (i, s["receivedAtMs"] - put_at_ms)
             assert s["properties"].get("REAL_TOPIC") == r["topic"]
+    return served
+
+
+@pytest.mark.parametrize("version", versions())
+def test_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, spark, tmp_path):
+    """The sinks write one store with the harness's store settings; a broker started on it with
+    autoCreateTopicEnable=false routes all three topics (config/topics.json) and serves every row once."""
+    store = tmp_path / "store"
+    rows, put_at_ms = _write_with_the_sinks(spark, tmp_path, {**BROKER_STORE_SETTINGS, "engineVersion": version})
+    topics_json = json.loads((store / "config" / "topics.json").read_text())
+    assert sorted(topics_json["topicConfigTable"]) == sorted(SINK_TOPICS)
+    run = serve_store(broker_classpath(version), tmp_path / "run", store, SINK_TOPICS, expect=len(rows),
+                      wait_ms=90_000, settings={"autoCreateTopicEnable": "false"})
+    served = _check_sinks_served(run, rows, put_at_ms)
     print(f"broker {version}: served {len(served)} of {len(rows)} rows written by the batch and streaming sinks")
 
 
@@ -175,8 +195,9 @@ V2_GROUP = "v2_group"
 V2_SETTINGS = {"configManagerVersion": "v2", "autoCreateTopicEnable": "false"}
 
 
-def _offsets_reported(run) -> dict[tuple[str, int], int]:
-    stats = json.loads((run / "expected" / "groups.json").read_text())[V2_GROUP]
+def _offsets_reported(run, group: str = V2_GROUP) -> dict[tuple[str, int], int]:
+    """The group's committed offsets as the served store's broker loaded them (expected/groups.json)."""
+    stats = json.loads((run / "expected" / "groups.json").read_text())[group]
     return {(q["topic"], q["queueId"]): q["consumerOffset"] for q in stats}
 
 
@@ -230,3 +251,41 @@ def test_config_v2_broker_serves_a_store_written_by_rmq_put(version, broker_clas
         assert reported.get(key) == want, (key, reported)
     print(f"broker {version} (config v2): served {len(msgs)} then {len(msgs) + len(later)} messages written by "
           f"rmq put, routes {routes}, group offsets {sorted(reported.items())}")
+
+
+SINK_GROUP = "sk_group"
+V1_CONFIGS = ("topics.json", "subscriptionGroup.json", "consumerOffset.json")     # what a v1 broker reads
+
+
+@pytest.mark.parametrize("version", [v for v in versions() if tuple(map(int, v.split(".")[:3])) >= (5, 3, 2)])
+def test_config_v2_broker_serves_a_store_written_by_the_sinks(version, broker_classpath, spark, tmp_path):
+    """The sinks given configManagerVersion=v2 record their topics in config/rdb/ (no JSON config); a streaming
+    read of the store with consumerGroup (the session's mode, as the sinks) commits the group and the offsets
+    it read to there; a v2 broker with autoCreateTopicEnable=false routes all three topics, serves every row
+    once and reports the group's offsets."""
+    store = tmp_path / "store"
+    settings = {**BROKER_STORE_SETTINGS, "engineVersion": version, "configManagerVersion": "v2"}
+    rows, put_at_ms = _write_with_the_sinks(spark, tmp_path, settings)
+    assert (store / "config" / "rdb" / "CURRENT").is_file()
+    assert not [n for n in V1_CONFIGS if (store / "config" / n).exists()]
+    read: list[tuple[str, int, int]] = []
+    df = spark.readStream.format("rmq").option("topics", ",".join(SINK_TOPICS)) \
+        .option("startingOffsets", "earliest").option("consumerGroup", SINK_GROUP)
+    for k, v in settings.items():
+        df = df.option(k, v)
+    _finish(df.load(str(store)).select("topic", "queueId", "queueOffset").writeStream
+            .foreachBatch(lambda d, _: read.extend(tuple(r) for r in d.collect()))
+            .option("checkpointLocation", str(tmp_path / "ckpt-read")).trigger(availableNow=True).start())
+    direct = [r for r in rows if "DELAY" not in r["properties"]]    # the rest waits in SCHEDULE_TOPIC_XXXX
+    assert len(read) == len(set(read)) == len(direct)
+    committed: dict[tuple[str, int], int] = {}
+    for topic, qid, off in read:
+        committed[(topic, qid)] = max(committed.get((topic, qid), 0), off + 1)
+    assert not [n for n in V1_CONFIGS if (store / "config" / n).exists()]
+    run = serve_store(broker_classpath(version), tmp_path / "run", store, SINK_TOPICS, expect=len(rows),
+                      wait_ms=90_000, settings=V2_SETTINGS, groups=[SINK_GROUP])
+    served = _check_sinks_served(run, rows, put_at_ms)
+    reported = _offsets_reported(run, SINK_GROUP)
+    assert {k: v for k, v in reported.items() if k[0] in SINK_TOPICS} == committed, (reported, committed)
+    print(f"broker {version} (config v2): served {len(served)} of {len(rows)} rows written by the batch and "
+          f"streaming sinks, group offsets {sorted(committed.items())}")
