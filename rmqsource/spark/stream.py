@@ -42,9 +42,11 @@ keys):
   ConsumeQueue tagsCode hashes skip units first, then the exact TAGS string
   is checked on each record.
 * ``consumerGroup``: ``commit(end)`` merges the offsets into the store's
-  ``config/consumerOffset.json`` (RocketMQ format, never backwards).  Refused
-  before anything is read when the broker keeps the offsets in RocksDB
-  (rmqsource does not write the broker's RocksDB).
+  ``config/consumerOffset.json`` (RocketMQ format, never backwards), or into
+  ``config/rdb/`` of a config-v2 store (:mod:`rmqsource.store.config_rdb`).
+  Refused before anything is read when the broker keeps the offsets in the
+  5.2 RocksDB config, or when ``configManagerVersion=v1`` is given for a store
+  that has ``config/rdb/``.
 * ``commitOffsets`` (default true): ``false`` reads the group's offsets
   (``startingOffsets=group``) but commits nothing.
 * ``reportLatestOffset`` (default true): report the queues' max offsets to
@@ -83,6 +85,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition  # noq
 
 from ..errors import DataLossError, OptionError
 from ..store.consumequeue import ConsumeQueue
+from ..store.config_rdb import uses_config_rdb
 from ..store.consumer_offsets import ConsumerOffsets
 from ..store.layout import StoreLayout
 from ..store.queues import open_queue
@@ -220,6 +223,7 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         o = self.opts
         if o.commits:          # fail before reading anything
             refuse_group_commit(o.root)
+            uses_config_rdb(o.root, o.read.store_config)     # configManagerVersion=v1 beside config/rdb/
             ConsumerOffsets(o.root, config=o.read.store_config).check_writable()
         cl_min = w.commit_log_min()
         committed: dict[Key, int] = {}

@@ -46,10 +46,21 @@ def rdb_path(store_root: str | os.PathLike) -> str:
 
 def uses_config_rdb(store_root: str | os.PathLike, config: StoreConfig) -> bool:
     """True when the broker of this store reads its configs from config/rdb/: the settings say
-    ``configManagerVersion=v2``, or they do not say and a v2 broker left the database there."""
-    if config.config_manager_version is not None:
-        return config.config_manager_version == CONFIG_V2
-    return is_rocksdb(rdb_path(store_root))
+    ``configManagerVersion=v2``, or they do not say and a v2 broker left the database there.
+
+    ``configManagerVersion=v1`` on a store that has config/rdb/ is refused (OptionError, one line): the writer
+    would record topics, groups and offsets in the JSON files a v1 broker reads, while the readers (``rmq lag``,
+    ``startingOffsets=group``) go by what the store holds and read config/rdb/; the store alone decides, so
+    readers and writers agree."""
+    folder = rdb_path(store_root)
+    if config.config_manager_version is None:
+        return is_rocksdb(folder)
+    if config.config_manager_version != CONFIG_V2 and is_rocksdb(folder):
+        raise OptionError(f"configManagerVersion={config.config_manager_version}, but {folder} holds the topics, "
+                          f"groups and offsets of a config-v2 broker, and readers of this store read them there; "
+                          f"leave the setting out (or say v2) to write there too, or move config/rdb/ away first "
+                          f"if the next broker runs with configManagerVersion=v1 (it reads only the JSON files)")
+    return config.config_manager_version == CONFIG_V2
 
 
 def require_rocksdict_for_configs() -> None:

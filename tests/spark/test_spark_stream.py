@@ -188,6 +188,29 @@ def test_bad_stream_options_fail_alike_in_both(tmp_path, reader_for, options):
     assert message(reader_for) == message(python_reader)
 
 
+
+def test_v1_group_commit_beside_config_rdb_is_refused_alike_in_both(tmp_path, reader_for):
+    """configManagerVersion=v1 with consumerGroup on a store that has config/rdb/ (readers read the offsets there,
+    the commit would go to consumerOffset.json): refused in one line before anything is read; commitOffsets=false
+    commits nothing and is read as before."""
+    pytest.importorskip("rocksdict")
+    fill(tmp_path, 8)
+    v2 = StoreConfig.from_mapping({"configManagerVersion": "v2"})
+    ConsumerOffsets(tmp_path, config=v2).commit("g1", {"T": {0: 1}})
+    options = {"topics": "T", "consumerGroup": "g1", "configManagerVersion": "v1"}
+
+    def message(make):
+        with pytest.raises(OptionError) as info:
+            make(tmp_path, **options).initialOffset()
+        return str(info.value)
+
+    text = message(reader_for)
+    assert text == message(python_reader)
+    assert text.startswith("configManagerVersion=v1, but ") and "config-v2 broker" in text and "\n" not in text
+    assert not (tmp_path / "config" / "consumerOffset.json").exists()
+    start = reader_for(tmp_path, **options, startingOffsets="group", commitOffsets="false").initialOffset()
+    assert start["T"]["0"] == 1
+
 def test_initial_offsets_and_growth_are_tracked(tmp_path, reader_for):
     from pyspark.sql.streaming.datasource import ReadAllAvailable
     fill(tmp_path, 40)

@@ -71,19 +71,14 @@ public final class ReadOnlyRocksDb implements AutoCloseable {
         this.handles = Collections.unmodifiableMap(byName);
     }
 
-    /** rocksdbjni on the classpath (Spark ships it in its jars/). */
+    /** rocksdbjni on the classpath (RocksDbFiles.available, which loads without it). */
     public static boolean available() {
-        try {
-            Class.forName("org.rocksdb.RocksDB");
-            return true;
-        } catch (ClassNotFoundException | LinkageError e) {
-            return false;
-        }
+        return RocksDbFiles.available();
     }
 
-    /** A folder holding a RocksDB database (its CURRENT file). */
+    /** A folder holding a RocksDB database (its CURRENT file; RocksDbFiles.isRocksDb). */
     public static boolean isRocksDb(Path folder) {
-        return Files.isRegularFile(folder.resolve("CURRENT"));
+        return RocksDbFiles.isRocksDb(folder);
     }
 
     /** One read-only open of {@code folder}; the caller closes it. */

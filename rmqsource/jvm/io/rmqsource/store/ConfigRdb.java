@@ -3,7 +3,7 @@ package io.rmqsource.store;
 import io.rmqsource.errors.OptionError;
 import io.rmqsource.errors.StoreError;
 import io.rmqsource.format.RocksDbConfig;
-import io.rmqsource.io.ReadOnlyRocksDb;
+import io.rmqsource.io.RocksDbFiles;
 import io.rmqsource.io.WritableRocksDb;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -35,16 +35,27 @@ public final class ConfigRdb {
         return storeRoot.resolve("config").resolve(RDB_DIR);
     }
 
-    /** The settings say configManagerVersion=v2, or they do not say and a v2 broker left config/rdb/ there. */
+    /**
+     * The settings say configManagerVersion=v2, or they do not say and a v2 broker left config/rdb/ there.
+     * configManagerVersion=v1 on a store that has config/rdb/ is refused (OptionError, one line): the readers go by
+     * what the store holds and read config/rdb/, so the store alone decides (config_rdb.uses_config_rdb).
+     */
     public static boolean usesConfigRdb(Path storeRoot, StoreConfig config) {
         String v = config.configManagerVersion();
-        if (v != null) return v.equals("v2");
-        return ReadOnlyRocksDb.isRocksDb(rdbPath(storeRoot));
+        Path folder = rdbPath(storeRoot);
+        if (v == null) return RocksDbFiles.isRocksDb(folder);
+        if (!v.equals("v2") && RocksDbFiles.isRocksDb(folder)) {
+            throw new OptionError("configManagerVersion=" + v + ", but " + folder + " holds the topics, groups and "
+                    + "offsets of a config-v2 broker, and readers of this store read them there; leave the setting out "
+                    + "(or say v2) to write there too, or move config/rdb/ away first if the next broker runs with "
+                    + "configManagerVersion=v1 (it reads only the JSON files)");
+        }
+        return v.equals("v2");
     }
 
     /** OptionError (one line) when rocksdbjni is missing: checked before anything is written. */
     public static void requireRocksDb() {
-        if (!ReadOnlyRocksDb.available()) {
+        if (!RocksDbFiles.available()) {
             throw new OptionError("this store's broker keeps topics and groups in RocksDB config/rdb/ "
                     + "(configManagerVersion=v2), and writing them needs rocksdbjni on the classpath (Spark ships it)");
         }
@@ -55,13 +66,22 @@ public final class ConfigRdb {
     }
 
     private static <T> T withDb(Path storeRoot, Work<T> work) {
-        String folder = rdbPath(storeRoot).toString();
-        try (WritableRocksDb db = new WritableRocksDb(folder, true)) {
-            return work.run(db);
-        } catch (RocksDBException e) {
-            String status = e.getMessage() != null ? e.getMessage().split("\n")[0] : e.toString();
-            throw new StoreError(folder + ": cannot open the broker's RocksDB config to record topics and groups: "
-                    + status);
+        return Open.withDb(rdbPath(storeRoot).toString(), work);
+    }
+
+    /**
+     * The open, a class of its own: every writer loads ConfigRdb (usesConfigRdb), with or without rocksdbjni on the
+     * classpath, and a method catching RocksDBException makes the JVM's verifier load that class with its own.
+     */
+    private static final class Open {
+        static <T> T withDb(String folder, Work<T> work) {
+            try (WritableRocksDb db = new WritableRocksDb(folder, true)) {
+                return work.run(db);
+            } catch (RocksDBException e) {
+                String status = e.getMessage() != null ? e.getMessage().split("\n")[0] : e.toString();
+                throw new StoreError(folder + ": cannot open the broker's RocksDB config to record topics and "
+                        + "groups: " + status);
+            }
         }
     }
 

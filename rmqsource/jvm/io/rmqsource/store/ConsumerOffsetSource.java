@@ -5,6 +5,7 @@ import io.rmqsource.errors.StoreError;
 import io.rmqsource.format.FastJson;
 import io.rmqsource.format.RocksDbConfig;
 import io.rmqsource.io.ReadOnlyRocksDb;
+import io.rmqsource.io.RocksDbFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -71,9 +72,9 @@ public final class ConsumerOffsetSource {
     /** The source the broker would load offsets from. */
     public static ConsumerOffsetSource locate(String storeRoot) {
         Path config = Paths.get(storeRoot).resolve("config");
-        if (ReadOnlyRocksDb.isRocksDb(config.resolve("rdb"))) return new ConsumerOffsetSource("rocksdb-v2", config.resolve("rdb"), true);
+        if (RocksDbFiles.isRocksDb(config.resolve("rdb"))) return new ConsumerOffsetSource("rocksdb-v2", config.resolve("rdb"), true);
         for (String name : new String[] {"metadata", "consumerOffsets"}) {
-            if (ReadOnlyRocksDb.isRocksDb(config.resolve(name))) return new ConsumerOffsetSource("rocksdb-v1", config.resolve(name), false);
+            if (RocksDbFiles.isRocksDb(config.resolve(name))) return new ConsumerOffsetSource("rocksdb-v1", config.resolve(name), false);
         }
         Path json = config.resolve(CONSUMER_OFFSET_FILE);
         boolean exists = Files.exists(json) || Files.exists(config.resolve(CONSUMER_OFFSET_FILE + ".bak"));
@@ -185,7 +186,7 @@ public final class ConsumerOffsetSource {
     /** Opens the database read-only through the io layer's one opener (nothing in the broker's folder changes). */
     private <T> T withReadOnly(DbReader<T> reader) {
         String what = "rocksdb-v2".equals(kind) ? "configManagerVersion=v2" : "storeType=defaultRocksDB, config v1";
-        if (!ReadOnlyRocksDb.available()) {
+        if (!RocksDbFiles.available()) {
             throw new StoreError(path + ": the broker keeps consumer offsets in RocksDB (" + what
                     + "), and reading them needs rocksdbjni on the classpath (Spark ships it in its jars/)");
         }

@@ -8,10 +8,12 @@ import io.rmqsource.spark.StoreAccess;
 import io.rmqsource.spark.compat.ReadLimits;
 import io.rmqsource.spark.read.RmqPlanner;
 import io.rmqsource.spark.stream.StreamReaderFactory.StreamRange;
+import io.rmqsource.store.ConfigRdb;
 import io.rmqsource.store.ConsumerOffsetSource;
 import io.rmqsource.store.ConsumerOffsetsFile;
 import io.rmqsource.store.QueueKey;
 import io.rmqsource.store.QueueTail;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -101,6 +103,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         RmqStreamOptions o = opts;
         if (o.commits()) {          // fail before reading anything
             ConsumerOffsetSource.refuseGroupCommit(o.root());
+            ConfigRdb.usesConfigRdb(Path.of(o.root()), o.read.storeConfig);   // configManagerVersion=v1 beside config/rdb/
             new ConsumerOffsetsFile(o.root(), o.read.storeConfig).checkWritable();
         }
         long clMin = w.commitLogMin();
