@@ -86,6 +86,21 @@ class _GrowingQueue:
         self._parts.append(units)
         self.count += len(units)
 
+    def drop_last_if(self, phy_offset: int) -> bool:
+        """Drops the last unit when it points at ``phy_offset`` (a record the walk takes back)."""
+        if self._rows:
+            if self._rows[-1][0] != phy_offset:
+                return False
+            self._rows.pop()
+        else:
+            while self._parts and not len(self._parts[-1]):
+                self._parts.pop()
+            if not self._parts or int(self._parts[-1]["phy_offset"][-1]) != phy_offset:
+                return False
+            self._parts[-1] = self._parts[-1][:-1]       # a view: a frozen array is never written
+        self.count -= 1
+        return True
+
     def _flush_rows(self) -> None:
         if self._rows:
             self._parts.append(np.array(self._rows, dtype=CQ_UNIT_DTYPE))
@@ -119,6 +134,7 @@ class CommitLogTail:
         self._delays = tuple(delay_levels_ms)
         self._queues: dict[tuple[str, int], _GrowingQueue] = {}
         self._lock = threading.Lock()
+        self._last: Optional[tuple[int, bytes]] = None   # the last record walked: CommitLog offset, bytes
 
     def extend(self, commitlog) -> None:
         """Walk the records written since the last walk (from ``start`` the first time)."""
@@ -126,7 +142,28 @@ class CommitLogTail:
             if not commitlog.segments:
                 return
             at = max(self.end, commitlog.min_offset)
-            self.end = max(self.end, self._walk(commitlog, at))
+            self._last = None
+            end = self._settle(commitlog, self._walk(commitlog, at))
+            self.end = max(self.end, end)
+
+    def _settle(self, commitlog, end: int) -> int:
+        """The walk's last record read again, after its decoding.  A record the broker was still copying in
+        when it was read (its body whole, so its CRC checked, but not yet its properties) reads differently
+        now: its units are taken back and the walk ends before it, so the next walk reads it whole."""
+        last = self._last
+        if last is None or last[0] + len(last[1]) != end:
+            return end                  # a blank or a record boundary follows: the record was whole
+        phy, raw = last
+        seg = commitlog.segments[commitlog._segment_index(phy)]
+        if seg.dledger:
+            return end                  # a DLedger entry's CRC covers the whole record
+        if bytes(commitlog.reader.pread(seg, phy - seg.start_offset, len(raw))) == raw:
+            return end
+        for key in list(self._queues):
+            q = self._queues[key]
+            if q.drop_last_if(phy) and q.count == 0 and q.frozen is None:
+                del self._queues[key]
+        return phy
 
     def _walk(self, commitlog, at: int) -> int:
         """Dispatch every valid record from ``at``, a chunk of records at a time (vectorized decoding);
@@ -167,9 +204,10 @@ class CommitLogTail:
 
     def _walk_records(self, commitlog, at: int) -> int:
         """The record-by-record walk from ``at`` (CommitLog.walk with CRCs): returns where it stopped."""
-        for step in commitlog.walk(at, check_crc=self._check_crc):
+        for step in commitlog.walk(at, check_crc=self._check_crc, keep_raw=True):
             kind = step.decoded.kind
             if kind is Kind.MESSAGE:
+                self._last = (step.phy_offset, step.decoded.record.raw)
                 self._dispatch(step.phy_offset, step.decoded.size, step.decoded.record)
                 at = step.phy_offset + step.decoded.size
             elif kind is Kind.BLANK:
@@ -192,6 +230,8 @@ class CommitLogTail:
             h = h.take(slice(0, n))
         if n == 0:
             return 0
+        last, size = int(h.pos[n - 1]), int(h.total_size[n - 1])
+        self._last = (base + last, bytes(buf[last:last + size]))
         props = parse_properties_columns(buf, h)
         tags = props.entry_values(props.value_index("TAGS"))
         codes = _tags_codes(tags)
