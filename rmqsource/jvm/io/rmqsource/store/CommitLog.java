@@ -186,6 +186,18 @@ public final class CommitLog {
         return c != null && c.kind == Record.MESSAGE ? c.storeTimestamp : null;
     }
 
+    /** The {@code size} bytes at {@code phy} as the file holds them now; null when no segment holds them all. */
+    public byte[] bytesAt(long phy, int size) {
+        Segment seg = segments.find(phy);
+        if (seg == null) return null;
+        long pos = phy - seg.startOffset;
+        Segments.Window w = segments.readWindow(seg, pos, size);
+        if (!w.covers(pos, size)) return null;
+        byte[] out = new byte[size];
+        w.buf.get(w.at(pos), out, 0, size);
+        return out;
+    }
+
     /** decode_at: what is at {@code phy} (kind MESSAGE/BLANK/END/CORRUPT), null when no segment holds it. */
     public Record.Check decodeAt(long phy) {
         Segment seg = segments.find(phy);

@@ -27,6 +27,13 @@ public final class RederivedQueue extends QueueUnits {
         count++;
     }
 
+    /** Drops the last unit when it points at {@code phyOffset} (a record the tail walk takes back). */
+    boolean dropLastIf(long phyOffset) {
+        if (count == 0 || phy[count - 1] != phyOffset) return false;
+        count--;
+        return true;
+    }
+
     @Override
     public long maxOffset() {
         return firstOffset + count;

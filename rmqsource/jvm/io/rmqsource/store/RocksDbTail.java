@@ -57,6 +57,10 @@ public final class RocksDbTail {
     private final Map<QueueKey, RederivedQueue> queues = new HashMap<>();
     private final Record record = new Record();
     private final Properties props = new Properties();
+    // The last record walked (its CommitLog offset, size and bytes as decoded), read again by settle.
+    private long lastOffset = -1;
+    private int lastSize;
+    private byte[] lastBytes = new byte[0];
 
     /** {@code nextOffsets}: each queue's next offset in the database (a record below it is there already). */
     RocksDbTail(long start, Map<QueueKey, Long> nextOffsets, long[] delays) {
@@ -88,12 +92,38 @@ public final class RocksDbTail {
     synchronized void extend(CommitLog commitLog) {
         if (commitLog.list().isEmpty()) return;
         long[] at = {Math.max(end, commitLog.minOffset())};
+        lastOffset = -1;
         commitLog.walk(at[0], checkCrc, (kind, seg, b, pos, offset, size) -> {
-            if (kind == Record.MESSAGE) dispatch(b, pos, offset, (int) size);
+            if (kind == Record.MESSAGE) {
+                keepLast(b, pos, offset, (int) size);
+                dispatch(b, pos, offset, (int) size);
+            }
             at[0] = offset + size;
             return true;
         }, null);
-        end = Math.max(end, at[0]);
+        end = Math.max(end, settle(commitLog, at[0]));
+    }
+
+    private void keepLast(ByteBuffer b, int pos, long offset, int size) {
+        if (lastBytes.length < size) lastBytes = new byte[Math.max(size, 2 * lastBytes.length)];
+        b.get(pos, lastBytes, 0, size);
+        lastOffset = offset;
+        lastSize = size;
+    }
+
+    /**
+     * The walk's last record read again, after its decoding (twin of CommitLogTail._settle). A record the broker
+     * was still copying in when it was read (body whole, so its CRC checked, properties not yet) reads differently
+     * now: its units are taken back and the walk ends before it, so the next walk reads it whole.
+     */
+    private long settle(CommitLog commitLog, long walkEnd) {
+        if (lastOffset < 0 || lastOffset + lastSize != walkEnd || commitLog.isDLedger()) return walkEnd;
+        byte[] again = commitLog.bytesAt(lastOffset, lastSize);
+        if (again != null && java.util.Arrays.equals(again, 0, lastSize, lastBytes, 0, lastSize)) return walkEnd;
+        long taken = lastOffset;
+        // A queue left empty was made by this record alone (a queue's first unit comes with it).
+        queues.values().removeIf(q -> q.dropLastIf(taken) && q.count == 0);
+        return taken;
     }
 
     /** Each queue's tail as walked so far. */
