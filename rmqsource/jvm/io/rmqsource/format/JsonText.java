@@ -14,6 +14,14 @@ public final class JsonText {
     }
 
     public static void quote(StringBuilder sb, String s) {
+        quote(sb, s, true);
+    }
+
+    /**
+     * {@code s} as a JSON string literal: control characters escaped, and with {@code asciiOnly} every character
+     * above 0x7E too (Python's ensure_ascii); without it those go as they are (as fastjson2 writes them).
+     */
+    public static void quote(StringBuilder sb, String s, boolean asciiOnly) {
         sb.append('"');
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -26,7 +34,7 @@ public final class JsonText {
                 case '\b': sb.append("\\b"); break;
                 case '\f': sb.append("\\f"); break;
                 default:
-                    if (c < 0x20 || c > 0x7E) sb.append(String.format("\\u%04x", (int) c));
+                    if (c < 0x20 || (asciiOnly && c > 0x7E)) sb.append(String.format("\\u%04x", (int) c));
                     else sb.append(c);
             }
         }

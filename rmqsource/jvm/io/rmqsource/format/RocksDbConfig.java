@@ -199,24 +199,7 @@ public final class RocksDbConfig {
             }
             sb.append(']');
         } else if (v instanceof String) {
-            String t = (String) v;
-            sb.append('"');
-            for (int i = 0; i < t.length(); i++) {
-                char c = t.charAt(i);
-                switch (c) {
-                    case '"': sb.append("\\\""); break;
-                    case '\\': sb.append("\\\\"); break;
-                    case '\n': sb.append("\\n"); break;
-                    case '\r': sb.append("\\r"); break;
-                    case '\t': sb.append("\\t"); break;
-                    case '\b': sb.append("\\b"); break;
-                    case '\f': sb.append("\\f"); break;
-                    default:
-                        if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
-                        else sb.append(c);
-                }
-            }
-            sb.append('"');
+            JsonText.quote(sb, (String) v, false);
         } else if (v == null) {
             sb.append("null");
         } else {
