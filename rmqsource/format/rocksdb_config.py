@@ -135,17 +135,22 @@ def _name(key: bytes, pos: int, what: str, file: Optional[str]) -> tuple[str, in
     return text, pos + n
 
 
+def _data_table(key: bytes, tables: tuple, what: str, file: Optional[str]) -> int:
+    """The table id of a data record's key prefix, which must be one of ``tables``; FormatError otherwise."""
+    tp, table, record = _PREFIX.unpack_from(key, 0)
+    if tp != TABLE_PREFIX or table not in tables or record != RecordPrefix.DATA:
+        raise FormatError(f"key {key[:120].hex()} is not a {what} record "
+                          f"(prefix {tp}, table {table}, record {record})", file=file)
+    return table
+
+
 def decode_v2_offset_key(key: bytes, file: Optional[str] = None) -> V2OffsetKey:
     """A consumer-offset or pull-offset key of table 1 or 2; FormatError for anything else."""
     key = bytes(key)
     if len(key) < 4 + 2 + 1 + 1 + 2 + 1 + 1 + 4:
         raise FormatError(f"offset key {key[:120].hex()} is {len(key)} bytes, shorter than any offset key",
                           file=file)
-    tp, table, record = _PREFIX.unpack_from(key, 0)
-    if tp != TABLE_PREFIX or table not in (TableId.CONSUMER_OFFSET, TableId.PULL_OFFSET) \
-            or record != RecordPrefix.DATA:
-        raise FormatError(f"key {key[:120].hex()} is not a consumer/pull offset record "
-                          f"(prefix {tp}, table {table}, record {record})", file=file)
+    table = _data_table(key, (TableId.CONSUMER_OFFSET, TableId.PULL_OFFSET), "consumer/pull offset", file)
     group, pos = _name(key, 4, "group", file)
     if key[pos:pos + 1] != bytes([CTRL_1]):
         raise FormatError(f"offset key {key[:120].hex()}: no CTRL_1 after the group", file=file, offset=pos)
@@ -211,11 +216,7 @@ def decode_v2_name_key(key: bytes, file: Optional[str] = None) -> tuple[TableId,
     key = bytes(key)
     if len(key) < 4:
         raise FormatError(f"key {key[:120].hex()} is shorter than a table prefix", file=file)
-    tp, table, record = _PREFIX.unpack_from(key, 0)
-    if tp != TABLE_PREFIX or table not in (TableId.TOPIC, TableId.SUBSCRIPTION_GROUP) \
-            or record != RecordPrefix.DATA:
-        raise FormatError(f"key {key[:120].hex()} is not a topic/group record (prefix {tp}, table {table}, "
-                          f"record {record})", file=file)
+    table = _data_table(key, (TableId.TOPIC, TableId.SUBSCRIPTION_GROUP), "topic/group", file)
     name, pos = _name(key, 4, "name", file)
     if pos != len(key):
         raise FormatError(f"key {key[:120].hex()}: {len(key) - pos} bytes after the name", file=file, offset=pos)
