@@ -292,6 +292,33 @@ def test_batch_sink_refusals_read_the_same_in_both_modes(spark, tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.spark
+def test_v1_setting_beside_config_rdb_fails_the_write_before_any_task(spark, tmp_path):
+    """configManagerVersion=v1 on a store a config-v2 broker served is refused at planning on the driver (a
+    cluster would otherwise retry the refusal in every task attempt), in both modes, and nothing is written."""
+    store = tmp_path / "s"
+    put = subprocess.run([sys.executable, "-m", "rmqsource", "put", "-C", "engineVersion=5.5.0", "-C",
+                          "configManagerVersion=v2", str(store)], input=b'{"topic": "T1", "body": "aGk="}\n',
+                         capture_output=True, timeout=120)
+    assert put.returncode == 0, put.stderr.decode()
+    before = sorted((p.relative_to(store), p.stat().st_size) for p in store.rglob("*") if p.is_file())
+    df = spark.createDataFrame([("T1", b"x")], "topic string, body binary")
+    sc = spark.sparkContext
+    sc.setJobGroup("v1-beside-config-rdb", "a write refused at planning")
+    try:
+        with pytest.raises(Exception) as info:
+            df.write.format("rmq").mode("append").option("engineVersion", "5.5.0") \
+                .option("configManagerVersion", "v1").save(str(store))
+        jobs = list(sc.statusTracker().getJobIdsForGroup("v1-beside-config-rdb"))
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    text = str(info.value)
+    assert "configManagerVersion=v1, but" in text and "config/rdb" in text, text[-2000:]
+    assert jobs == [], f"the refusal came from a job's tasks: {text[-2000:]}"
+    assert sorted((p.relative_to(store), p.stat().st_size) for p in store.rglob("*") if p.is_file()) == before
+
+
 # --------------------------------------------------------------------------- streaming sink
 
 def _fill_source(root, n):

@@ -38,9 +38,12 @@ def put_all(writer, table: pa.Table) -> tuple[int, int, int]:
 
 
 def refuse_unsupported_layout(opts: SinkOptions) -> None:
-    """At planning, on the driver: a store of another layout fails the write before any task runs."""
+    """At planning, on the driver: a store of another layout, or configManagerVersion=v1 beside a config-v2
+    broker's config/rdb/, fails the write before any task runs."""
+    from ...store.config_rdb import uses_config_rdb
     from ...store.layout import StoreLayout
     StoreLayout.for_config(opts.root, opts.config).check_writable()
+    uses_config_rdb(opts.root, opts.config)
 
 
 def open_store_writer(opts: SinkOptions):

@@ -2,6 +2,7 @@ package io.rmqsource.spark.sink;
 
 import io.rmqsource.errors.OptionError;
 import io.rmqsource.errors.UnsupportedLayoutError;
+import io.rmqsource.store.ConfigRdb;
 import io.rmqsource.store.StoreLayout;
 import java.io.File;
 import java.util.Map;
@@ -51,7 +52,10 @@ final class RmqWrite implements Write {
         return new RmqStreamingWrite(o, s, queryId, metrics);
     }
 
-    /** layout.py check_writable: a store of a layout rmqsource reads but does not write fails the write here. */
+    /**
+     * layout.py check_writable: a store of a layout rmqsource reads but does not write fails the write here, and so
+     * does configManagerVersion=v1 beside a config-v2 broker's config/rdb/ (ConfigRdb.usesConfigRdb).
+     */
     static void refuseUnsupportedLayout(SinkOptions o) {
         if (!new File(o.root).isDirectory()) return;
         StoreLayout layout = new StoreLayout(o.root, o.config);
@@ -62,5 +66,6 @@ final class RmqWrite implements Write {
             throw new UnsupportedLayoutError("a DLedger store (" + new File(dledger).getName() + ") is written by its "
                     + "Raft group; rmqsource reads it but does not write it", o.root, -1);
         }
+        ConfigRdb.usesConfigRdb(java.nio.file.Path.of(o.root), o.config);
     }
 }
