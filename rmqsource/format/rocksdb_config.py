@@ -167,12 +167,17 @@ def decode_v2_offset_key(key: bytes, file: Optional[str] = None) -> V2OffsetKey:
     return V2OffsetKey(TableId(table), group, topic, qid)
 
 
+def v2_offset_group_prefix(group: str, table: TableId = TableId.CONSUMER_OFFSET) -> bytes:
+    """The start every offset key of ``group`` shares (a prefix scan reads the group's offsets)."""
+    g = group.encode("utf-8")
+    return v2_table_prefix(table) + _U16.pack(len(g)) + g + bytes([CTRL_1])
+
+
 def encode_v2_offset_key(group: str, topic: str, queue_id: int,
                          table: TableId = TableId.CONSUMER_OFFSET) -> bytes:
-    """``ConsumerOffsetManagerV2.keyOfConsumerOffset`` / ``keyOfPullOffset`` (tests build stores with it)."""
-    g, t = group.encode("utf-8"), topic.encode("utf-8")
-    return (v2_table_prefix(table) + _U16.pack(len(g)) + g + bytes([CTRL_1]) + _U16.pack(len(t)) + t
-            + bytes([CTRL_1]) + _I32.pack(queue_id))
+    """``ConsumerOffsetManagerV2.keyOfConsumerOffset`` / ``keyOfPullOffset``."""
+    t = topic.encode("utf-8")
+    return v2_offset_group_prefix(group, table) + _U16.pack(len(t)) + t + bytes([CTRL_1]) + _I32.pack(queue_id)
 
 
 def decode_v2_offset_value(value: bytes, file: Optional[str] = None) -> int:

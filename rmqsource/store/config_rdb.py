@@ -122,10 +122,8 @@ def record_topic_queues(store_root: str | os.PathLike, queues: Iterable[tuple[st
 
 
 def _group_offsets(db: WritableRocksDb, group: str) -> dict[tuple[str, int], int]:
-    raw = group.encode("utf-8")
-    prefix = rc.v2_table_prefix(rc.TableId.CONSUMER_OFFSET) + len(raw).to_bytes(2, "big") + raw + bytes([rc.CTRL_1])
     out = {}
-    for key, value in db.prefixed(prefix, MAX_RECORDS):
+    for key, value in db.prefixed(rc.v2_offset_group_prefix(group), MAX_RECORDS):
         k = rc.decode_v2_offset_key(key, file=db.folder)
         out[(k.topic, k.queue_id)] = rc.decode_v2_offset_value(value, file=db.folder)
     return out

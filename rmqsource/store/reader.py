@@ -32,6 +32,7 @@ from .config import StoreConfig
 from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
 from .index_service import IndexService, open_index_service_for_read
 from .layout import StoreLayout
+from .rocksdb_tail import CommitLogTail
 
 # Defaults of MessageStoreConfig used by getMessage that corpora never override.
 ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO = 40
@@ -197,7 +198,6 @@ class MessageStoreReader:
         broker's recovery rebuilds them (LMQ copies included), by the walk that serves a RocksDB database's tail."""
         if self._queue_keys_on_disk or not self.commitlog.segments:
             return None
-        from .rocksdb_tail import CommitLogTail
         tail = CommitLogTail(self.commitlog.min_offset, {}, self.config.message_delay_levels_ms,
                              check_crc=self.config.check_crc_on_recover)
         tail.extend(self.commitlog)

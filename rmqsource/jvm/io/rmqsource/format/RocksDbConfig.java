@@ -118,13 +118,23 @@ public final class RocksDbConfig {
         return new OffsetKey(table, group, topic, qid);
     }
 
-    public static byte[] encodeOffsetKey(String group, String topic, int queueId, short table) {
+    /** The start every offset key of {@code group} shares (a prefix scan reads the group's offsets). */
+    public static byte[] offsetGroupPrefix(String group, short table) {
         byte[] g = group.getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(4 + 2 + g.length + 1).put(tablePrefix(table, RECORD_DATA))
+                .putShort((short) g.length).put(g).put((byte) CTRL_1).array();
+    }
+
+    public static byte[] encodeOffsetKey(String group, String topic, int queueId, short table) {
+        byte[] head = offsetGroupPrefix(group, table);
         byte[] t = topic.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer b = ByteBuffer.allocate(4 + 2 + g.length + 1 + 2 + t.length + 1 + 4);
-        b.put(tablePrefix(table, RECORD_DATA)).putShort((short) g.length).put(g).put((byte) CTRL_1)
-                .putShort((short) t.length).put(t).put((byte) CTRL_1).putInt(queueId);
-        return b.array();
+        return ByteBuffer.allocate(head.length + 2 + t.length + 1 + 4).put(head)
+                .putShort((short) t.length).put(t).put((byte) CTRL_1).putInt(queueId).array();
+    }
+
+    /** An offset record's value: the next queue offset, a big-endian long (encode_v2_offset_value). */
+    public static byte[] encodeOffsetValue(long offset) {
+        return ByteBuffer.allocate(8).putLong(offset).array();
     }
 
     public static long decodeOffsetValue(byte[] value, String file) {

@@ -5,8 +5,6 @@ import io.rmqsource.errors.StoreError;
 import io.rmqsource.format.RocksDbConfig;
 import io.rmqsource.io.RocksDbFiles;
 import io.rmqsource.io.WritableRocksDb;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -132,10 +130,7 @@ public final class ConfigRdb {
                                                                      Map<String, Map<Integer, Long>> offsets,
                                                                      boolean allowRewind, LongSupplier clockMs) {
         return withDb(storeRoot, db -> {
-            byte[] g = group.getBytes(StandardCharsets.UTF_8);
-            byte[] prefix = ByteBuffer.allocate(4 + 2 + g.length + 1)
-                    .put(RocksDbConfig.tablePrefix(RocksDbConfig.TABLE_CONSUMER_OFFSET, RocksDbConfig.RECORD_DATA))
-                    .putShort((short) g.length).put(g).put((byte) RocksDbConfig.CTRL_1).array();
+            byte[] prefix = RocksDbConfig.offsetGroupPrefix(group, RocksDbConfig.TABLE_CONSUMER_OFFSET);
             Map<String, Long> stored = new LinkedHashMap<>();
             for (byte[][] kv : db.prefixed(prefix, MAX_RECORDS)) {
                 RocksDbConfig.OffsetKey k = RocksDbConfig.decodeOffsetKey(kv[0], db.folder);
@@ -149,7 +144,7 @@ public final class ConfigRdb {
                     Long old = stored.get(t.getKey() + "\u0000" + q.getKey());
                     if (old == null || offset > old || (allowRewind && offset != old)) {
                         puts.add(Map.entry(RocksDbConfig.encodeOffsetKey(group, t.getKey(), q.getKey(),
-                                RocksDbConfig.TABLE_CONSUMER_OFFSET), ByteBuffer.allocate(8).putLong(offset).array()));
+                                RocksDbConfig.TABLE_CONSUMER_OFFSET), RocksDbConfig.encodeOffsetValue(offset)));
                         old = offset;
                     }
                     effective.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(q.getKey(), old);
