@@ -46,9 +46,11 @@ __all__ = [
     "BROKER_OWN_TOPICS",
     "SUBSCRIPTION_GROUP_FILE_NAME",
     "TOPICS_FILE_NAME",
+    "as_count",
     "group_config_entry",
     "merge_subscription_group",
     "merge_topic_configs",
+    "now_ms",
     "record_subscription_group",
     "record_topic_queues",
     "topic_config_entry",
@@ -62,7 +64,7 @@ BROKER_OWN_TOPICS = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC})
 PERM_READ_WRITE = 6
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
@@ -119,7 +121,7 @@ def _table(doc: dict[str, Any], key: str, file: str) -> dict[str, Any]:
     return dict(table)
 
 
-def _as_count(value: Any) -> int:
+def as_count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
@@ -139,7 +141,7 @@ def merge_topic_configs(doc: Optional[dict[str, Any]], queue_nums: Mapping[str, 
             continue
         entry = dict(entry)
         for key in ("readQueueNums", "writeQueueNums"):
-            if _as_count(entry.get(key)) < nums:
+            if as_count(entry.get(key)) < nums:
                 entry[key] = nums
                 changed = True
         table[topic] = entry
@@ -186,7 +188,7 @@ def _replace(path: str, doc: dict[str, Any]) -> None:
 
 
 def record_topic_queues(store_root: str | os.PathLike, queues: Iterable[tuple[str, int]], *, v5: bool,
-                        clock_ms: Callable[[], int] = _now_ms) -> bool:
+                        clock_ms: Callable[[], int] = now_ms) -> bool:
     """Route every topic of ``queues`` in ``config/topics.json``; True when the file was written.
 
     The caller holds the store's writer lock (the store writer as its messages become durable, and at its
@@ -204,7 +206,7 @@ def record_topic_queues(store_root: str | os.PathLike, queues: Iterable[tuple[st
 
 
 def record_subscription_group(store_root: str | os.PathLike, group: str, *, v5: bool,
-                              clock_ms: Callable[[], int] = _now_ms) -> bool:
+                              clock_ms: Callable[[], int] = now_ms) -> bool:
     """Add ``group`` to ``config/subscriptionGroup.json``; True when the file was written.
 
     The caller serializes writers (the consumer-offset lock of :class:`ConsumerOffsets`)."""

@@ -29,7 +29,7 @@ from typing import Callable
 from ..errors import FormatError, OptionError, StoreError
 from ..format import rocksdb_config as rc
 from ..io.rocksdb import ROCKSDB_EXTRA, RocksDbOpenError, WritableRocksDb, is_rocksdb, rocksdict_available
-from .broker_configs import _as_count, _now_ms, group_config_entry, topic_config_entry, topic_queue_nums
+from .broker_configs import as_count, now_ms, group_config_entry, topic_config_entry, topic_queue_nums
 from .config import StoreConfig
 
 __all__ = ["CONFIG_V2", "RDB_DIR", "commit_group_offsets", "rdb_path", "record_topic_queues",
@@ -101,14 +101,14 @@ def _topic_puts(db: WritableRocksDb, nums: Mapping[str, int]) -> list[tuple[byte
             puts.append((key, rc.encode_v2_config_value(topic_config_entry(topic, nums[topic], True))))
             continue
         entry = rc.decode_v2_config_value(raw, file=db.folder)
-        grown = {k: nums[topic] for k in ("readQueueNums", "writeQueueNums") if _as_count(entry.get(k)) < nums[topic]}
+        grown = {k: nums[topic] for k in ("readQueueNums", "writeQueueNums") if as_count(entry.get(k)) < nums[topic]}
         if grown:
             puts.append((key, rc.encode_v2_config_value({**entry, **grown})))
     return puts
 
 
 def record_topic_queues(store_root: str | os.PathLike, queues: Iterable[tuple[str, int]], *,
-                        clock_ms: Callable[[], int] = _now_ms) -> bool:
+                        clock_ms: Callable[[], int] = now_ms) -> bool:
     """Route every topic of ``queues`` in config/rdb/; True when something was written."""
     nums = topic_queue_nums(queues)
     if not nums:
@@ -131,7 +131,7 @@ def _group_offsets(db: WritableRocksDb, group: str) -> dict[tuple[str, int], int
 
 def commit_group_offsets(store_root: str | os.PathLike, group: str, offsets: Mapping[str, Mapping[int, int]], *,
                          allow_rewind: bool = False,
-                         clock_ms: Callable[[], int] = _now_ms) -> dict[str, dict[int, int]]:
+                         clock_ms: Callable[[], int] = now_ms) -> dict[str, dict[int, int]]:
     """Commit ``{topic: {queueId: nextOffset}}`` of ``group`` into config/rdb/ (and the group itself when it is
     new); returns the offsets in effect for the queues given, as ``ConsumerOffsets.commit`` does."""
     with _open(store_root) as db:
