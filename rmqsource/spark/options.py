@@ -23,7 +23,7 @@ from typing import Mapping, Optional, Union
 
 from .. import limits
 from ..errors import OptionError
-from ..names import remote_scheme, topic_problem, validate_queue_id
+from ..names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, remote_scheme, topic_problem, validate_queue_id
 from ..store.config import _KEYS as STORE_CONFIG_KEYS  # RocketMQ key names (read only)
 from ..store.config import StoreConfig
 
@@ -268,22 +268,47 @@ def parse_offsets(name: str, value: str) -> OffsetSpec:
     return out
 
 
-VIEWS = ("messages", "timers")
+VIEWS = ("messages", "timers", "dlq", "retry", "trace")
+# The views read as a messages read of some of RocketMQ's own topics (rmqsource/spark/views.py): the prefix
+# of the topics read, and how an error names them.
+GROUP_TOPIC_VIEWS = {"dlq": (DLQ_GROUP_TOPIC_PREFIX, "dead-letter topics (%DLQ%<group>)"),
+                     "retry": (RETRY_GROUP_TOPIC_PREFIX, "retry topics (%RETRY%<group>...)")}
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"             # TopicValidator.RMQ_SYS_TRACE_TOPIC: the clients' default
 
 
 def parse_view(value: str, mode: str, by_offset: bool) -> str:
-    """Option ``view``: ``messages`` (the records) or ``timers`` (one row per timer / delay message, batch only;
-    the same checks in RmqOptions.java)."""
+    """Option ``view``: ``messages`` (the records), ``timers`` (one row per timer / delay message), ``dlq``,
+    ``retry``, ``trace`` (docs/views.md); every view but messages is batch only (the same checks in
+    RmqOptions.java)."""
     v = str(value).strip().lower()
     if v not in VIEWS:
         raise OptionError(f"option view must be one of {', '.join(VIEWS)}, got {value!r}")
     if v == "timers" and mode == STREAM:
         raise OptionError("option view=timers is for batch reads (spark.read): timers change state in place, "
                           "a stream cannot follow them")
+    if v in GROUP_TOPIC_VIEWS and mode == STREAM:
+        raise OptionError(f"option view={v} is for batch reads (spark.read); a stream of dead-letter or retry "
+                          f"topics is a messages read: option(\"topicPattern\", \"{GROUP_TOPIC_VIEWS[v][0]}.*\")")
+    if v == "trace" and mode == STREAM:
+        raise OptionError(f"option view=trace is for batch reads (spark.read); a stream of trace messages is a "
+                          f"messages read of topic {TRACE_TOPIC}")
     if v == "timers" and by_offset:
         raise OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "
                           "startingOffsets, endingOffsets, startingTimestamp or endingTimestamp")
     return v
+
+
+def _group_topic_selection(view: str, topics, topic_pattern, queues):
+    """The topics a dlq or retry view reads: the named ones (each must have the view's prefix), or those
+    matching both the view's prefix and topicPattern, or every topic with the prefix."""
+    prefix, what = GROUP_TOPIC_VIEWS[view]
+    for t in list(topics or ()) + [t for t, _ in queues or ()]:
+        if not t.startswith(prefix):
+            raise OptionError(f"option view={view} reads {what}; topic {t!r} is not one")
+    if topics is None and queues is None:
+        # a lookahead keeps the pattern's own fullmatch semantics, in Python's re and Java's regex alike
+        topic_pattern = re.escape(prefix) + ".*" if topic_pattern is None else f"(?={re.escape(prefix)})(?:{topic_pattern})"
+    return topics, topic_pattern, queues
 
 
 def _queues(value: str) -> tuple[tuple[str, int], ...]:
@@ -426,5 +451,13 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
     if "view" in opts:
         kw["view"] = parse_view(opts["view"], mode, queues is not None or any(
             k in kw for k in ("starting_offsets", "ending_offsets", "starting_timestamp", "ending_timestamp")))
+    if kw.get("view") in GROUP_TOPIC_VIEWS:
+        topics, topic_pattern, queues = _group_topic_selection(kw["view"], topics, topic_pattern, queues)
+    if kw.get("view") in ("dlq", "retry", "trace"):
+        kw["exclude_internal_topics"] = False           # the topics these views read are RocketMQ's own
+    if kw.get("view") == "trace":
+        kw["decompress"] = True                         # the client sends trace bodies over 4 KiB compressed
+        if topics is None and topic_pattern is None and queues is None:
+            topics = (TRACE_TOPIC,)
     return ReadOptions(paths=paths, brokers=brokers, store_config=config, topics=topics,
                        topic_pattern=topic_pattern, queues=queues, raw=tuple(sorted(opts.items())), **kw)

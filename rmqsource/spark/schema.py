@@ -54,6 +54,48 @@ TIMERS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
 ])
 TIMERS_COLUMNS = tuple(TIMERS_ARROW_SCHEMA.names)
 
+# option view=dlq / view=retry (rmqsource.spark.views): the message columns, then these three
+GROUP_TOPIC_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
+    pa.field("group", pa.string()),              # ORIGIN_GROUP, else from the topic name
+    pa.field("originTopic", pa.string()),        # RETRY_TOPIC, else from a POP retry topic's name
+    pa.field("originMsgId", pa.string()),        # ORIGIN_MESSAGE_ID
+])
+
+# option view=trace (rmqsource.spark.views): one row per trace event (rmqsource.format.trace), then where
+# its trace message is stored
+TRACE_ARROW_SCHEMA = pa.schema([
+    ("traceType", pa.string()),
+    ("timestamp", TIMESTAMP_TYPE),
+    ("regionId", pa.string()),
+    ("group", pa.string()),
+    ("topic", pa.string()),
+    ("msgId", pa.string()),
+    ("offsetMsgId", pa.string()),
+    ("tags", pa.string()),
+    ("keys", KEYS_TYPE),
+    ("storeHost", pa.string()),
+    ("clientHost", pa.string()),
+    ("bodyLength", pa.int32()),
+    ("costTime", pa.int32()),
+    ("msgType", pa.string()),
+    ("success", pa.bool_()),
+    ("requestId", pa.string()),
+    ("retryTimes", pa.int32()),
+    ("contextCode", pa.int32()),
+    ("transactionId", pa.string()),
+    ("transactionState", pa.string()),
+    ("fromTransactionCheck", pa.bool_()),
+    ("traceTopic", pa.string()),
+    ("traceQueueId", pa.int32()),
+    ("traceQueueOffset", pa.int64()),
+    ("traceCommitLogOffset", pa.int64()),
+    ("traceStoreTimestamp", TIMESTAMP_TYPE),
+    ("broker", pa.string()),
+])
+
+VIEW_SCHEMAS = {"messages": ARROW_SCHEMA, "timers": TIMERS_ARROW_SCHEMA, "dlq": GROUP_TOPIC_ARROW_SCHEMA,
+                "retry": GROUP_TOPIC_ARROW_SCHEMA, "trace": TRACE_ARROW_SCHEMA}
+
 
 def _ddl_type(t: pa.DataType) -> str:
     if t == pa.string():
@@ -64,6 +106,8 @@ def _ddl_type(t: pa.DataType) -> str:
         return "int"
     if t == pa.int64():
         return "bigint"
+    if t == pa.bool_():
+        return "boolean"
     if pa.types.is_timestamp(t):
         return "timestamp"
     if pa.types.is_map(t):
@@ -88,9 +132,8 @@ def requested_columns(spark_schema, view: str = "messages") -> tuple[str, ...]:
     """
     from .compat import to_arrow_schema
 
-    schema, names = ARROW_SCHEMA, COLUMNS
-    if view == "timers":
-        schema, names = TIMERS_ARROW_SCHEMA, TIMERS_COLUMNS
+    schema = VIEW_SCHEMAS[view]
+    names = tuple(schema.names)
     wanted = to_arrow_schema(spark_schema)
     for f in wanted:
         if f.name not in names:

@@ -54,9 +54,13 @@ class RmqDataSource(DataSource):
         return opts
 
     def schema(self) -> str:
-        if str(self.options.get("view", "")).strip().lower() == "timers":
+        view = str(self.options.get("view", "")).strip().lower()
+        if view == "timers":
             from .timers import TIMERS_DDL
             return TIMERS_DDL
+        if view in ("dlq", "retry", "trace"):
+            from .views import view_ddl
+            return view_ddl(view)
         return SPARK_DDL
 
     def streamReader(self, schema):
@@ -103,6 +107,11 @@ class RmqReader(DataSourceReader):
     def read(self, partition) -> Iterator:
         if not isinstance(partition, RmqPartition):
             return iter(())          # Spark's stand-in when the plan has no partition
+        view = self.options.view
+        if view in ("dlq", "retry", "trace"):
+            from .views import message_columns, view_batches
+            spec = ReadSpec(self.options, self.pushed, message_columns(view, self.columns))
+            return view_batches(view, self.columns, read_partition(spec, partition), self.options)
         spec = ReadSpec(self.options, self.pushed, self.columns)
         return read_partition(spec, partition)
 
@@ -112,6 +121,9 @@ class RmqPushdownReader(RmqReader):
         if self.options.view == "timers":
             from .timers import push_timer_filters
             pushed, rejected = push_timer_filters(filters)
+        elif self.options.view in ("dlq", "retry", "trace"):
+            from .views import push_view_filters
+            pushed, rejected = push_view_filters(self.options.view, filters, index_lookups=self.options.index_lookups)
         else:
             pushed, rejected = push_filters(filters, index_lookups=self.options.index_lookups)
         self.pushed = pushed
