@@ -26,18 +26,27 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("parquet", "jsonl", "arrow")
-VIEWS = ("messages", "timers")
+VIEWS = ("messages", "timers", "dlq", "retry", "trace")
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _batches(args, columns=None, topics=None) -> Iterator[pa.RecordBatch]:
-    """Record batches of the store as the Spark source reads it with these filters."""
+def _batches(args, columns=None, topics=None, view="messages") -> Iterator[pa.RecordBatch]:
+    """Record batches of the store as the Spark source reads it with these filters (``view``: messages, or
+    one of the views of rmqsource.spark.views)."""
     from ..spark.batch import ReadSpec, read_partition
     from ..spark.options import parse_options
     from ..spark.planning import plan
     from ..spark.pushdown import Pushed
-    from ..spark.schema import COLUMNS
+    from ..spark.schema import COLUMNS, VIEW_SCHEMAS
     options = {"path": args.store}
+    if view != "messages":
+        options["view"] = view
+        if view == "trace":
+            for flag, given in (("--tag", args.tag), ("--begin", args.begin), ("--end", args.end),
+                                ("--from-offset", args.from_offset), ("--to-offset", args.to_offset)):
+                if given is not None:
+                    raise OptionError(f"{flag} does not apply to --view trace (it takes --topic and --queue: "
+                                      f"the trace topics read)")
     if topics:
         options["topics"] = ",".join(topics)
     if getattr(args, "queues", None):
@@ -56,9 +65,16 @@ def _batches(args, columns=None, topics=None) -> Iterator[pa.RecordBatch]:
     hi = getattr(args, "to_offset", None)
     pushed = Pushed(tags=tags, store_ts=(begin, end),
                     queue_offset=(_MIN if lo is None else lo, _MAX if hi is None else hi))
-    spec = ReadSpec(opts, pushed, tuple(columns or COLUMNS))
+    if view == "messages":
+        spec = ReadSpec(opts, pushed, tuple(columns or COLUMNS))
+        for part in plan(opts, pushed):
+            yield from read_partition(spec, part)
+        return
+    from ..spark.views import message_columns, view_batches
+    wanted = tuple(columns or VIEW_SCHEMAS[view].names)
+    spec = ReadSpec(opts, pushed, message_columns(view, wanted))
     for part in plan(opts, pushed):
-        yield from read_partition(spec, part)
+        yield from view_batches(view, wanted, read_partition(spec, part), opts)
 
 
 def _timer_batches(args) -> Iterator[pa.RecordBatch]:
@@ -140,17 +156,15 @@ class _Sink:
 
 def cmd_export(args, out: Output) -> int:
     import time
-    from ..spark.schema import ARROW_SCHEMA
     fmt = args.format or _format_from_name(args.out)
     if os.path.isdir(args.out):
         raise OptionError(f"{args.out} is a directory; give the output file name")
     started = time.perf_counter()
     rows = 0
-    timers = getattr(args, "view", "messages") == "timers"
-    if timers:
-        from ..spark.timers import TIMERS_ARROW_SCHEMA
-    batches = _timer_batches(args) if timers else _batches(args, topics=args.topics)
-    sink = _Sink(args.out, fmt, TIMERS_ARROW_SCHEMA if timers else ARROW_SCHEMA)
+    view = getattr(args, "view", "messages")
+    from ..spark.schema import VIEW_SCHEMAS
+    batches = _timer_batches(args) if view == "timers" else _batches(args, topics=args.topics, view=view)
+    sink = _Sink(args.out, fmt, VIEW_SCHEMAS[view])
     ok = False
     try:
         with Progress(None, "export", unit="msg") as bar:
@@ -245,7 +259,8 @@ def add_parsers(sub, common, int_arg) -> None:
     p.add_argument("--view", choices=VIEWS, default="messages",
                    help="messages (default), or timers: one row per timer / delay message with deliverTime, "
                         "delayLevel and state (pending | delivered | recalled), as option view=timers reads; --topic names "
-                        "real topics")
+                        "real topics; dlq, retry: dead-letter / retry topics with group, originTopic and "
+                        "originMsgId; trace: one row per trace event (docs/views.md)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("print", parents=[common], help="print a topic's messages in a time range (printMsg)",
