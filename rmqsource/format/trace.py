@@ -79,7 +79,10 @@ def parse_trace_events(body: str, *, file: Optional[str] = None, offset: Optiona
     events = []
     for n, context in enumerate(java_split(body, FIELD_SPLITOR)):
         line = java_split(context, CONTENT_SPLITOR)
-        kind = line[0] if line else ""
+        if not line:            # the decoder reads line[0] of an event of separators only, and throws
+            raise CorruptRecordError(f"trace event {n} of the message holds field separators only",
+                                     file=file, offset=offset)
+        kind = line[0]
         need = MIN_FIELDS.get(kind)
         if need is None:
             continue                        # the client's decoder skips a type it does not know
@@ -94,12 +97,12 @@ def parse_trace_events(body: str, *, file: Optional[str] = None, offset: Optiona
     return events
 
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+_JAVA_INT = re.compile(r"[+-]?\d+")     # Character.digit takes every Unicode decimal digit, as \d does
 _INT_BITS = {"timestamp": 64}           # Long.parseLong; every other number is an Integer.parseInt
 
 
 def _int(v: str, name: str) -> int:
-    """``Integer.parseInt`` / ``Long.parseLong``: ASCII digits with an optional sign, within range."""
+    """``Integer.parseInt`` / ``Long.parseLong``: decimal digits with an optional sign, within range."""
     bits = _INT_BITS.get(name, 32)
     if _JAVA_INT.fullmatch(v) and -(1 << (bits - 1)) <= int(v) < (1 << (bits - 1)):
         return int(v)

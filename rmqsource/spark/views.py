@@ -21,7 +21,7 @@ from ..errors import CorruptRecordError
 from ..format.trace import TraceEvent, parse_trace_events
 from ..names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from .pushdown import Pushed, push_filters
-from .schema import COLUMNS, GROUP_TOPIC_ARROW_SCHEMA, TIMESTAMP_TYPE, TRACE_ARROW_SCHEMA, VIEW_SCHEMAS, ddl
+from .schema import COLUMNS, TIMESTAMP_TYPE, TRACE_ARROW_SCHEMA, VIEW_SCHEMAS, ddl
 
 MESSAGE_VIEWS = ("dlq", "retry", "trace")         # the views read here (timers: rmqsource.spark.timers)
 GROUP_TOPIC_COLUMNS = ("group", "originTopic", "originMsgId")
@@ -134,7 +134,7 @@ def _trace_rows(batch: pa.RecordBatch, options) -> dict:
         try:
             got = parse_trace_events(text)
         except CorruptRecordError as exc:
-            raise CorruptRecordError(str(exc), file=_commitlog_file(options, rows["storePath"][i],
+            raise CorruptRecordError(exc.reason, file=_commitlog_file(options, rows["storePath"][i],
                                                                     rows["commitLogOffset"][i]),
                                      offset=rows["commitLogOffset"][i]) from None
         events += got
