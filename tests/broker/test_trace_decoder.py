@@ -88,10 +88,11 @@ def _bodies() -> list[str]:
 def _client_events(classpath: str, bodies: list[str], tmp_path) -> list[dict]:
     src = tmp_path / "bodies.b64"
     src.write_text("".join(base64.b64encode(b.encode()).decode() + "\n" for b in bodies), encoding="utf-8")
-    p = subprocess.run([java(), "-cp", classpath, "io.rmqsource.brokertest.TraceDecode", str(src)],
+    out = tmp_path / "events.jsonl"
+    p = subprocess.run([java(), "-cp", classpath, "io.rmqsource.brokertest.TraceDecode", str(src), str(out)],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
-    return [json.loads(line) for line in p.stdout.splitlines()]
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
 def _theirs(value):

@@ -16,7 +16,8 @@ import org.apache.rocketmq.client.trace.TraceDataEncoder;
  * The RocketMQ client's own reading of trace message bodies, the judge of rmqsource's trace view: for each
  * line of the input file (a body, base64) one JSON line, {@code {"events": [...]}} with what
  * {@code TraceDataEncoder.decoderFromTraceDataString} decoded, or {@code {"error": "<exception class>"}} where
- * it threw.  Usage: {@code TraceDecode BODIES_FILE}.
+ * it threw, into OUT_FILE (RocketMQ's logging writes its status to stdout).  Usage:
+ * {@code TraceDecode BODIES_FILE OUT_FILE}.
  */
 public final class TraceDecode {
     public static void main(String[] args) throws Exception {
@@ -33,7 +34,7 @@ public final class TraceDecode {
             }
             out.append(Json.write(row)).append('\n');
         }
-        System.out.print(out);
+        Files.write(Paths.get(args[1]), out.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     private static Map<String, Object> event(TraceContext ctx) {
