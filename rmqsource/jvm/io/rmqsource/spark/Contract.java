@@ -36,6 +36,12 @@ public final class Contract {
     /** The sink's refusal texts by name (the Python sink's SINK_ERRORS). */
     public static final Map<String, String> SINK_ERRORS;
     public static final StructType SCHEMA;
+    /**
+     * viewColumns: per option view, its own columns (name, Spark DDL type); timers, dlq and retry put them
+     * after the message columns, trace has only its own (twin of VIEW_SCHEMAS in rmqsource/spark/schema.py).
+     */
+    public static final Map<String, List<String[]>> VIEW_COLUMNS;
+    private static final Map<String, StructType> VIEW_SCHEMAS;
 
     static {
         try (InputStream in = Contract.class.getResourceAsStream("contract.json")) {
@@ -47,6 +53,20 @@ public final class Contract {
                 cols.add(new String[] {c.get(0).asText(), c.get(1).asText()});
                 if (ddl.length() > 0) ddl.append(", ");
                 ddl.append('`').append(c.get(0).asText()).append("` ").append(c.get(1).asText());
+            }
+            Map<String, List<String[]>> viewCols = new LinkedHashMap<>();
+            Map<String, StructType> viewSchemas = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("viewColumns").properties()) {
+                List<String[]> own = new ArrayList<>();
+                // a trace row is an event, not a message: it has no message columns
+                StringBuilder viewDdl = new StringBuilder(e.getKey().equals("trace") ? "" : ddl);
+                for (JsonNode c : e.getValue()) {
+                    own.add(new String[] {c.get(0).asText(), c.get(1).asText()});
+                    if (viewDdl.length() > 0) viewDdl.append(", ");
+                    viewDdl.append('`').append(c.get(0).asText()).append("` ").append(c.get(1).asText());
+                }
+                viewCols.put(e.getKey(), Collections.unmodifiableList(own));
+                viewSchemas.put(e.getKey(), StructType.fromDDL(viewDdl.toString()));
             }
             Map<String, String> opts = new LinkedHashMap<>();
             for (Map.Entry<String, JsonNode> e : doc.get("options").properties()) {
@@ -92,12 +112,22 @@ public final class Contract {
             SINK_STORE_FIELD_COLUMNS = Collections.unmodifiableList(storeFields);
             SINK_ERRORS = Collections.unmodifiableMap(sinkErrors);
             SCHEMA = StructType.fromDDL(ddl.toString());
+            VIEW_COLUMNS = Collections.unmodifiableMap(viewCols);
+            VIEW_SCHEMAS = Collections.unmodifiableMap(viewSchemas);
         } catch (IOException e) {
             throw new IllegalStateException("cannot read contract.json: " + e, e);
         }
     }
 
     private Contract() {
+    }
+
+    /** The columns of option view {@code view}: the message columns for messages, else from viewColumns. */
+    public static StructType viewSchema(String view) {
+        if (view.equals("messages")) return SCHEMA;
+        StructType s = VIEW_SCHEMAS.get(view);
+        if (s == null) throw new IllegalArgumentException("no view " + view + " in contract.json");
+        return s;
     }
 
     public static int columnIndex(String name) {

@@ -22,11 +22,10 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
     return SHORT_NAME;
   }
 
-  /** The fixed schema (contract.json, equal to the Python source's). */
+  /** The fixed schema (contract.json, equal to the Python source's): the message columns, or those of option view. */
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    if (io.rmqsource.spark.read.RmqTimersScan.requested(options)) return io.rmqsource.spark.read.RmqTimersScan.SCHEMA;
-    return Contract.SCHEMA;
+    return io.rmqsource.spark.read.RmqViewScan.tableSchema(options);
   }
 
   @Override

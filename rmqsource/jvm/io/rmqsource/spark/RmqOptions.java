@@ -63,7 +63,10 @@ public final class RmqOptions implements Serializable {
     public long maxBytesPerPartition;
     public int batchSize = DEFAULT_BATCH_SIZE;
     public boolean indexLookups = true;
-    /** "messages" (default) or "timers": one row per timer / delay message (batch only). */
+    /**
+     * "messages" (default), or a view (batch only, docs/views.md): "timers" (one row per timer / delay
+     * message), "dlq", "retry", "trace" (RmqViewScan).
+     */
     public String view = "messages";
 
     /** Reads through the ConsumeQueues (a topic, pattern or queue list was given). */
@@ -239,18 +242,68 @@ public final class RmqOptions implements Serializable {
                     || opts.containsKey("endingoffsets") || opts.containsKey("startingtimestamp")
                     || opts.containsKey("endingtimestamp"));
         }
+        o.applyView();
         return o;
+    }
+
+    /** The views read here, in the order errors list them (twin of VIEWS in options.py). */
+    public static final List<String> VIEWS = List.of("messages", "timers", "dlq", "retry", "trace");
+    public static final String DLQ_PREFIX = "%DLQ%";
+    public static final String RETRY_PREFIX = "%RETRY%";
+    /** TopicValidator.RMQ_SYS_TRACE_TOPIC: where clients send trace messages unless told otherwise. */
+    public static final String TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC";
+
+    /** The prefix of the topics of view dlq or retry, else null. */
+    public static String groupTopicPrefix(String view) {
+        return view.equals("dlq") ? DLQ_PREFIX : view.equals("retry") ? RETRY_PREFIX : null;
+    }
+
+    /**
+     * Views dlq, retry and trace are messages reads of some of RocketMQ's own topics (spark/read/RmqViewScan):
+     * here they choose those topics, as parse_options does (options.py, _group_topic_selection).
+     */
+    private void applyView() {
+        String prefix = groupTopicPrefix(view);
+        if (prefix != null) {
+            String what = view.equals("dlq") ? "dead-letter topics (%DLQ%<group>)" : "retry topics (%RETRY%<group>...)";
+            List<String> named = new ArrayList<>();
+            if (topics != null) named.addAll(topics);
+            if (queues != null) for (String[] q : queues) named.add(q[0]);
+            for (String t : named) {
+                if (!t.startsWith(prefix)) {
+                    throw new OptionError("option view=" + view + " reads " + what + "; topic " + Repr.of(t)
+                            + " is not one");
+                }
+            }
+            if (topics == null && queues == null) {
+                // the prefixes hold no regex metacharacter; a lookahead keeps the pattern's own full-match meaning
+                topicPattern = topicPattern == null ? prefix + ".*" : "(?=" + prefix + ")(?:" + topicPattern + ")";
+            }
+        }
+        if (prefix != null || view.equals("trace")) excludeInternalTopics = false;   // these topics are RocketMQ's own
+        if (view.equals("trace")) {
+            decompress = true;                 // the client sends trace bodies over 4 KiB compressed
+            if (!topicMode()) topics = new ArrayList<>(List.of(TRACE_TOPIC));
+        }
     }
 
     /** Option view (twin of parse_view in options.py). */
     static String parseView(String value, boolean stream, boolean byOffset) {
         String v = value.strip().toLowerCase(java.util.Locale.ROOT);
-        if (!v.equals("messages") && !v.equals("timers")) {
-            throw new OptionError("option view must be one of messages, timers, got " + Repr.of(value));
+        if (!VIEWS.contains(v)) {
+            throw new OptionError("option view must be one of " + String.join(", ", VIEWS) + ", got " + Repr.of(value));
         }
         if (v.equals("timers") && stream) {
             throw new OptionError("option view=timers is for batch reads (spark.read): timers change state in place, "
                     + "a stream cannot follow them");
+        }
+        if (groupTopicPrefix(v) != null && stream) {
+            throw new OptionError("option view=" + v + " is for batch reads (spark.read); a stream of dead-letter or retry "
+                    + "topics is a messages read: option(\"topicPattern\", \"" + groupTopicPrefix(v) + ".*\")");
+        }
+        if (v.equals("trace") && stream) {
+            throw new OptionError("option view=trace is for batch reads (spark.read); a stream of trace messages is a "
+                    + "messages read of topic " + TRACE_TOPIC);
         }
         if (v.equals("timers") && byOffset) {
             throw new OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "

@@ -71,7 +71,12 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         this.tableSchema = tableSchema;
         this.timers = RmqTimersScan.requested(options) ? new RmqTimersScan.TimersFilters() : null;
         if (timers != null) required = RmqTimersScan.SCHEMA;
+        this.view = RmqViewScan.requested(options);
+        if (view != null) required = Contract.viewSchema(view);
     }
+
+    /** View dlq, retry or trace ({@link RmqViewScan}), else null. */
+    private final String view;
 
     /** The timers view's filters (option view=timers), else null. */
     private final RmqTimersScan.TimersFilters timers;
@@ -85,7 +90,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
             pushedFilters = accepted.toArray(new Filter[0]);
             return rejected;
         }
-        Filter[] rejected = pushed.push(filters);
+        Filter[] rejected = view != null ? RmqViewScan.push(view, pushed, filters) : pushed.push(filters);
         List<Filter> accepted = new ArrayList<>(List.of(filters));
         accepted.removeAll(List.of(rejected));
         pushedFilters = accepted.toArray(new Filter[0]);
@@ -100,7 +105,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     /** The requested columns, checked against ours (name and type), in the order asked. */
     @Override
     public void pruneColumns(StructType requiredSchema) {
-        StructType ours = timers != null ? RmqTimersScan.SCHEMA : Contract.SCHEMA;
+        StructType ours = timers != null ? RmqTimersScan.SCHEMA : view != null ? Contract.viewSchema(view) : Contract.SCHEMA;
         List<String> names = List.of(ours.fieldNames());
         for (StructField f : requiredSchema.fields()) {
             if (!names.contains(f.name())) {
@@ -162,13 +167,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
-        if (timers != null) return false;
+        if (timers != null || view != null) return false;
         return wholeStoreCount(aggregation) != null;
     }
 
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
-        if (timers != null) return false;
+        if (timers != null || view != null) return false;
         if (wholeStoreCount(aggregation) != null) {
             required = wholeStoreCount.readSchema();
             return true;
@@ -199,6 +204,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     @Override
     public Scan build() {
         if (timers != null) return new RmqTimersScan(options, timers, required, pushedFilters);
+        if (view != null) return new RmqViewScan(options, view, pushed, pushedFilters, required);
         if (wholeStoreCount != null) return wholeStoreCount;
         if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
             RmqOptions opts = RmqOptions.parse(options);

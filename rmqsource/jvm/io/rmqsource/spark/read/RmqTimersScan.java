@@ -24,7 +24,6 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
@@ -39,10 +38,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * {@code deliverTime} comparisons (entries dropped before their records are read).
  */
 public final class RmqTimersScan implements LocalScan {
-    public static final StructType SCHEMA = Contract.SCHEMA
-            .add("deliverTime", DataTypes.TimestampType)
-            .add("delayLevel", DataTypes.IntegerType)
-            .add("state", DataTypes.StringType);
+    /** The message columns, then deliverTime, delayLevel, state (contract.json viewColumns). */
+    public static final StructType SCHEMA = Contract.viewSchema("timers");
 
     /** Whether these read options ask for the timers view (looked at before they are parsed). */
     public static boolean requested(Map<String, String> options) {
