@@ -57,6 +57,7 @@ OPTIONS = {
     "batchsize": "batchSize",
     "indexlookups": "indexLookups",
     "view": "view",
+    "metadata": "metadata",
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
 # Batch-only options (a stream has no end) and the options only streams take.
@@ -193,6 +194,7 @@ class ReadOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     index_lookups: bool = True
     view: str = "messages"              # VIEWS: "timers" is one row per timer / delay message
+    metadata: Optional[str] = None      # METADATA_TABLES: the store's structure instead of its messages
     raw: tuple = field(default=(), compare=False)
 
     def commit_log_bytes_per_partition(self, total_bytes: int, parallelism: int) -> int:
@@ -295,6 +297,22 @@ def parse_view(value: str, mode: str, by_offset: bool) -> str:
     if v == "timers" and by_offset:
         raise OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "
                           "startingOffsets, endingOffsets, startingTimestamp or endingTimestamp")
+    return v
+
+
+METADATA_TABLES = ("queues", "topics", "groups", "segments", "indexes")
+
+
+def parse_metadata(value: str, mode: str, others: list) -> str:
+    """Option ``metadata``: one of the store's structure tables (docs/metadata.md), batch only, alone."""
+    v = str(value).strip().lower()
+    if v not in METADATA_TABLES:
+        raise OptionError(f"option metadata must be one of {', '.join(METADATA_TABLES)}, got {value!r}")
+    if mode == STREAM:
+        raise OptionError(f"option metadata={v} is for batch reads (spark.read)")
+    if others:
+        raise OptionError(f"option metadata={v} lists the whole store: filter its rows instead of giving "
+                          f"{', '.join(others)}")
     return v
 
 
@@ -451,6 +469,10 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
     if "view" in opts:
         kw["view"] = parse_view(opts["view"], mode, queues is not None or any(
             k in kw for k in ("starting_offsets", "ending_offsets", "starting_timestamp", "ending_timestamp")))
+    if "metadata" in opts:
+        kw["metadata"] = parse_metadata(opts["metadata"], mode, sorted(
+            OPTIONS[k] for k in opts if k in ("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
+                                              "startingtimestamp", "endingtimestamp", "view")))
     if kw.get("view") in GROUP_TOPIC_VIEWS:
         topics, topic_pattern, queues = _group_topic_selection(kw["view"], topics, topic_pattern, queues)
     if kw.get("view") in ("dlq", "retry", "trace"):

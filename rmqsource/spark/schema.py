@@ -93,6 +93,25 @@ TRACE_ARROW_SCHEMA = pa.schema([
     ("broker", pa.string()),
 ])
 
+# option metadata=... (rmqsource.spark.metadata, rows from rmqsource.store.metadata): the store's structure
+_STORE = [("broker", pa.string()), ("storePath", pa.string())]
+METADATA_SCHEMAS = {
+    "queues": pa.schema([("topic", pa.string()), ("queueId", pa.int32()), ("minOffset", pa.int64()),
+                         ("maxOffset", pa.int64()), ("messages", pa.int64()), ("cqMaxPhysicOffset", pa.int64()),
+                         ("internal", pa.bool_())] + _STORE),
+    "topics": pa.schema([("topic", pa.string()), ("queueIds", pa.list_(pa.field("element", pa.int32()))),
+                         ("queues", pa.int32()), ("messages", pa.int64()), ("minOffset", pa.int64()),
+                         ("maxOffset", pa.int64()), ("internal", pa.bool_())] + _STORE),
+    "groups": pa.schema([("group", pa.string()), ("topic", pa.string()), ("queueId", pa.int32()),
+                         ("brokerOffset", pa.int64()), ("consumerOffset", pa.int64()), ("minOffset", pa.int64()),
+                         ("diff", pa.int64()), ("requestMode", pa.string()), ("offsetSource", pa.string())] + _STORE),
+    "segments": pa.schema([("file", pa.string()), ("startOffset", pa.int64()), ("fileSize", pa.int64()),
+                           ("validBytes", pa.int64()), ("dledger", pa.bool_())] + _STORE),
+    "indexes": pa.schema([("file", pa.string()), ("fileSize", pa.int64()), ("beginTimestamp", TIMESTAMP_TYPE),
+                          ("endTimestamp", TIMESTAMP_TYPE), ("beginPhyOffset", pa.int64()), ("endPhyOffset", pa.int64()),
+                          ("hashSlotCount", pa.int32()), ("entries", pa.int32())] + _STORE),
+}
+
 VIEW_SCHEMAS = {"messages": ARROW_SCHEMA, "timers": TIMERS_ARROW_SCHEMA, "dlq": GROUP_TOPIC_ARROW_SCHEMA,
                 "retry": GROUP_TOPIC_ARROW_SCHEMA, "trace": TRACE_ARROW_SCHEMA}
 
@@ -124,7 +143,7 @@ def ddl(schema: pa.Schema = ARROW_SCHEMA) -> str:
 SPARK_DDL = ddl()
 
 
-def requested_columns(spark_schema, view: str = "messages") -> tuple[str, ...]:
+def requested_columns(spark_schema, view: str = "messages", metadata: "str | None" = None) -> tuple[str, ...]:
     """Column names of a (possibly user-specified) Spark schema, checked against ours.
 
     Every requested column must exist in ARROW_SCHEMA with the same type; the
@@ -132,7 +151,7 @@ def requested_columns(spark_schema, view: str = "messages") -> tuple[str, ...]:
     """
     from .compat import to_arrow_schema
 
-    schema = VIEW_SCHEMAS[view]
+    schema = METADATA_SCHEMAS[metadata] if metadata else VIEW_SCHEMAS[view]
     names = tuple(schema.names)
     wanted = to_arrow_schema(spark_schema)
     for f in wanted:

@@ -54,6 +54,12 @@ class RmqDataSource(DataSource):
         return opts
 
     def schema(self) -> str:
+        metadata = str(self.options.get("metadata", "")).strip().lower()
+        if metadata:
+            from .metadata import METADATA_SCHEMAS, metadata_ddl
+            if metadata in METADATA_SCHEMAS:
+                return metadata_ddl(metadata)
+            return SPARK_DDL            # parse_options says why when the read is planned
         view = str(self.options.get("view", "")).strip().lower()
         if view == "timers":
             from .timers import TIMERS_DDL
@@ -76,7 +82,7 @@ class RmqDataSource(DataSource):
         return RmqStreamWriter(self.options, schema, overwrite)
 
     def reader(self, schema) -> DataSourceReader:
-        columns = requested_columns(schema, self.read_options.view)
+        columns = requested_columns(schema, self.read_options.view, self.read_options.metadata)
         if not FILTER_PUSHDOWN or _planned_without_pushdown():
             return RmqReader(self.read_options, columns)
         return RmqPushdownReader(self.read_options, columns)
@@ -99,6 +105,9 @@ class RmqReader(DataSourceReader):
         self.pushed = Pushed()
 
     def partitions(self) -> List[InputPartition]:
+        if self.options.metadata:
+            from .metadata import plan_metadata
+            return plan_metadata(self.options)
         if self.options.view == "timers":
             from .timers import TimersPushed, plan_timers
             return plan_timers(self.options, self.pushed if isinstance(self.pushed, TimersPushed) else TimersPushed())
@@ -107,6 +116,9 @@ class RmqReader(DataSourceReader):
     def read(self, partition) -> Iterator:
         if not isinstance(partition, RmqPartition):
             return iter(())          # Spark's stand-in when the plan has no partition
+        if self.options.metadata:
+            from .metadata import metadata_batches
+            return metadata_batches(self.columns, partition)
         view = self.options.view
         if view in ("dlq", "retry", "trace"):
             from .views import message_columns, view_batches
@@ -118,6 +130,9 @@ class RmqReader(DataSourceReader):
 
 class RmqPushdownReader(RmqReader):
     def pushFilters(self, filters: List[Filter]):
+        if self.options.metadata:
+            self.pushed = Pushed()
+            return iter(filters)            # Spark filters the (few) rows
         if self.options.view == "timers":
             from .timers import push_timer_filters
             pushed, rejected = push_timer_filters(filters)

@@ -502,6 +502,10 @@ class MessageStoreReader:
         names = sorted(n for n in os.listdir(d) if n.isdigit() and len(n) == 17)
         return [str(d / n) for n in names]
 
+    def index_file_paths(self) -> list[str]:
+        """The IndexFiles of the store, oldest first (named by their creation time)."""
+        return list(self._index_files)
+
     @cached_property
     def index_geometry(self) -> tuple[int, int]:
         """(hashSlotNum, indexNum): configured, or inferred from the file size when N = 4H.
