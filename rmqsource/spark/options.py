@@ -195,6 +195,7 @@ class ReadOptions:
     index_lookups: bool = True
     view: str = "messages"              # VIEWS: "timers" is one row per timer / delay message
     metadata: Optional[str] = None      # METADATA_TABLES: the store's structure instead of its messages
+    topics_by_view: bool = False        # the view chose the topics: a store without them reads empty
     raw: tuple = field(default=(), compare=False)
 
     def commit_log_bytes_per_partition(self, total_bytes: int, parallelism: int) -> int:
@@ -473,6 +474,8 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
         kw["metadata"] = parse_metadata(opts["metadata"], mode, sorted(
             OPTIONS[k] for k in opts if k in ("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
                                               "startingtimestamp", "endingtimestamp", "view")))
+    if kw.get("view") in ("dlq", "retry", "trace") and topics is None and topic_pattern is None and queues is None:
+        kw["topics_by_view"] = True
     if kw.get("view") in GROUP_TOPIC_VIEWS:
         topics, topic_pattern, queues = _group_topic_selection(kw["view"], topics, topic_pattern, queues)
     if kw.get("view") in ("dlq", "retry", "trace"):

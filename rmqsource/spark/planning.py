@@ -236,6 +236,9 @@ def select_queues(opts: ReadOptions, pushed: Pushed, readers: list[MessageStoreR
     all_topics = sorted({t for t, _ in all_keys})
     stores = ", ".join(opts.paths)
 
+    if opts.topics_by_view:        # a store without dead letters (retries, traces) has no rows in the view
+        rx = re.compile(opts.topic_pattern) if opts.topic_pattern is not None else None
+        return [[k for k in ks if (rx.fullmatch(k[0]) if rx else k[0] in opts.topics)] for ks in per_store]
     if opts.topics is not None:
         for t in opts.topics:
             if t not in all_topics:

@@ -218,3 +218,16 @@ def test_a_broken_trace_event_fails_the_read_naming_the_message(spark, tmp_path,
     text = str(info.value)
     assert "CorruptRecordError" in text and reason in text, text[-2000:]
     assert "00000000000000000000" in text            # the CommitLog file holding the message
+
+
+def test_a_store_without_such_topics_has_no_rows_in_the_views(spark, tmp_path):
+    from rmqsource.format.message import MessageExtBrokerInner
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import MessageStoreWriter
+    store = tmp_path / "store"                      # messages of a user topic only
+    with MessageStoreWriter(store, StoreConfig()) as w:
+        assert all(r.ok for r in w.put_messages([MessageExtBrokerInner(topic="orders", queue_id=0, body=b"x")]))
+    for name in ("dlq", "retry", "trace"):
+        assert view(spark, store, name).collect() == []
+    with pytest.raises(Exception, match=r"topicPattern .* matches no topic"):
+        view(spark, store, "dlq", topicPattern="%DLQ%nobody").collect()
