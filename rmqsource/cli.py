@@ -32,6 +32,7 @@ from typing import Optional, Sequence, TextIO
 
 from .commands.export import add_parsers as add_export_parsers
 from .commands.lookup import cmd_lag, cmd_query, cmd_view
+from .commands.own_topics import add_parsers as add_own_topic_parsers
 from .commands.output import (DEFAULT_GROUP, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_OK, EXIT_STORE_ERROR,  # noqa: F401
                               EXIT_USAGE, PROG, Output, one_line)
 from .commands.put import cmd_put
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store", metavar="STORE")
     p.add_argument("topic", metavar="TOPIC", nargs="?", help="only this topic's queues")
     p.set_defaults(func=cmd_queues)
+    add_own_topic_parsers(sub, common)
     return parser
 
 
