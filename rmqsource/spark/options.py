@@ -44,6 +44,9 @@ OPTIONS = {
     "endingoffsets": "endingOffsets",
     "startingtimestamp": "startingTimestamp",
     "endingtimestamp": "endingTimestamp",
+    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
+    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
     "failondataloss": "failOnDataLoss",
     "decompress": "decompress",
     "maxinflatedbodybytes": "maxInflatedBodyBytes",
@@ -61,7 +64,8 @@ OPTIONS = {
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
 # Batch-only options (a stream has no end) and the options only streams take.
-BATCH_ONLY_OPTIONS = {"endingoffsets": "endingOffsets", "endingtimestamp": "endingTimestamp"}
+BATCH_ONLY_OPTIONS = {"endingoffsets": "endingOffsets", "endingtimestamp": "endingTimestamp",
+                      "endingoffsetsbytimestamp": "endingOffsetsByTimestamp"}
 STREAM_OPTIONS = {
     "startingoffsets": "startingOffsets",
     "startingoffsetsfallback": "startingOffsetsFallback",
@@ -181,6 +185,9 @@ class ReadOptions:
     ending_offsets: OffsetSpec = LATEST
     starting_timestamp: Optional[int] = None
     ending_timestamp: Optional[int] = None
+    starting_by_timestamp: Optional[dict] = None    # {topic: {queueId: epoch ms}} (Kafka's startingOffsetsByTimestamp)
+    ending_by_timestamp: Optional[dict] = None
+    by_timestamp_strategy: str = "error"            # a queue with no message at or after its timestamp: fail | latest
     fail_on_data_loss: bool = True
     decompress: bool = False
     max_inflated_body_bytes: int = limits.DEFAULT_MAX_INFLATED_BODY_BYTES
@@ -269,6 +276,52 @@ def parse_offsets(name: str, value: str) -> OffsetSpec:
             q[qi] = off
         out[topic] = q
     return out
+
+
+BY_TIMESTAMP_STRATEGIES = ("error", "latest")
+
+
+def parse_timestamps(name: str, value: str) -> dict:
+    """Kafka's ``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp``: JSON ``{topic: {queueId: epoch ms}}``."""
+    text = str(value).strip()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option {name} must be JSON like {{\"TopicTest\": {{\"0\": 1700000000000}}}}; "
+                          f"cannot parse {text!r}: {exc.msg}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise OptionError(f"option {name}: JSON must be a non-empty object of topic -> {{queueId: timestamp}}, "
+                          f"got {text!r}")
+    out: dict = {}
+    for topic, per_queue in doc.items():
+        if not isinstance(per_queue, dict) or not per_queue:
+            raise OptionError(f"option {name}: topic {topic!r} must map to a non-empty object of queueId -> "
+                              f"timestamp, got {per_queue!r}")
+        q: dict[int, int] = {}
+        for qid, ts in per_queue.items():
+            try:
+                qi = validate_queue_id(qid)
+            except OptionError as exc:
+                raise OptionError(f"option {name}: topic {topic!r}: {exc}") from None
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise OptionError(f"option {name}: {topic}/{qid}: the timestamp must be epoch milliseconds >= 0, "
+                                  f"got {ts!r}")
+            q[qi] = ts
+        out[topic] = q
+    return out
+
+
+def parse_by_timestamp_strategy(value: str) -> str:
+    v = str(value).strip().lower()
+    if v not in BY_TIMESTAMP_STRATEGIES:
+        raise OptionError(f"option startingOffsetsByTimestampStrategy must be error or latest, got {value!r}")
+    return v
+
+
+def no_offset_for_timestamp(where: str, ts: int) -> OptionError:
+    """startingOffsetsByTimestampStrategy=error: a queue with no message stored at or after its timestamp."""
+    return OptionError(f"startingOffsetsByTimestamp: {where} has no message stored at or after {ts}; "
+                       f"startingOffsetsByTimestampStrategy=latest starts such a queue at its end")
 
 
 VIEWS = ("messages", "timers", "dlq", "retry", "trace")
@@ -433,10 +486,21 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
     for name, key in (("startingTimestamp", "startingtimestamp"), ("endingTimestamp", "endingtimestamp")):
         if key in opts:
             kw[name[0].lower() + re.sub(r"([A-Z])", r"_\1", name[1:]).lower()] = parse_int(name, opts[key], 0)
+    for name, key, field_name in (("startingOffsetsByTimestamp", "startingoffsetsbytimestamp", "starting_by_timestamp"),
+                                  ("endingOffsetsByTimestamp", "endingoffsetsbytimestamp", "ending_by_timestamp")):
+        if key in opts:
+            kw[field_name] = parse_timestamps(name, opts[key])
+    if "startingoffsetsbytimestampstrategy" in opts:
+        kw["by_timestamp_strategy"] = parse_by_timestamp_strategy(opts["startingoffsetsbytimestampstrategy"])
+    if "starting_by_timestamp" in kw and "starting_timestamp" in kw:
+        raise OptionError("use either startingOffsetsByTimestamp or startingTimestamp, not both")
+    if "ending_by_timestamp" in kw and "ending_timestamp" in kw:
+        raise OptionError("use either endingOffsetsByTimestamp or endingTimestamp, not both")
     if (("starting_offsets" in kw or "ending_offsets" in kw or "starting_timestamp" in kw
-         or "ending_timestamp" in kw) and topics is None and topic_pattern is None and queues is None):
-        raise OptionError("startingOffsets/endingOffsets/startingTimestamp/endingTimestamp need one of the "
-                          "options topics, topicPattern or queues")
+         or "ending_timestamp" in kw or "starting_by_timestamp" in kw or "ending_by_timestamp" in kw)
+            and topics is None and topic_pattern is None and queues is None):
+        raise OptionError("startingOffsets/endingOffsets/startingTimestamp/endingTimestamp and their ByTimestamp "
+                          "forms need one of the options topics, topicPattern or queues")
     if "starting_timestamp" in kw and "starting_offsets" in kw:
         raise OptionError("use either startingOffsets or startingTimestamp, not both")
     if "ending_timestamp" in kw and "ending_offsets" in kw:

@@ -30,7 +30,7 @@ from ..format.msgid import decode_offset_msg_id
 from ..format.system_topics import is_internal_topic
 from ..store.config import StoreConfig
 from ..store.reader import MessageStoreReader
-from .options import EARLIEST, LATEST, ReadOptions
+from .options import EARLIEST, LATEST, ReadOptions, no_offset_for_timestamp
 from .pushdown import Pushed
 
 # Reads of the IndexFile for uniqKey lookups are not capped at maxMsgsNumBatch.
@@ -267,14 +267,15 @@ def select_queues(opts: ReadOptions, pushed: Pushed, readers: list[MessageStoreR
         wanted = lambda k: k in chosen  # noqa: E731
     else:
         wanted = lambda k: True  # noqa: E731
-    for spec_name in ("starting_offsets", "ending_offsets"):
+    for spec_name, name in (("starting_offsets", "startingOffsets"), ("ending_offsets", "endingOffsets"),
+                            ("starting_by_timestamp", "startingOffsetsByTimestamp"),
+                            ("ending_by_timestamp", "endingOffsetsByTimestamp")):
         spec = getattr(opts, spec_name)
         if isinstance(spec, dict):
             for t, qs in spec.items():
                 for qid in qs:
                     if (t, qid) not in all_keys:
-                        raise OptionError(f"{'startingOffsets' if spec_name[0] == 's' else 'endingOffsets'}: "
-                                          f"queue {t}:{qid} does not exist in {stores}")
+                        raise OptionError(f"{name}: queue {t}:{qid} does not exist in {stores}")
     out = []
     for keys in per_store:
         sel = [k for k in keys if wanted(k) and not (excluded and is_internal_topic(k[0]))]
@@ -297,6 +298,10 @@ def _offset_from_spec(spec, topic: str, qid: int, default: str):
             return LATEST
         return v
     return spec
+
+
+def _timestamp_for(spec: Optional[dict], topic: str, qid: int) -> Optional[int]:
+    return None if spec is None else spec.get(topic, {}).get(qid)
 
 
 def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, topic: str, qid: int,
@@ -329,8 +334,16 @@ def queue_bounds(opts: ReadOptions, pushed: Pushed, reader: MessageStoreReader, 
             raise OptionError(f"{where}: endingOffsets {end} is before startingOffsets {start}")
     if opts.starting_timestamp is not None:
         start = offset_by_time(reader, q, start, end, opts.starting_timestamp)
+    if (ts := _timestamp_for(opts.starting_by_timestamp, topic, qid)) is not None:
+        # Kafka: the earliest offset whose timestamp >= ts, over the whole queue (startingOffsets does not apply)
+        start = offset_by_time(reader, q, mn, mx, ts)
+        if start == mx and opts.by_timestamp_strategy == "error":
+            raise no_offset_for_timestamp(where, ts)
+        end = max(start, end)
     if opts.ending_timestamp is not None:
         end = max(start, offset_by_time(reader, q, start, end, opts.ending_timestamp))
+    if (ts := _timestamp_for(opts.ending_by_timestamp, topic, qid)) is not None:
+        end = max(start, offset_by_time(reader, q, start, mx, ts))      # none: the queue's end (Kafka: latest)
     # pushed filters
     lo, hi = pushed.queue_offset
     start, end = max(start, lo), min(end, hi)

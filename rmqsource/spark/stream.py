@@ -92,7 +92,7 @@ from ..store.queues import open_queue
 from ..store.offset_source import load_committed_offsets, locate_offset_source, refuse_group_commit
 from .compat import (ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
                      SupportsTriggerAvailableNow)
-from .options import EARLIEST, LATEST
+from .options import EARLIEST, LATEST, no_offset_for_timestamp
 from .planning import split_range
 from .store_watcher import StoreWatcher, commitlog_segments
 from .stream_admission import apply_bytes, split_budget
@@ -233,11 +233,13 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         keys = set(w.keys())
         if o.starting == GROUP:
             _check_group_start(o, keys, committed)
-        if isinstance(o.starting, dict):
-            for t, qs in o.starting.items():
-                for qid in qs:
-                    if (t, qid) not in keys:
-                        raise OptionError(f"startingOffsets names queue {t}:{qid}, which does not exist in {o.root}")
+        by_time = o.read.starting_by_timestamp or {}
+        for name, spec in (("startingOffsets", o.starting), ("startingOffsetsByTimestamp", by_time)):
+            if isinstance(spec, dict):
+                for t, qs in spec.items():
+                    for qid in qs:
+                        if (t, qid) not in keys:
+                            raise OptionError(f"{name} names queue {t}:{qid}, which does not exist in {o.root}")
         out: dict[Key, int] = {}
         for key in sorted(keys):
             mx = w.max_offset(key)
@@ -245,6 +247,11 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             where = f"topic {key[0]} queue {key[1]}"
             if o.starting_timestamp is not None:
                 out[key] = w.offset_by_time(key, mn, mx, o.starting_timestamp)
+                continue
+            if (ts := by_time.get(key[0], {}).get(key[1])) is not None:
+                out[key] = w.offset_by_time(key, mn, mx, ts)
+                if out[key] == mx and o.read.by_timestamp_strategy == "error":
+                    raise no_offset_for_timestamp(f"{where} in {o.root}", ts)
                 continue
             spec = o.starting
             if spec == GROUP:

@@ -99,6 +99,8 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
     if "startingtimestamp" in ours:
         if "startingoffsets" in ours:
             raise OptionError("use either startingOffsets or startingTimestamp, not both")
+        if read.starting_by_timestamp is not None:
+            raise OptionError("use either startingOffsetsByTimestamp or startingTimestamp, not both")
         try:
             ts = int(ours["startingtimestamp"].strip())
         except ValueError:

@@ -35,9 +35,7 @@ def test_kafka_aliases_mean_the_same_as_ours():
         parse_options({"path": STORE, "subscribe": "A", "topics": "B"})
 
 
-@pytest.mark.parametrize("name, ours", [("startingOffsetsByTimestamp", "startingTimestamp"),
-                                        ("endingOffsetsByTimestamp", "endingTimestamp"),
-                                        ("includeHeaders", "properties"), ("kafka.group.id", "consumerGroup"),
+@pytest.mark.parametrize("name, ours", [("includeHeaders", "properties"), ("kafka.group.id", "consumerGroup"),
                                         ("groupIdPrefix", "consumerGroup"), ("kafka.bootstrap.servers", "path")])
 def test_other_kafka_names_point_to_ours(name, ours):
     for parse in (parse_options, parse_stream_options):
