@@ -42,6 +42,12 @@ public final class Contract {
      */
     public static final Map<String, List<String[]>> VIEW_COLUMNS;
     private static final Map<String, StructType> VIEW_SCHEMAS;
+    /**
+     * metadataColumns: per option metadata (queues, topics, groups, segments, indexes), all its columns in order
+     * (name, Spark DDL type), broker and storePath last (twin of METADATA_SCHEMAS in rmqsource/spark/schema.py).
+     */
+    public static final Map<String, List<String[]>> METADATA_COLUMNS;
+    private static final Map<String, StructType> METADATA_SCHEMAS;
 
     static {
         try (InputStream in = Contract.class.getResourceAsStream("contract.json")) {
@@ -67,6 +73,19 @@ public final class Contract {
                 }
                 viewCols.put(e.getKey(), Collections.unmodifiableList(own));
                 viewSchemas.put(e.getKey(), StructType.fromDDL(viewDdl.toString()));
+            }
+            Map<String, List<String[]>> metaCols = new LinkedHashMap<>();
+            Map<String, StructType> metaSchemas = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> e : doc.get("metadataColumns").properties()) {
+                List<String[]> all = new ArrayList<>();
+                StringBuilder metaDdl = new StringBuilder();
+                for (JsonNode c : e.getValue()) {
+                    all.add(new String[] {c.get(0).asText(), c.get(1).asText()});
+                    if (metaDdl.length() > 0) metaDdl.append(", ");
+                    metaDdl.append('`').append(c.get(0).asText()).append("` ").append(c.get(1).asText());
+                }
+                metaCols.put(e.getKey(), Collections.unmodifiableList(all));
+                metaSchemas.put(e.getKey(), StructType.fromDDL(metaDdl.toString()));
             }
             Map<String, String> opts = new LinkedHashMap<>();
             for (Map.Entry<String, JsonNode> e : doc.get("options").properties()) {
@@ -114,6 +133,8 @@ public final class Contract {
             SCHEMA = StructType.fromDDL(ddl.toString());
             VIEW_COLUMNS = Collections.unmodifiableMap(viewCols);
             VIEW_SCHEMAS = Collections.unmodifiableMap(viewSchemas);
+            METADATA_COLUMNS = Collections.unmodifiableMap(metaCols);
+            METADATA_SCHEMAS = Collections.unmodifiableMap(metaSchemas);
         } catch (IOException e) {
             throw new IllegalStateException("cannot read contract.json: " + e, e);
         }
@@ -127,6 +148,13 @@ public final class Contract {
         if (view.equals("messages")) return SCHEMA;
         StructType s = VIEW_SCHEMAS.get(view);
         if (s == null) throw new IllegalArgumentException("no view " + view + " in contract.json");
+        return s;
+    }
+
+    /** The columns of option metadata {@code table} (metadataColumns). */
+    public static StructType metadataSchema(String table) {
+        StructType s = METADATA_SCHEMAS.get(table);
+        if (s == null) throw new IllegalArgumentException("no metadata table " + table + " in contract.json");
         return s;
     }
 

@@ -22,7 +22,10 @@ public final class RmqDataSource implements TableProvider, DataSourceRegister {
     return SHORT_NAME;
   }
 
-  /** The fixed schema (contract.json, equal to the Python source's): the message columns, or those of option view. */
+  /**
+   * The fixed schema (contract.json, equal to the Python source's): the columns of option metadata's table, those of
+   * option view, or the message columns.
+   */
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
     return io.rmqsource.spark.read.RmqViewScan.tableSchema(options);

@@ -68,6 +68,16 @@ public final class RmqOptions implements Serializable {
      * message), "dlq", "retry", "trace" (RmqViewScan).
      */
     public String view = "messages";
+    /**
+     * Option metadata: one of {@link #METADATA_TABLES}, the store's structure instead of its messages
+     * (docs/metadata.md, spark/read/RmqMetadataScan), else null.
+     */
+    public String metadata;
+    /**
+     * The view (dlq, retry, trace) chose the topics, none were given: a store without them reads no rows (a
+     * store with no dead letters has none) instead of failing as a topic or topicPattern matching nothing.
+     */
+    public boolean topicsByView;
 
     /** Reads through the ConsumeQueues (a topic, pattern or queue list was given). */
     /**
@@ -242,8 +252,41 @@ public final class RmqOptions implements Serializable {
                     || opts.containsKey("endingoffsets") || opts.containsKey("startingtimestamp")
                     || opts.containsKey("endingtimestamp"));
         }
+        if (opts.containsKey("metadata")) {
+            List<String> others = new ArrayList<>();
+            for (String k : List.of("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
+                    "startingtimestamp", "endingtimestamp", "view")) {
+                if (opts.containsKey(k)) others.add(Contract.OPTIONS.get(k));
+            }
+            others.sort(null);
+            o.metadata = parseMetadata(opts.get("metadata"), stream, others);
+        }
         o.applyView();
         return o;
+    }
+
+    /** The tables of option metadata, in the order errors list them (METADATA_TABLES in options.py). */
+    public static final List<String> METADATA_TABLES = List.of("queues", "topics", "groups", "segments", "indexes");
+
+    /** The table option metadata names (checked, lower-case), before the other options are parsed. */
+    public static String metadataTable(String value) {
+        String v = value == null ? "" : value.strip().toLowerCase(java.util.Locale.ROOT);
+        if (!METADATA_TABLES.contains(v)) {
+            throw new OptionError("option metadata must be one of " + String.join(", ", METADATA_TABLES) + ", got "
+                    + Repr.of(value == null ? "" : value));
+        }
+        return v;
+    }
+
+    /** Option metadata: batch only, and alone (twin of parse_metadata in options.py). */
+    static String parseMetadata(String value, boolean stream, List<String> others) {
+        String v = metadataTable(value);
+        if (stream) throw new OptionError("option metadata=" + v + " is for batch reads (spark.read)");
+        if (!others.isEmpty()) {
+            throw new OptionError("option metadata=" + v + " lists the whole store: filter its rows instead of giving "
+                    + String.join(", ", others));
+        }
+        return v;
     }
 
     /** The views read here, in the order errors list them (twin of VIEWS in options.py). */
@@ -264,6 +307,7 @@ public final class RmqOptions implements Serializable {
      */
     private void applyView() {
         String prefix = groupTopicPrefix(view);
+        if ((prefix != null || view.equals("trace")) && !topicMode()) topicsByView = true;
         if (prefix != null) {
             String what = view.equals("dlq") ? "dead-letter topics (%DLQ%<group>)" : "retry topics (%RETRY%<group>...)";
             List<String> named = new ArrayList<>();

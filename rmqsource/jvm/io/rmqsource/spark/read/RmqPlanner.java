@@ -199,7 +199,12 @@ public final class RmqPlanner {
         String stores = String.join(", ", opts.paths);
         boolean excluded = opts.internalTopicsExcluded();
         java.util.function.Predicate<QueueKey> wanted;
-        if (opts.topics != null) {
+        if (opts.topicsByView) {
+            // a store without dead letters (retries, traces) has no rows in the view: nothing to refuse
+            Pattern rx = opts.topicPattern == null ? null : Pattern.compile(opts.topicPattern);
+            Set<String> ts = opts.topics == null ? Set.of() : new HashSet<>(opts.topics);
+            wanted = k -> rx != null ? rx.matcher(k.topic).matches() : ts.contains(k.topic);
+        } else if (opts.topics != null) {
             for (String t : opts.topics) {
                 if (!allTopics.contains(t)) {
                     throw new OptionError("topic " + Repr.of(t) + " does not exist in " + stores + " (topics: "

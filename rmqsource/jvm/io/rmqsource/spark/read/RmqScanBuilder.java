@@ -69,11 +69,17 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     public RmqScanBuilder(CaseInsensitiveStringMap options, StructType tableSchema) {
         this.options = options;
         this.tableSchema = tableSchema;
-        this.timers = RmqTimersScan.requested(options) ? new RmqTimersScan.TimersFilters() : null;
+        this.metadata = RmqMetadataScan.requested(options);
+        // with option metadata, a view given too is refused when the options are parsed (parse_metadata)
+        this.timers = metadata == null && RmqTimersScan.requested(options) ? new RmqTimersScan.TimersFilters() : null;
         if (timers != null) required = RmqTimersScan.SCHEMA;
-        this.view = RmqViewScan.requested(options);
+        this.view = metadata == null ? RmqViewScan.requested(options) : null;
         if (view != null) required = Contract.viewSchema(view);
+        if (metadata != null) required = Contract.metadataSchema(metadata);
     }
+
+    /** Option metadata's table ({@link RmqMetadataScan}: nothing pushed), else null. */
+    private final String metadata;
 
     /** View dlq, retry or trace ({@link RmqViewScan}), else null. */
     private final String view;
@@ -83,6 +89,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public Filter[] pushFilters(Filter[] filters) {
+        if (metadata != null) return filters;
         if (timers != null) {
             Filter[] rejected = timers.push(filters);
             List<Filter> accepted = new ArrayList<>(List.of(filters));
@@ -105,7 +112,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     /** The requested columns, checked against ours (name and type), in the order asked. */
     @Override
     public void pruneColumns(StructType requiredSchema) {
-        StructType ours = timers != null ? RmqTimersScan.SCHEMA : view != null ? Contract.viewSchema(view) : Contract.SCHEMA;
+        StructType ours = metadata != null ? Contract.metadataSchema(metadata) : timers != null ? RmqTimersScan.SCHEMA : view != null ? Contract.viewSchema(view) : Contract.SCHEMA;
         List<String> names = List.of(ours.fieldNames());
         for (StructField f : requiredSchema.fields()) {
             if (!names.contains(f.name())) {
@@ -167,13 +174,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
-        if (timers != null || view != null) return false;
+        if (metadata != null || timers != null || view != null) return false;
         return wholeStoreCount(aggregation) != null;
     }
 
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
-        if (timers != null || view != null) return false;
+        if (metadata != null || timers != null || view != null) return false;
         if (wholeStoreCount(aggregation) != null) {
             required = wholeStoreCount.readSchema();
             return true;
@@ -203,6 +210,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public Scan build() {
+        if (metadata != null) return new RmqMetadataScan(options, metadata, required);
         if (timers != null) return new RmqTimersScan(options, timers, required, pushedFilters);
         if (view != null) return new RmqViewScan(options, view, pushed, pushedFilters, required);
         if (wholeStoreCount != null) return wholeStoreCount;

@@ -65,8 +65,10 @@ public final class RmqViewScan implements Scan {
         return VIEWS.contains(v) ? v : null;
     }
 
-    /** The table schema of these read options: the view's columns, or the message columns. */
+    /** The table schema of these read options: a metadata table's columns, the view's, or the message columns. */
     public static StructType tableSchema(Map<String, String> options) {
+        String table = RmqMetadataScan.requested(options);
+        if (table != null) return Contract.metadataSchema(table);
         String v = requested(options);
         if (v != null) return Contract.viewSchema(v);
         return RmqTimersScan.requested(options) ? RmqTimersScan.SCHEMA : Contract.SCHEMA;
