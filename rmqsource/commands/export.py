@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("parquet", "jsonl", "arrow")
-VIEWS = ("messages", "timers", "dlq", "retry", "trace")
+VIEWS = ("messages", "timers", "dlq", "retry", "trace", "transactions")
 _MIN, _MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -77,24 +77,31 @@ def _batches(args, columns=None, topics=None, view="messages") -> Iterator[pa.Re
         yield from view_batches(view, wanted, read_partition(spec, part), opts)
 
 
-def _timer_batches(args) -> Iterator[pa.RecordBatch]:
-    """The timers view (option view=timers) of the store, as the Spark source reads it."""
+def _timer_batches(args, view: str = "timers") -> Iterator[pa.RecordBatch]:
+    """The timers or transactions view of the store (one row per parked / transactional message, under its real
+    topic), as the Spark source reads it."""
     from ..spark.batch import ReadSpec, read_partition
     from ..spark.options import parse_options
-    from ..spark.schema import TIMERS_COLUMNS
-    from ..spark.timers import TimersPushed, plan_timers
+    from ..spark.schema import VIEW_SCHEMAS
     for flag, given in (("--queue", args.queues), ("--tag", args.tag), ("--begin", args.begin), ("--end", args.end),
                         ("--from-offset", args.from_offset), ("--to-offset", args.to_offset)):
         if given is not None:
-            raise OptionError(f"{flag} does not apply to --view timers (it takes --topic: real topics)")
-    options = {"path": args.store, "view": "timers"}
+            raise OptionError(f"{flag} does not apply to --view {view} (it takes --topic: real topics)")
+    options = {"path": args.store, "view": view}
     if args.topics:
         options["topics"] = ",".join(args.topics)
     if getattr(args, "include_internal_topics", False):
         options["excludeInternalTopics"] = "false"
     opts = replace(parse_options(options), store_config=load_config(args))
-    spec = ReadSpec(opts, TimersPushed(), TIMERS_COLUMNS)
-    for part in plan_timers(opts, TimersPushed()):
+    if view == "timers":
+        from ..spark.timers import TimersPushed, plan_timers
+        pushed, parts = TimersPushed(), plan_timers(opts, TimersPushed())
+    else:
+        from ..spark.pushdown import Pushed
+        from ..spark.transactions import plan_transactions
+        pushed, parts = Pushed(), plan_transactions(opts)
+    spec = ReadSpec(opts, pushed, tuple(VIEW_SCHEMAS[view].names))
+    for part in parts:
         yield from read_partition(spec, part)
 
 
@@ -163,7 +170,8 @@ def cmd_export(args, out: Output) -> int:
     rows = 0
     view = getattr(args, "view", "messages")
     from ..spark.schema import VIEW_SCHEMAS
-    batches = _timer_batches(args) if view == "timers" else _batches(args, topics=args.topics, view=view)
+    batches = (_timer_batches(args, view) if view in ("timers", "transactions")
+               else _batches(args, topics=args.topics, view=view))
     sink = _Sink(args.out, fmt, VIEW_SCHEMAS[view])
     ok = False
     try:
@@ -260,7 +268,8 @@ def add_parsers(sub, common, int_arg) -> None:
                    help="messages (default), or timers: one row per timer / delay message with deliverTime, "
                         "delayLevel and state (pending | delivered | recalled), as option view=timers reads; --topic names "
                         "real topics; dlq, retry: dead-letter / retry topics with group, originTopic and "
-                        "originMsgId; trace: one row per trace event (docs/views.md)")
+                        "originMsgId; trace: one row per trace event; transactions: one row per transactional message with "
+                        "its state and commits (docs/views.md)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("print", parents=[common], help="print a topic's messages in a time range (printMsg)",

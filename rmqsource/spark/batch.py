@@ -42,6 +42,9 @@ def read_partition(spec: ReadSpec, part: RmqPartition) -> Iterator[pa.RecordBatc
         elif type(part).__name__ == "TimersPartition":
             from .timers import read_timers
             yield from read_timers(spec, reader, part)
+        elif type(part).__name__ == "TransactionsPartition":
+            from .transactions import transaction_rows
+            yield from transaction_rows(spec, reader, part)
         else:
             raise TypeError(f"unknown partition {part!r}")
     finally:

@@ -324,7 +324,7 @@ def no_offset_for_timestamp(where: str, ts: int) -> OptionError:
                        f"startingOffsetsByTimestampStrategy=latest starts such a queue at its end")
 
 
-VIEWS = ("messages", "timers", "dlq", "retry", "trace")
+VIEWS = ("messages", "timers", "dlq", "retry", "trace", "transactions")
 # The views read as a messages read of some of RocketMQ's own topics (rmqsource/spark/views.py): the prefix
 # of the topics read, and how an error names them.
 GROUP_TOPIC_VIEWS = {"dlq": (DLQ_GROUP_TOPIC_PREFIX, "dead-letter topics (%DLQ%<group>)"),
@@ -339,8 +339,8 @@ def parse_view(value: str, mode: str, by_offset: bool) -> str:
     v = str(value).strip().lower()
     if v not in VIEWS:
         raise OptionError(f"option view must be one of {', '.join(VIEWS)}, got {value!r}")
-    if v == "timers" and mode == STREAM:
-        raise OptionError("option view=timers is for batch reads (spark.read): timers change state in place, "
+    if v in ("timers", "transactions") and mode == STREAM:
+        raise OptionError(f"option view={v} is for batch reads (spark.read): {v} change state in place, "
                           "a stream cannot follow them")
     if v in GROUP_TOPIC_VIEWS and mode == STREAM:
         raise OptionError(f"option view={v} is for batch reads (spark.read); a stream of dead-letter or retry "
@@ -348,8 +348,8 @@ def parse_view(value: str, mode: str, by_offset: bool) -> str:
     if v == "trace" and mode == STREAM:
         raise OptionError(f"option view=trace is for batch reads (spark.read); a stream of trace messages is a "
                           f"messages read of topic {TRACE_TOPIC}")
-    if v == "timers" and by_offset:
-        raise OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "
+    if v in ("timers", "transactions") and by_offset:
+        raise OptionError(f"option view={v} takes topics or topicPattern (real topics), not queues, "
                           "startingOffsets, endingOffsets, startingTimestamp or endingTimestamp")
     return v
 

@@ -54,6 +54,20 @@ TIMERS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
 ])
 TIMERS_COLUMNS = tuple(TIMERS_ARROW_SCHEMA.names)
 
+# option view=transactions (rmqsource.spark.transactions, rows from rmqsource.store.transactions): the message
+# columns (of its first commit, else of its first half record), then these
+TRANSACTIONS_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
+    pa.field("transactionId", pa.string()),      # __transactionId__
+    pa.field("producerGroup", pa.string()),      # PGROUP
+    pa.field("state", pa.string()),              # committed | rolled_back | discarded | pending
+    pa.field("checkTimes", pa.int32()),          # the broker's check rounds (TRANSACTION_CHECK_TIMES)
+    pa.field("halfCopies", pa.int32()),          # half records: the first, and one per check round
+    pa.field("commits", pa.int32()),             # records committed into the real queue (more than 1: duplicates)
+    pa.field("resolvedTime", TIMESTAMP_TYPE),    # store time of the first commit, or of the op of a rollback
+    pa.field("open", pa.bool_()),                # the newest half copy has no op record: the broker checks it again
+    pa.field("halfCommitLogOffset", pa.int64()),  # the first half record
+])
+
 # option view=dlq / view=retry (rmqsource.spark.views): the message columns, then these three
 GROUP_TOPIC_ARROW_SCHEMA = pa.schema(list(ARROW_SCHEMA) + [
     pa.field("group", pa.string()),              # ORIGIN_GROUP, else from the topic name
@@ -112,7 +126,7 @@ METADATA_SCHEMAS = {
                           ("hashSlotCount", pa.int32()), ("entries", pa.int32())] + _STORE),
 }
 
-VIEW_SCHEMAS = {"messages": ARROW_SCHEMA, "timers": TIMERS_ARROW_SCHEMA, "dlq": GROUP_TOPIC_ARROW_SCHEMA,
+VIEW_SCHEMAS = {"messages": ARROW_SCHEMA, "timers": TIMERS_ARROW_SCHEMA, "transactions": TRANSACTIONS_ARROW_SCHEMA, "dlq": GROUP_TOPIC_ARROW_SCHEMA,
                 "retry": GROUP_TOPIC_ARROW_SCHEMA, "trace": TRACE_ARROW_SCHEMA}
 
 

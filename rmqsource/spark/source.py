@@ -64,6 +64,9 @@ class RmqDataSource(DataSource):
         if view == "timers":
             from .timers import TIMERS_DDL
             return TIMERS_DDL
+        if view == "transactions":
+            from .transactions import TRANSACTIONS_DDL
+            return TRANSACTIONS_DDL
         if view in ("dlq", "retry", "trace"):
             from .views import view_ddl
             return view_ddl(view)
@@ -108,6 +111,9 @@ class RmqReader(DataSourceReader):
         if self.options.metadata:
             from .metadata import plan_metadata
             return plan_metadata(self.options)
+        if self.options.view == "transactions":
+            from .transactions import plan_transactions
+            return plan_transactions(self.options)
         if self.options.view == "timers":
             from .timers import TimersPushed, plan_timers
             return plan_timers(self.options, self.pushed if isinstance(self.pushed, TimersPushed) else TimersPushed())
@@ -130,7 +136,7 @@ class RmqReader(DataSourceReader):
 
 class RmqPushdownReader(RmqReader):
     def pushFilters(self, filters: List[Filter]):
-        if self.options.metadata:
+        if self.options.metadata or self.options.view == "transactions":
             self.pushed = Pushed()
             return iter(filters)            # Spark filters the (few) rows
         if self.options.view == "timers":

@@ -18,10 +18,11 @@ from typing import Iterator, Optional
 import pyarrow as pa
 
 from ..store.timers import timer_entries
-from .planning import Lookup, RmqPartition, StoreRef, open_store
+from .planning import RmqPartition, StoreRef, open_store
 from .pushdown import _intersect, _strings, _ts_range, _MAX, _MIN
+from .entry_rows import entry_batches
 from .read_spec import ReadSpec
-from .schema import ARROW_SCHEMA, COLUMNS, TIMERS_ARROW_SCHEMA, TIMESTAMP_TYPE, ddl
+from .schema import TIMERS_ARROW_SCHEMA, ddl
 
 TIMERS_DDL = ddl(TIMERS_ARROW_SCHEMA)
 
@@ -98,9 +99,7 @@ def plan_timers(opts, pushed: TimersPushed) -> list[TimersPartition]:
 def timer_rows(spec: ReadSpec, reader, part: TimersPartition) -> Iterator[pa.RecordBatch]:
     """The timers view of one store as record batches of ``spec.columns`` (each row: a message, see the module)."""
     import re
-    from .pushdown import Pushed
-    from .queue_range import read_lookup
-    opts, columns, store = spec.options, spec.columns, part.store
+    opts = spec.options
     pushed = spec.pushed if isinstance(spec.pushed, TimersPushed) else TimersPushed()
     # RocketMQ's own real topics (retries the broker schedules, POP checkpoints) follow the whole-store rule
     entries = timer_entries(reader, part.topics, exclude_internal=opts.internal_topics_excluded)
@@ -110,31 +109,9 @@ def timer_rows(spec: ReadSpec, reader, part: TimersPartition) -> Iterator[pa.Rec
     entries = [e for e in entries if pushed.keeps(e)]
     if not entries:
         return
-    # the rows are chosen here: the lookup keeps every record asked for (parked copies live in internal topics)
-    lookup_spec = replace(spec, options=replace(opts, include_transactional=True, exclude_internal_topics=False),
-                          pushed=Pushed(), columns=COLUMNS)
-    got = list(read_lookup(lookup_spec, reader, Lookup(store, tuple(e.phy_offset for e in entries), None)))
-    table = pa.Table.from_batches(got, schema=ARROW_SCHEMA) if got else ARROW_SCHEMA.empty_table()
-    row_of = {o: i for i, o in enumerate(table.column("commitLogOffset").to_pylist())}
-    entries = [e for e in entries if e.phy_offset in row_of]
-    take = pa.array([row_of[e.phy_offset] for e in entries], type=pa.int64())
-    t = table.take(take)
-    out = {}
-    for name in COLUMNS:
-        out[name] = t.column(name).combine_chunks() if t.num_rows else pa.array([], type=ARROW_SCHEMA.field(name).type)
-    out["topic"] = pa.array([e.real_topic for e in entries], type=pa.string())
-    out["queueId"] = pa.array([e.real_queue_id for e in entries], type=pa.int32())
-    out["queueOffset"] = pa.array([e.queue_offset for e in entries], type=pa.int64())
-    out["tagsCode"] = pa.array([e.tags_code for e in entries], type=pa.int64())
-    out["deliverTime"] = pa.array([None if e.deliver_time_ms is None else e.deliver_time_ms * 1000
-                                   for e in entries], type=pa.int64()).cast(TIMESTAMP_TYPE)
-    out["delayLevel"] = pa.array([e.delay_level for e in entries], type=pa.int32())
-    out["state"] = pa.array([e.state for e in entries], type=pa.string())
-    schema = pa.schema([TIMERS_ARROW_SCHEMA.field(c) for c in columns])
-    step = max(1, opts.batch_size)
-    n = len(entries)
-    for a in range(0, n, step):
-        yield pa.RecordBatch.from_arrays([out[c].slice(a, step) for c in columns], schema=schema)
+    yield from entry_batches(spec, reader, part.store, entries, {
+        "deliverTime": lambda e: e.deliver_time_ms, "delayLevel": lambda e: e.delay_level,
+        "state": lambda e: e.state}, TIMERS_ARROW_SCHEMA)
 
 
 read_timers = timer_rows

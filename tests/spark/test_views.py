@@ -231,3 +231,37 @@ def test_a_store_without_such_topics_has_no_rows_in_the_views(spark, tmp_path):
         assert view(spark, store, name).collect() == []
     with pytest.raises(Exception, match=r"topicPattern .* matches no topic"):
         view(spark, store, "dlq", topicPattern="%DLQ%nobody").collect()
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_transactions_rows_end_as_the_producer_ended_them(spark, run):
+    """One row per transactional send; its state is what the producer answered (at once, or to the broker's
+    checks), and its commits are every commit the broker applied: the producer's commit plus one per check it
+    answered with a commit (a 5.x broker can check a half whose end it has not yet written: duplicates)."""
+    rows = {r["uniqKey"]: r for r in view(spark, run / "store", "transactions").collect()}
+    lines = _jsonl(run / "expected" / "sent.jsonl")
+    sends = {d["uniqKey"]: d for d in sent_ok(run).values() if d["kind"] == "tx"}
+    answers: dict = {}
+    for d in lines:
+        if d["record"] == "tx_check":
+            answers.setdefault(d["uniqKey"], []).append(d["returned"])
+    assert sends and set(rows) == set(sends)
+    engine = storeview_entries(run, "")
+    for key, send in sends.items():
+        r, mine = rows[key], answers.get(key, [])
+        final = send["txResolve"] if send["txAction"] == "UNKNOW" else send["txAction"]
+        assert r["state"] == {"COMMIT_MESSAGE": "committed", "ROLLBACK_MESSAGE": "rolled_back"}[final], send["seq"]
+        assert r["commits"] == (send["txAction"] == "COMMIT_MESSAGE") + mine.count("COMMIT_MESSAGE"), send["seq"]
+        # every answered check was a round; a round may be unanswered (the producer still deciding, or stopped)
+        assert len(mine) <= r["checkTimes"] and r["halfCopies"] == r["checkTimes"] + 1
+        assert (r["topic"], r["queueId"], r["producerGroup"], r["transactionId"]) == (
+            send["topic"], send["result"]["queueId"], send["producerGroup"], send["result"]["transactionId"])
+        if r["state"] == "committed":       # the row is the first committed record of the real queue
+            e = engine[(r["topic"], r["queueId"], r["queueOffset"])]
+            assert (e["uniqKey"], e["sysFlagStored"] & 0xC, e["preparedTransactionOffset"] > 0) == (key, 8, True)
+            assert r["transactionType"] == "COMMIT_TYPE" and r["resolvedTime"] is not None
+        else:
+            assert r["queueOffset"] is None and r["commits"] == 0
+        assert engine[("RMQ_SYS_TRANS_HALF_TOPIC", 0, next(
+            k[2] for k, e in engine.items() if k[0] == "RMQ_SYS_TRANS_HALF_TOPIC"
+            and e["commitLogOffset"] == r["halfCommitLogOffset"]))]["uniqKey"] == key
