@@ -3,8 +3,8 @@
 The Java sources are parsed, not run: every ``static final`` field of the Java ``format`` package
 (found by globbing ``rmqsource/**/format/*.java``, so this works wherever the sources sit) with a
 literal value (numbers, hex, shifts and products of them, char/byte literals, strings, ``byte[]``
-and ``String[]`` literal arrays, references to other constants) is compared with the Python
-attribute the table pairs it with.  Every such Java field must be either in :data:`FORMAT_PAIRS` or
+and ``String[]`` literal arrays, ``List.of`` / ``Map.of`` of literals, references to other constants) is
+compared with the Python attribute the table pairs it with.  Every such Java field must be either in :data:`FORMAT_PAIRS` or
 in :data:`NOT_SHARED` (with the reason), so the table cannot shrink unnoticed and a new constant
 on the Java side must be classified.  :data:`RESTATED_PAIRS` covers format constants and limits that
 other Java classes restate (found by class name anywhere under ``rmqsource/``).
@@ -130,6 +130,12 @@ FORMAT_PAIRS: dict[tuple[str, str], tuple] = {
     ("RocksDbQueue", "OFFSET_VALUE_SIZE"): ("rmqsource.format.rocksdb_queue", "OFFSET_VALUE_SIZE"),
     ("RocksDbQueue", "MAX_TAG"): ("rmqsource.format.rocksdb_queue", "MAX_TAG"),
     ("RocksDbQueue", "MIN_TAG"): ("rmqsource.format.rocksdb_queue", "MIN_TAG"),
+    # trace message bodies (TraceDataEncoder's separators)
+    ("TraceData", "FIELD_SPLITOR"): ("rmqsource.format.trace", "FIELD_SPLITOR"),
+    ("TraceData", "CONTENT_SPLITOR"): ("rmqsource.format.trace", "CONTENT_SPLITOR"),
+    ("TraceData", "MESSAGE_TYPES"): ("rmqsource.format.trace", "MESSAGE_TYPES", list),
+    ("TraceData", "TRANSACTION_STATES"): ("rmqsource.format.trace", "TRANSACTION_STATES", list),
+    ("TraceData", "MIN_FIELDS"): ("rmqsource.format.trace", "MIN_FIELDS", dict),
 }
 
 # Java format fields with no Python value to compare (the reason says why).
@@ -337,6 +343,15 @@ def java_value(jtype: str, init: str, resolve: Callable[[str], Any]):
         return bytes(v & 0xFF for v in values) if elem == "byte" else values
     if jtype in _WIDTH or jtype == "char":
         return _wrap(_eval_int(init, resolve), jtype)
+    generic = re.fullmatch(r"(List|Map)<(\w+)(?:,(\w+))?>", jtype)
+    if generic and init.startswith(f"{generic.group(1)}.of(") and init.endswith(")"):
+        items = [x for x in _split_top(init[len(generic.group(1)) + 4:-1]) if x.strip()]
+        boxed = {"Integer": "int", "Long": "long", "Short": "short", "Byte": "byte", "Character": "char"}
+        kinds = [boxed.get(t, t) for t in generic.group(2, 3) if t]
+        if generic.group(1) == "List":           # List.of(a, b, ...)
+            return [java_value(kinds[0], x, resolve) for x in items]
+        return {java_value(kinds[0], k, resolve): java_value(kinds[1], v, resolve)     # Map.of(k1, v1, ...)
+                for k, v in zip(items[::2], items[1::2])}
     raise Unevaluable(f"type {jtype}")
 
 
