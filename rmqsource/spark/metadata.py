@@ -10,7 +10,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from ..store.metadata import metadata_rows
-from .planning import RmqPartition, StoreRef
+from .planning import RmqPartition, StoreRef, store_partitions
 from .schema import METADATA_SCHEMAS, TIMESTAMP_TYPE, ddl
 
 
@@ -30,15 +30,7 @@ class MetadataPartition(RmqPartition):
 
 
 def plan_metadata(opts) -> list[MetadataPartition]:
-    from .planning import _store_ref, open_store
-    parts = []
-    for i, (root, broker) in enumerate(zip(opts.paths, opts.brokers)):
-        reader = open_store(root, opts.store_config)
-        try:
-            parts.append(MetadataPartition(_store_ref(i, root, broker, opts.store_config, reader), opts.metadata))
-        finally:
-            reader.close()
-    return parts
+    return store_partitions(opts, lambda store: MetadataPartition(store, opts.metadata))
 
 
 def metadata_batches(columns: tuple, part: MetadataPartition) -> Iterator[pa.RecordBatch]:

@@ -130,6 +130,19 @@ def _store_ref(i: int, root: str, broker: str, config: StoreConfig, reader: Mess
                     cq_on_disk=reader.has_consume_queue_files)
 
 
+def store_partitions(opts: ReadOptions, make) -> list:
+    """One partition per store, ``make(store_ref)``: the views and tables read whole per store (timers,
+    transactions, metadata)."""
+    parts = []
+    for i, (root, broker) in enumerate(zip(opts.paths, opts.brokers)):
+        reader = open_store(root, opts.store_config)
+        try:
+            parts.append(make(_store_ref(i, root, broker, opts.store_config, reader)))
+        finally:
+            reader.close()
+    return parts
+
+
 # --------------------------------------------------------------------------- helpers over a queue
 
 def _unit(q, i: int):

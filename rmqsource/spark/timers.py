@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 import pyarrow as pa
 
 from ..store.timers import timer_entries
-from .planning import RmqPartition, StoreRef, open_store
+from .planning import RmqPartition, StoreRef, store_partitions
 from .pushdown import _intersect, _strings, _ts_range, _MAX, _MIN
 from .entry_rows import entry_batches
 from .read_spec import ReadSpec
@@ -84,16 +84,8 @@ def _real_topics(opts, pushed: TimersPushed) -> Optional[frozenset]:
 
 
 def plan_timers(opts, pushed: TimersPushed) -> list[TimersPartition]:
-    from .planning import _store_ref
-    parts = []
-    for i, (root, broker) in enumerate(zip(opts.paths, opts.brokers)):
-        reader = open_store(root, opts.store_config)
-        try:
-            parts.append(TimersPartition(_store_ref(i, root, broker, opts.store_config, reader),
-                                         None if (t := _real_topics(opts, pushed)) is None else tuple(sorted(t))))
-        finally:
-            reader.close()
-    return parts
+    topics = _real_topics(opts, pushed)
+    return store_partitions(opts, lambda store: TimersPartition(store, None if topics is None else tuple(sorted(topics))))
 
 
 def timer_rows(spec: ReadSpec, reader, part: TimersPartition) -> Iterator[pa.RecordBatch]:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..store.transactions import transaction_entries
 from .entry_rows import entry_batches
-from .planning import RmqPartition, StoreRef, open_store
+from .planning import RmqPartition, StoreRef, store_partitions
 from .read_spec import ReadSpec
 from .schema import TRANSACTIONS_ARROW_SCHEMA, ddl
 
@@ -36,15 +36,7 @@ class TransactionsPartition(RmqPartition):
 
 
 def plan_transactions(opts) -> list[TransactionsPartition]:
-    from .planning import _store_ref
-    parts = []
-    for i, (root, broker) in enumerate(zip(opts.paths, opts.brokers)):
-        reader = open_store(root, opts.store_config)
-        try:
-            parts.append(TransactionsPartition(_store_ref(i, root, broker, opts.store_config, reader), opts.topics))
-        finally:
-            reader.close()
-    return parts
+    return store_partitions(opts, lambda store: TransactionsPartition(store, opts.topics))
 
 
 def transaction_rows(spec: ReadSpec, reader, part: TransactionsPartition) -> Iterator[pa.RecordBatch]:
