@@ -50,6 +50,12 @@ public final class RmqOptions implements Serializable {
     public Object endingOffsets = LATEST;
     public Long startingTimestamp;
     public Long endingTimestamp;
+    /** Kafka's startingOffsetsByTimestamp: {topic: {queueId: epoch ms}}, else null. */
+    public Map<String, Map<Integer, Long>> startingByTimestamp;
+    /** Kafka's endingOffsetsByTimestamp, else null. */
+    public Map<String, Map<Integer, Long>> endingByTimestamp;
+    /** startingOffsetsByTimestampStrategy: a listed queue with no message at or after its timestamp (error | latest). */
+    public String byTimestampStrategy = "error";
     public boolean failOnDataLoss = true;
     public boolean decompress;
     public long maxInflatedBodyBytes = DEFAULT_MAX_INFLATED_BODY_BYTES;
@@ -117,7 +123,7 @@ public final class RmqOptions implements Serializable {
         Map<String, String> storeOverrides = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : opts.entrySet()) {
             String key = e.getKey();
-            boolean batchOnly = key.equals("endingoffsets") || key.equals("endingtimestamp");
+            boolean batchOnly = BATCH_ONLY_OPTIONS.contains(key);
             if (Contract.OPTIONS.containsKey(key) && !(stream && batchOnly)) continue;
             if (Contract.STORE_KEYS.containsKey(key)) {
                 storeOverrides.put(Contract.STORE_KEYS.get(key), e.getValue());
@@ -125,7 +131,7 @@ public final class RmqOptions implements Serializable {
             }
             TreeSet<String> accepted = new TreeSet<>(Contract.OPTIONS.values());
             if (stream) {
-                accepted.removeAll(List.of("endingOffsets", "endingTimestamp"));
+                for (String b : BATCH_ONLY_OPTIONS) accepted.remove(Contract.OPTIONS.get(b));
                 accepted.addAll(Contract.STREAM_OPTIONS.values());
             }
             List<String> names = new ArrayList<>(accepted);
@@ -205,9 +211,25 @@ public final class RmqOptions implements Serializable {
         if (opts.containsKey("endingtimestamp")) {
             o.endingTimestamp = parseInt("endingTimestamp", opts.get("endingtimestamp"), 0, Long.MAX_VALUE);
         }
-        if ((hasStart || hasEnd || o.startingTimestamp != null || o.endingTimestamp != null) && !o.topicMode()) {
-            throw new OptionError("startingOffsets/endingOffsets/startingTimestamp/endingTimestamp need one of the "
-                    + "options topics, topicPattern or queues");
+        if (opts.containsKey("startingoffsetsbytimestamp")) {
+            o.startingByTimestamp = parseTimestamps("startingOffsetsByTimestamp", opts.get("startingoffsetsbytimestamp"));
+        }
+        if (opts.containsKey("endingoffsetsbytimestamp")) {
+            o.endingByTimestamp = parseTimestamps("endingOffsetsByTimestamp", opts.get("endingoffsetsbytimestamp"));
+        }
+        if (opts.containsKey("startingoffsetsbytimestampstrategy")) {
+            o.byTimestampStrategy = parseByTimestampStrategy(opts.get("startingoffsetsbytimestampstrategy"));
+        }
+        if (o.startingByTimestamp != null && o.startingTimestamp != null) {
+            throw new OptionError("use either startingOffsetsByTimestamp or startingTimestamp, not both");
+        }
+        if (o.endingByTimestamp != null && o.endingTimestamp != null) {
+            throw new OptionError("use either endingOffsetsByTimestamp or endingTimestamp, not both");
+        }
+        if ((hasStart || hasEnd || o.startingTimestamp != null || o.endingTimestamp != null
+                || o.startingByTimestamp != null || o.endingByTimestamp != null) && !o.topicMode()) {
+            throw new OptionError("startingOffsets/endingOffsets/startingTimestamp/endingTimestamp and their ByTimestamp "
+                    + "forms need one of the options topics, topicPattern or queues");
         }
         if (o.startingTimestamp != null && hasStart) {
             throw new OptionError("use either startingOffsets or startingTimestamp, not both");
@@ -263,6 +285,92 @@ public final class RmqOptions implements Serializable {
         }
         o.applyView();
         return o;
+    }
+
+    /** Batch-only options (a stream has no end): BATCH_ONLY_OPTIONS in options.py. */
+    static final List<String> BATCH_ONLY_OPTIONS = List.of("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp");
+    public static final List<String> BY_TIMESTAMP_STRATEGIES = List.of("error", "latest");
+
+    /** Kafka's startingOffsetsByTimestamp / endingOffsetsByTimestamp: JSON {topic: {queueId: epoch ms}} (parse_timestamps). */
+    public static Map<String, Map<Integer, Long>> parseTimestamps(String name, String value) {
+        String text = value.strip();
+        JsonNode doc;
+        try {
+            doc = new ObjectMapper().readTree(text);
+        } catch (JsonProcessingException e) {
+            throw new OptionError("option " + name + " must be JSON like {\"TopicTest\": {\"0\": 1700000000000}}; "
+                    + "cannot parse " + Repr.of(text) + ": " + e.getOriginalMessage());
+        }
+        if (doc == null || doc.isMissingNode() || !doc.isObject() || doc.isEmpty()) {
+            throw new OptionError("option " + name + ": JSON must be a non-empty object of topic -> {queueId: timestamp}, "
+                    + "got " + Repr.of(text));
+        }
+        Map<String, Map<Integer, Long>> out = new LinkedHashMap<>();
+        for (Map.Entry<String, JsonNode> e : doc.properties()) {
+            String topic = e.getKey();
+            JsonNode perQueue = e.getValue();
+            if (!perQueue.isObject() || perQueue.isEmpty()) {
+                throw new OptionError("option " + name + ": topic " + Repr.of(topic) + " must map to a non-empty object "
+                        + "of queueId -> timestamp, got " + pyRepr(perQueue));
+            }
+            Map<Integer, Long> q = new LinkedHashMap<>();
+            for (Map.Entry<String, JsonNode> qe : perQueue.properties()) {
+                int id;
+                try {
+                    id = queueId(qe.getKey());
+                } catch (OptionError err) {
+                    throw new OptionError("option " + name + ": topic " + Repr.of(topic) + ": " + err.getMessage());
+                }
+                JsonNode ts = qe.getValue();
+                if (!ts.isIntegralNumber() || !ts.canConvertToLong() || ts.asLong() < 0) {
+                    throw new OptionError("option " + name + ": " + topic + "/" + qe.getKey() + ": the timestamp must be "
+                            + "epoch milliseconds >= 0, got " + pyRepr(ts));
+                }
+                q.put(id, ts.asLong());
+            }
+            out.put(topic, q);
+        }
+        return out;
+    }
+
+    /** Option startingOffsetsByTimestampStrategy (parse_by_timestamp_strategy). */
+    public static String parseByTimestampStrategy(String value) {
+        String v = value.strip().toLowerCase(java.util.Locale.ROOT);
+        if (!BY_TIMESTAMP_STRATEGIES.contains(v)) {
+            throw new OptionError("option startingOffsetsByTimestampStrategy must be error or latest, got " + Repr.of(value));
+        }
+        return v;
+    }
+
+    /** startingOffsetsByTimestampStrategy=error: a queue with no message stored at or after its timestamp. */
+    public static OptionError noOffsetForTimestamp(String where, long ts) {
+        return new OptionError("startingOffsetsByTimestamp: " + where + " has no message stored at or after " + ts
+                + "; startingOffsetsByTimestampStrategy=latest starts such a queue at its end");
+    }
+
+    /** The timestamp a startingOffsetsByTimestamp / endingOffsetsByTimestamp spec gives a queue, else null. */
+    public static Long timestampFor(Map<String, Map<Integer, Long>> spec, String topic, int qid) {
+        if (spec == null) return null;
+        Map<Integer, Long> q = spec.get(topic);
+        return q == null ? null : q.get(qid);
+    }
+
+    /** Python's repr() of a parsed JSON value, as the Python path's errors print it. */
+    static String pyRepr(JsonNode n) {
+        if (n == null || n.isNull()) return "None";
+        if (n.isTextual()) return Repr.of(n.asText());
+        if (n.isBoolean()) return n.asBoolean() ? "True" : "False";
+        if (n.isObject()) {
+            List<String> items = new ArrayList<>();
+            for (Map.Entry<String, JsonNode> e : n.properties()) items.add(Repr.of(e.getKey()) + ": " + pyRepr(e.getValue()));
+            return "{" + String.join(", ", items) + "}";
+        }
+        if (n.isArray()) {
+            List<String> items = new ArrayList<>();
+            for (JsonNode x : n) items.add(pyRepr(x));
+            return "[" + String.join(", ", items) + "]";
+        }
+        return n.toString();
     }
 
     /** The tables of option metadata, in the order errors list them (METADATA_TABLES in options.py). */

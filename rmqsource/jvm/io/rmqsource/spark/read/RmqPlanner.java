@@ -253,7 +253,9 @@ public final class RmqPlanner {
         } else {
             wanted = k -> true;
         }
-        for (Object[] spec : new Object[][] {{"startingOffsets", opts.startingOffsets}, {"endingOffsets", opts.endingOffsets}}) {
+        for (Object[] spec : new Object[][] {{"startingOffsets", opts.startingOffsets}, {"endingOffsets", opts.endingOffsets},
+                {"startingOffsetsByTimestamp", opts.startingByTimestamp},
+                {"endingOffsetsByTimestamp", opts.endingByTimestamp}}) {
             if (spec[1] instanceof Map) {
                 @SuppressWarnings("unchecked") Map<String, Map<Integer, Long>> m = (Map<String, Map<Integer, Long>>) spec[1];
                 for (Map.Entry<String, Map<Integer, Long>> e : m.entrySet()) {
@@ -324,7 +326,16 @@ public final class RmqPlanner {
             }
         }
         if (opts.startingTimestamp != null) start = offsetByTime(reader, q, start, end, opts.startingTimestamp);
+        Long byTs = RmqOptions.timestampFor(opts.startingByTimestamp, topic, qid);
+        if (byTs != null) {
+            // Kafka: the earliest offset whose timestamp >= ts, over the whole queue (startingOffsets does not apply)
+            start = offsetByTime(reader, q, mn, mx, byTs);
+            if (start == mx && "error".equals(opts.byTimestampStrategy)) throw RmqOptions.noOffsetForTimestamp(where, byTs);
+            end = Math.max(start, end);
+        }
         if (opts.endingTimestamp != null) end = Math.max(start, offsetByTime(reader, q, start, end, opts.endingTimestamp));
+        byTs = RmqOptions.timestampFor(opts.endingByTimestamp, topic, qid);
+        if (byTs != null) end = Math.max(start, offsetByTime(reader, q, start, mx, byTs));   // none: the queue's end
         start = Math.max(start, pushed.queueOffset[0]);
         end = Math.min(end, pushed.queueOffset[1]);
         if (start >= end) return new long[] {start, start};

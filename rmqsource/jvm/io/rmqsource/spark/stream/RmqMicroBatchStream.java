@@ -120,11 +120,14 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         Set<QueueKey> keySet = new HashSet<>(keys);
         if (RmqStreamOptions.GROUP.equals(o.starting)) checkGroupStart(keys, groupOffsets);
         Map<String, Map<Integer, Long>> given = startingJson();
-        if (given != null) {
-            for (Map.Entry<String, Map<Integer, Long>> t : given.entrySet()) {
+        Map<String, Map<Integer, Long>> byTime = o.read.startingByTimestamp;
+        for (Object[] spec : new Object[][] {{"startingOffsets", given}, {"startingOffsetsByTimestamp", byTime}}) {
+            if (spec[1] == null) continue;
+            @SuppressWarnings("unchecked") Map<String, Map<Integer, Long>> m = (Map<String, Map<Integer, Long>>) spec[1];
+            for (Map.Entry<String, Map<Integer, Long>> t : m.entrySet()) {
                 for (Integer qid : t.getValue().keySet()) {
                     if (!keySet.contains(new QueueKey(t.getKey(), qid))) {
-                        throw new OptionError("startingOffsets names queue " + t.getKey() + ":" + qid
+                        throw new OptionError(spec[0] + " names queue " + t.getKey() + ":" + qid
                                 + ", which does not exist in " + o.root());
                     }
                 }
@@ -137,6 +140,15 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
             String where = "topic " + key.topic + " queue " + key.queueId;
             if (o.startingTimestamp != null) {
                 out.put(key, w.offsetByTime(key, mn, mx, o.startingTimestamp));
+                continue;
+            }
+            Long ts = RmqOptions.timestampFor(byTime, key.topic, key.queueId);
+            if (ts != null) {
+                long off = w.offsetByTime(key, mn, mx, ts);
+                if (off == mx && "error".equals(o.read.byTimestampStrategy)) {
+                    throw RmqOptions.noOffsetForTimestamp(where + " in " + o.root(), ts);
+                }
+                out.put(key, off);
                 continue;
             }
             Object spec = o.starting;

@@ -122,6 +122,9 @@ public final class RmqStreamOptions implements Serializable {
             if (ours.containsKey("startingoffsets")) {
                 throw new OptionError("use either startingOffsets or startingTimestamp, not both");
             }
+            if (o.read.startingByTimestamp != null) {
+                throw new OptionError("use either startingOffsetsByTimestamp or startingTimestamp, not both");
+            }
             String raw = ours.get("startingtimestamp");
             long ts;
             try {
