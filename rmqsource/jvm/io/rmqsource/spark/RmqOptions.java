@@ -71,7 +71,7 @@ public final class RmqOptions implements Serializable {
     public boolean indexLookups = true;
     /**
      * "messages" (default), or a view (batch only, docs/views.md): "timers" (one row per timer / delay
-     * message), "dlq", "retry", "trace" (RmqViewScan).
+     * message), "transactions" (one row per transactional message), "dlq", "retry", "trace" (RmqViewScan).
      */
     public String view = "messages";
     /**
@@ -398,7 +398,7 @@ public final class RmqOptions implements Serializable {
     }
 
     /** The views read here, in the order errors list them (twin of VIEWS in options.py). */
-    public static final List<String> VIEWS = List.of("messages", "timers", "dlq", "retry", "trace");
+    public static final List<String> VIEWS = List.of("messages", "timers", "dlq", "retry", "trace", "transactions");
     public static final String DLQ_PREFIX = "%DLQ%";
     public static final String RETRY_PREFIX = "%RETRY%";
     /** TopicValidator.RMQ_SYS_TRACE_TOPIC: where clients send trace messages unless told otherwise. */
@@ -445,9 +445,10 @@ public final class RmqOptions implements Serializable {
         if (!VIEWS.contains(v)) {
             throw new OptionError("option view must be one of " + String.join(", ", VIEWS) + ", got " + Repr.of(value));
         }
-        if (v.equals("timers") && stream) {
-            throw new OptionError("option view=timers is for batch reads (spark.read): timers change state in place, "
-                    + "a stream cannot follow them");
+        boolean chosen = v.equals("timers") || v.equals("transactions");     // rows the store layer chooses
+        if (chosen && stream) {
+            throw new OptionError("option view=" + v + " is for batch reads (spark.read): " + v + " change state in "
+                    + "place, a stream cannot follow them");
         }
         if (groupTopicPrefix(v) != null && stream) {
             throw new OptionError("option view=" + v + " is for batch reads (spark.read); a stream of dead-letter or retry "
@@ -457,8 +458,8 @@ public final class RmqOptions implements Serializable {
             throw new OptionError("option view=trace is for batch reads (spark.read); a stream of trace messages is a "
                     + "messages read of topic " + TRACE_TOPIC);
         }
-        if (v.equals("timers") && byOffset) {
-            throw new OptionError("option view=timers takes topics or topicPattern (real topics), not queues, "
+        if (chosen && byOffset) {
+            throw new OptionError("option view=" + v + " takes topics or topicPattern (real topics), not queues, "
                     + "startingOffsets, endingOffsets, startingTimestamp or endingTimestamp");
         }
         return v;

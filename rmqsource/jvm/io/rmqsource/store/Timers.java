@@ -1,11 +1,9 @@
 package io.rmqsource.store;
 
-import io.rmqsource.format.ConsumeQueue;
 import io.rmqsource.format.Properties;
 import io.rmqsource.format.Record;
 import io.rmqsource.format.SystemTopics;
 import io.rmqsource.format.TagsCode;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -35,8 +33,6 @@ public final class Timers {
     static final byte[] TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY".getBytes(StandardCharsets.US_ASCII);
     static final byte[] REAL_TOPIC = Properties.REAL_TOPIC_NAME.getBytes(StandardCharsets.US_ASCII);
     static final byte[] REAL_QID = Properties.REAL_QID_NAME.getBytes(StandardCharsets.US_ASCII);
-    static final long MAX_PARKED_UNITS = 1L << 31;
-    static final int CHUNK = 4096;
 
     /** One message sent with a delivery time or delay level (fields as TimerEntry in timers.py). */
     public static final class Entry {
@@ -71,14 +67,15 @@ public final class Timers {
     }
 
     private final StoreReader reader;
-    private final Segments segments;
-    private final Record rec = new Record();
-    private final Properties props = new Properties();
-    private ByteBuffer buf;
+    private final RecordWalk walk;
+    private final Record rec;
+    private final Properties props;
 
     private Timers(StoreReader reader) {
         this.reader = reader;
-        this.segments = reader.commitLog.segments;
+        this.walk = new RecordWalk(reader);
+        this.rec = walk.rec;
+        this.props = walk.props;
     }
 
     /** Every parked message (real topics restricted to {@code realTopics} unless null), sorted as in Python. */
@@ -91,29 +88,16 @@ public final class Timers {
         return new Timers(reader).run(realTopics, excludeInternal);
     }
 
-    /** Decode the record at phy into rec/props; false when none holds together there. */
     private boolean load(long phy, int size) {
-        Segment seg = segments.find(phy);
-        if (seg == null || size < Record.MIN_RECORD_BYTES || size > segments.files.maxRecordBytes()) return false;
-        long pos = phy - seg.startOffset;
-        Segments.Window w = segments.look(seg, pos, size, Math.max(size, Segments.LOOK_BYTES));
-        if (!w.covers(pos, size)) w = segments.readWindow(seg, pos, size);
-        if (pos + size > w.fileLength) return false;
-        buf = w.buf;
-        int at = w.at(pos);
-        if (rec.decode(buf, at, Math.min((long) size, (long) buf.capacity() - at), size) != null) return false;
-        if (rec.phyOffset != phy) return false;
-        props.parse(buf, rec.propsPos, rec.propsLen);
-        return true;
+        return walk.load(phy, size);
     }
 
     private String topic() {
-        return StoreReader.utf8(buf, rec.topicPos, rec.topicLen);
+        return walk.topic();
     }
 
     private String prop(byte[] name) {
-        int e = props.find(name);
-        return e < 0 ? null : props.valueString(e);
+        return walk.prop(name);
     }
 
     static Long parseLong(String text) {
@@ -125,50 +109,12 @@ public final class Timers {
         }
     }
 
-    /** Units of a queue from start (its min when negative): calls back (queue offset, phy, size, code). */
-    private interface UnitVisitor {
-        boolean visit(long qoff, long phy, int size, long code);
-    }
-
-    private void units(String topic, int queueId, long start, UnitVisitor v) {
-        QueueUnits q = reader.consumeQueue(topic, queueId);
-        if (q == null) return;
-        long hi = reader.queueMaxOffset(q);
-        long lo = reader.queueMinOffset(q, hi);
-        long off = start < 0 ? lo : Math.max(lo, start);
-        hi = Math.min(hi, off + MAX_PARKED_UNITS);
-        long[] phy = new long[CHUNK];
-        int[] size = new int[CHUNK];
-        long[] code = new long[CHUNK];
-        long clMin = reader.commitLog.minOffset();
-        while (off < hi) {
-            int n = q.read(off, (int) Math.min(CHUNK, hi - off), phy, size, code);
-            if (n <= 0) return;
-            for (int i = 0; i < n; i++) {
-                if (size[i] > 0 && size[i] != ConsumeQueue.PRE_BLANK_SIZE && phy[i] >= clMin) {
-                    if (!v.visit(off + i, phy[i], size[i], code[i])) return;
-                }
-            }
-            off += n;
-        }
+    private void units(String topic, int queueId, long start, RecordWalk.UnitVisitor v) {
+        walk.units(topic, queueId, start, v);
     }
 
     private long firstAtOrAfter(String topic, int queueId, long ts) {
-        QueueUnits q = reader.consumeQueue(topic, queueId);
-        long hi = reader.queueMaxOffset(q);
-        long a = reader.queueMinOffset(q, hi);
-        long b = hi;
-        long[] p = new long[1];
-        int[] s = new int[1];
-        long[] c = new long[1];
-        long clMin = reader.commitLog.minOffset();
-        while (a < b) {
-            long mid = (a + b) >>> 1;
-            boolean ok = q.unit(mid, p, s, c) && s[0] > 0 && p[0] >= clMin && load(p[0], s[0]);
-            if (ok && rec.storeTimestamp >= ts) b = mid;
-            else a = mid + 1;
-        }
-        return a;
+        return walk.firstAtOrAfter(topic, queueId, ts);
     }
 
     /**

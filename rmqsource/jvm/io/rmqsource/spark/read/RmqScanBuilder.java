@@ -73,6 +73,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         // with option metadata, a view given too is refused when the options are parsed (parse_metadata)
         this.timers = metadata == null && RmqTimersScan.requested(options) ? new RmqTimersScan.TimersFilters() : null;
         if (timers != null) required = RmqTimersScan.SCHEMA;
+        this.transactions = metadata == null && RmqTransactionsScan.requested(options);
+        if (transactions) required = RmqTransactionsScan.SCHEMA;
         this.view = metadata == null ? RmqViewScan.requested(options) : null;
         if (view != null) required = Contract.viewSchema(view);
         if (metadata != null) required = Contract.metadataSchema(metadata);
@@ -84,12 +86,15 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     /** View dlq, retry or trace ({@link RmqViewScan}), else null. */
     private final String view;
 
+    /** Option view=transactions ({@link RmqTransactionsScan}: nothing pushed). */
+    private final boolean transactions;
+
     /** The timers view's filters (option view=timers), else null. */
     private final RmqTimersScan.TimersFilters timers;
 
     @Override
     public Filter[] pushFilters(Filter[] filters) {
-        if (metadata != null) return filters;
+        if (metadata != null || transactions) return filters;
         if (timers != null) {
             Filter[] rejected = timers.push(filters);
             List<Filter> accepted = new ArrayList<>(List.of(filters));
@@ -112,7 +117,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     /** The requested columns, checked against ours (name and type), in the order asked. */
     @Override
     public void pruneColumns(StructType requiredSchema) {
-        StructType ours = metadata != null ? Contract.metadataSchema(metadata) : timers != null ? RmqTimersScan.SCHEMA : view != null ? Contract.viewSchema(view) : Contract.SCHEMA;
+        StructType ours = metadata != null ? Contract.metadataSchema(metadata) : timers != null ? RmqTimersScan.SCHEMA
+                : transactions ? RmqTransactionsScan.SCHEMA : view != null ? Contract.viewSchema(view) : Contract.SCHEMA;
         List<String> names = List.of(ours.fieldNames());
         for (StructField f : requiredSchema.fields()) {
             if (!names.contains(f.name())) {
@@ -174,13 +180,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
-        if (metadata != null || timers != null || view != null) return false;
+        if (metadata != null || timers != null || transactions || view != null) return false;
         return wholeStoreCount(aggregation) != null;
     }
 
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
-        if (metadata != null || timers != null || view != null) return false;
+        if (metadata != null || timers != null || transactions || view != null) return false;
         if (wholeStoreCount(aggregation) != null) {
             required = wholeStoreCount.readSchema();
             return true;
@@ -212,6 +218,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     public Scan build() {
         if (metadata != null) return new RmqMetadataScan(options, metadata, required);
         if (timers != null) return new RmqTimersScan(options, timers, required, pushedFilters);
+        if (transactions) return new RmqTransactionsScan(options, required, pushedFilters);
         if (view != null) return new RmqViewScan(options, view, pushed, pushedFilters, required);
         if (wholeStoreCount != null) return wholeStoreCount;
         if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {

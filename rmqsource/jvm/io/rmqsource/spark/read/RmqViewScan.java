@@ -71,6 +71,7 @@ public final class RmqViewScan implements Scan {
         if (table != null) return Contract.metadataSchema(table);
         String v = requested(options);
         if (v != null) return Contract.viewSchema(v);
+        if (RmqTransactionsScan.requested(options)) return RmqTransactionsScan.SCHEMA;
         return RmqTimersScan.requested(options) ? RmqTimersScan.SCHEMA : Contract.SCHEMA;
     }
 
