@@ -303,7 +303,7 @@ def parse_timestamps(name: str, value: str) -> dict:
                 qi = validate_queue_id(qid)
             except OptionError as exc:
                 raise OptionError(f"option {name}: topic {topic!r}: {exc}") from None
-            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+            if isinstance(ts, bool) or not isinstance(ts, int) or not 0 <= ts < (1 << 63):
                 raise OptionError(f"option {name}: {topic}/{qid}: the timestamp must be epoch milliseconds >= 0, "
                                   f"got {ts!r}")
             q[qi] = ts
