@@ -81,3 +81,51 @@ def write_sample_store(root: str | os.PathLike, count: int, *, config: Optional[
                 bad = results[int(np.flatnonzero(~results.ok_mask)[0])]
                 raise RuntimeError(f"sample put failed: {bad.status} {bad.reason}")
         return writer.commit_log_max_offset
+
+
+SAMPLE_PRODUCER_GROUP = "pg_shop"
+SAMPLE_CONSUMER_GROUP = "cg_billing"
+
+
+def write_sample_broker_topics(root: str | os.PathLike, *, traced: int = 20, dead: int = 5,
+                               config: Optional[StoreConfig] = None) -> None:
+    """Append to a sample store what a broker would have kept about some of its messages: trace messages
+    (a client with message trace on: each traced message sent by ``pg_shop``, then consumed by ``cg_billing``)
+    and dead letters of ``cg_billing`` (sent back until they reached ``%DLQ%cg_billing``), in the broker's
+    own topics and with the properties it sets (docs/views.md). For the demo and the notebooks."""
+    from .format.message import MessageExtBrokerInner
+    from .store.reader import MessageStoreReader
+    config = config or StoreConfig.from_mapping({"mappedFileSizeCommitLog": 64 * 1024 * 1024})
+    with MessageStoreReader(root, config) as reader:
+        picked = [step.decoded.record for step, _ in zip(reader.commitlog.walk(reader.commitlog.min_offset),
+                                                          range(traced + dead))]
+    split, content = "\x02", "\x01"       # the client's TraceDataEncoder: events end with 2, fields split by 1
+    events = []               # (event text, the msgId it is about)
+    for i, r in enumerate(picked[:traced]):
+        t = r.store_timestamp_ms
+        events.append((content.join(["Pub", str(t - 3), "DefaultRegion", SAMPLE_PRODUCER_GROUP, r.topic, r.uniq_key,
+                                     r.tags or "null", r.keys or "null", "10.0.0.5:10911", str(len(r.body)),
+                                     str(3 + i % 5), "0", r.msg_id, "true", "10.1.2.3"]) + split, r.uniq_key))
+        events.append((content.join(["SubBefore", str(t + 40 + 10 * i), "DefaultRegion", SAMPLE_CONSUMER_GROUP,
+                                     f"req-{i}", r.uniq_key, "0", r.keys or "null"]) + split, r.uniq_key))
+        events.append((content.join(["SubAfter", f"req-{i}", r.uniq_key, str(12 + 7 * (i % 4)), "true",
+                                     r.keys or "null", "0", str(t + 52 + 10 * i + 7 * (i % 4)),
+                                     SAMPLE_CONSUMER_GROUP]) + split, r.uniq_key))
+    messages = []
+    for a in range(0, len(events), 6):       # the client batches events into one trace message
+        batch = events[a:a + 6]
+        # indexed under every msgId it holds events of (TraceTransferBean's keys), so `rmq trace` finds it
+        messages.append(MessageExtBrokerInner(topic="RMQ_SYS_TRACE_TOPIC", queue_id=0,
+                                              body="".join(e for e, _ in batch).encode(),
+                                              keys=" ".join(dict.fromkeys(k for _, k in batch)),
+                                              properties={"TRACE_ON": "true"}))
+    for r in picked[traced:]:
+        messages.append(MessageExtBrokerInner(
+            topic=f"%DLQ%{SAMPLE_CONSUMER_GROUP}", queue_id=0, body=r.body, tags=r.tags, keys=r.keys,
+            reconsume_times=16, born_timestamp_ms=r.born_timestamp_ms,
+            properties={"RETRY_TOPIC": r.topic, "ORIGIN_MESSAGE_ID": r.msg_id, "UNIQ_KEY": r.uniq_key,
+                        "REAL_TOPIC": f"%RETRY%{SAMPLE_CONSUMER_GROUP}", "REAL_QID": "0", "DELAY": "0"}))
+    with MessageStoreWriter(root, config) as writer:
+        results = writer.put_messages(messages)
+        if not all(x.ok for x in results):
+            raise RuntimeError(f"sample put failed: {next(x for x in results if not x.ok)}")
