@@ -133,10 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "maxMsgsNumBatch); BEGIN/END in epoch ms or ISO-8601 (UTC).")
     p.add_argument("store", metavar="STORE")
     p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("key", metavar="KEY")
+    p.add_argument("key", metavar="KEY", nargs="?", help="the key (not with --keys-from)")
     p.add_argument("rest", nargs="*", metavar="MAXNUM [BEGIN END]")
     p.add_argument("--only-matching", action="store_true",
                    help="drop index hash collisions (hits whose KEYS/UNIQ_KEY do not equal KEY)")
+    p.add_argument("--keys-from", metavar="FILE",
+                   help="query every key of FILE (one per line; blank lines and lines starting with # skipped): "
+                        "MAXNUM applies to each key; --json lines carry the key")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("recover", parents=[common], help="recover a store and report queues and offsets",

@@ -215,9 +215,22 @@ def _show_view(out: Output, args, result, note: Optional[str]) -> int:
 
 
 
+def _keys_from(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        keys = [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    if not keys:
+        raise OptionError(f"--keys-from {path}: no key in the file")
+    return list(dict.fromkeys(keys))
+
+
 def cmd_query(args, out: Output) -> int:
     from ..store.shapes import query_json
     rest = list(args.rest)
+    keys_from = getattr(args, "keys_from", None)
+    if keys_from is not None:
+        rest = ([args.key] if args.key is not None else []) + rest     # no KEY: what came there is MAXNUM
+    elif args.key is None:
+        raise OptionError("query takes TOPIC KEY [MAXNUM [BEGIN END]], or TOPIC --keys-from FILE [MAXNUM ...]")
     if len(rest) not in (0, 1, 3):
         raise OptionError("query takes TOPIC KEY [MAXNUM [BEGIN END]]: give MAXNUM alone or MAXNUM BEGIN END")
     max_num = 32
@@ -232,6 +245,8 @@ def cmd_query(args, out: Output) -> int:
     if len(rest) == 3:
         begin = parse_time_ms(rest[1], "BEGIN")
         end = parse_time_ms(rest[2], "END")
+    if keys_from is not None:
+        return _query_keys(args, out, _keys_from(keys_from), max_num, begin, end)
     with open_reader(args) as reader:
         result = reader.query(args.topic, args.key, max_num, begin, end, only_matching=args.only_matching)
         doc = query_json(result, args.topic, args.key)
@@ -261,6 +276,34 @@ def cmd_query(args, out: Output) -> int:
             out.line(f"{collisions} hit(s) are index hash collisions (keyMatch no); --only-matching drops them")
     return exit_code
 
+
+
+def _query_keys(args, out: Output, keys: list[str], max_num: int, begin: int, end: int) -> int:
+    """``query --keys-from``: the IndexFile walk of each key, hits tagged with their key."""
+    from ..store.shapes import query_json
+    rows, hits, found_keys = [], 0, 0
+    with open_reader(args) as reader:
+        for key in keys:
+            result = reader.query(args.topic, key, max_num, begin, end, only_matching=args.only_matching)
+            doc = query_json(result, args.topic, key)
+            hits += len(doc["hits"])
+            found_keys += bool(doc["hits"])
+            for found, hit in zip(result.messages, doc["hits"]):
+                if out.json:
+                    out.json_line({"key": key, **hit})
+                else:
+                    r = found.record
+                    rows.append([key, r.phy_offset, r.queue_id, r.queue_offset, format_ms(r.store_timestamp_ms),
+                                 hit["keyMatch"], r.uniq_key, body_preview(r.body, r.sys_flag, args.body_chars)])
+    if out.json:
+        out.json_line({"keys": len(keys), "keysWithHits": found_keys, "count": hits})
+    else:
+        if rows:
+            out.lines(format_table(["key", "commitLogOffset", "queueId", "queueOffset", "storeTime (UTC)", "keyMatch",
+                                    "uniqKey", "body"], rows, [False, True, True, True, False, False, False, False]))
+        out.line()
+        out.line(f"keys {len(keys)}  keys with hits {found_keys}  hits {hits}")
+    return EXIT_OK if hits else EXIT_NOT_FOUND
 
 
 def last_store_times(reader, queues: list[dict]) -> dict[tuple[str, int], Optional[int]]:

@@ -153,6 +153,28 @@ def test_query_every_key(corpus):
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
+def test_query_keys_from_a_file_gives_each_keys_hits(corpus, tmp_path):
+    """--keys-from: one walk per key, the engine's hits for each, tagged with their key (the calls without a
+    time range, grouped by topic and maxNum)."""
+    calls = [c for c in engine_json(read_jsonl(corpus / "expected" / "query.jsonl"))
+             if c["beginTimestamp"] is None and c["endTimestamp"] is None]
+    groups: dict = {}
+    for c in calls:
+        groups.setdefault((c["topic"], c["maxNum"]), {}).setdefault(c["key"], c["hits"])
+    assert groups
+    for (topic, max_num), hits_by_key in groups.items():
+        keys = tmp_path / "keys.txt"
+        keys.write_text("# keys\n\n" + "\n".join(hits_by_key) + "\n" + next(iter(hits_by_key)) + "\n", encoding="utf-8")
+        any_hit = any(hits_by_key.values())
+        got = run_json(["query", "--json", *cfg(corpus), "--keys-from", keys, "--", corpus / "store", topic, max_num],
+                       codes=(0,) if any_hit else (3,))
+        assert got[-1] == {"keys": len(hits_by_key), "keysWithHits": sum(bool(h) for h in hits_by_key.values()),
+                           "count": sum(len(h) for h in hits_by_key.values())}
+        for key, hits in hits_by_key.items():
+            assert [{k: v for k, v in h.items() if k != "key"} for h in got[:-1] if h["key"] == key] == hits, key
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_query_only_matching_drops_collisions(corpus):
     calls = [c for c in read_jsonl(corpus / "expected" / "query.jsonl") if any(not h["keyMatch"] for h in c["hits"])]
     assert calls
