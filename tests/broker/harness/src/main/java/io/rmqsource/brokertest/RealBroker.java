@@ -289,6 +289,7 @@ public final class RealBroker {
         DefaultMQPushConsumer all = null;
         DefaultLitePullConsumer lag = null;
         Thread lagThread = null;
+        final java.util.concurrent.atomic.AtomicInteger lagPolled = new java.util.concurrent.atomic.AtomicInteger();
         AtomicBoolean lagRunning = new AtomicBoolean(true);
         if (!kill) {
             all = new DefaultMQPushConsumer("rb_all");
@@ -325,6 +326,7 @@ public final class RealBroker {
                 while (lagRunning.get()) {
                     for (MessageExt m : lagc.poll(200)) {
                         recordConsume("rb_lag", "litepull", m);
+                        lagPolled.incrementAndGet();
                     }
                     lagc.commitSync();
                 }
@@ -339,6 +341,12 @@ public final class RealBroker {
         boolean lagStopped = kill;
         while (kill || seq < messages) {
             if (!lagStopped && seq >= messages / 2) {
+                // a quick machine can send half the messages before the lite pull consumer's first poll: the
+                // group is to have consumed some (a committed offset) and lag, so it gets up to 30 s for a first one
+                long deadline = System.currentTimeMillis() + 30_000;
+                while (lagPolled.get() == 0 && System.currentTimeMillis() < deadline) {
+                    Thread.sleep(100);
+                }
                 lagRunning.set(false);
                 lagThread.join();
                 lag.commitSync();
@@ -421,7 +429,23 @@ public final class RealBroker {
         adminJson.put("topicStats", topicStats);
         Map<String, Object> consumeStats = new TreeMap<>();
         for (String g : groups.keySet()) {
-            var cs = admin.examineConsumeStats(g);
+            @SuppressWarnings("unchecked")
+            Map<String, String> subs = (Map<String, String>) ((Map<String, Object>) groups.get(g)).get("subscriptions");
+            var cs = withRoutes(broker, () -> {
+                try {
+                    return admin.examineConsumeStats(g);
+                } catch (MQClientException e) {
+                    // The admin finds the brokers through the route of the group's retry topic, which a group that
+                    // never sent a message back may not have: then through each subscribed topic's, merged.
+                    if (e.getResponseCode() != 17) throw e;
+                    var merged = admin.examineConsumeStats(g, subs.keySet().iterator().next());
+                    for (String t : subs.keySet()) {
+                        var more = admin.examineConsumeStats(g, t);
+                        merged.getOffsetTable().putAll(more.getOffsetTable());
+                    }
+                    return merged;
+                }
+            });
             Map<String, Object> gj = new LinkedHashMap<>();
             gj.put("consumeTps", cs.getConsumeTps());
             gj.put("totalDiff", cs.computeTotalDiff());
@@ -709,6 +733,24 @@ public final class RealBroker {
                 return;
             } catch (MQClientException e) {
                 if (System.currentTimeMillis() > deadline) throw e;
+                Thread.sleep(500);
+            }
+        }
+    }
+
+    /**
+     * An admin call that asks the NameServer for topic routes. A topic the broker created since its last
+     * registration (every 30 s) has no route yet ("No topic route info", code 17), so the broker registers again
+     * and the call is tried again, for up to 30 s.
+     */
+    static <T> T withRoutes(BrokerController broker, java.util.concurrent.Callable<T> call) throws Exception {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            try {
+                return call.call();
+            } catch (MQClientException e) {
+                if (e.getResponseCode() != 17 || System.currentTimeMillis() > deadline) throw e;
+                broker.registerBrokerAll(true, false, true);
                 Thread.sleep(500);
             }
         }
