@@ -82,13 +82,16 @@ public final class RmqPlanner {
             }
             boolean queueMode = queueMode(opts, pushed);
             List<List<QueueKey>> selected = queueMode ? selectQueues() : null;
-            if (pushed.empty()) return new ArrayList<>();
+            if (pushed.empty()) return countsOnly ? emptyCounts() : new ArrayList<>();
             boolean allIndexed = true;
             for (StoreReader r : readers) allIndexed &= r.config.messageIndexEnable();
             if (!countsOnly && (pushed.msgIds != null || (pushed.uniqKeys != null && opts.indexLookups && allIndexed))) {
                 return planLookups(selected);
             }
-            if (countsOnly) return asCounts(planQueues(selected));
+            if (countsOnly) {
+                List<RmqInputPartition> counts = asCounts(planQueues(selected));
+                return counts.isEmpty() ? emptyCounts() : counts;
+            }
             if (queueMode) return planQueues(selected);
             return planCommitLog();
         } finally {
@@ -491,6 +494,16 @@ public final class RmqPlanner {
                 out.add(new QueueRanges(rs.get(0).ref, members));
             }
         }
+        return out;
+    }
+
+    /**
+     * An aggregate pushdown with nothing to read: one task of no range, so that a global aggregate
+     * still gets its row of count 0 (Spark sums the pushed counts: over no row at all that is null).
+     */
+    private List<RmqInputPartition> emptyCounts() {
+        List<RmqInputPartition> out = new ArrayList<>();
+        if (!refs.isEmpty()) out.add(new QueueCounts(refs.get(0), List.of()));
         return out;
     }
 

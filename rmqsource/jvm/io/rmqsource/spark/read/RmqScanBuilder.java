@@ -15,6 +15,8 @@ import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
 import org.apache.spark.sql.connector.expressions.aggregate.Count;
 import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.expressions.aggregate.Max;
+import org.apache.spark.sql.connector.expressions.aggregate.Min;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
@@ -32,8 +34,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Builds the JVM batch scan of {@code format("rmq")}: filter pushdown (the Python path's set),
  * column pruning, and count(*) pushdown (also grouped by topic / queueId / broker / storePath)
  * answered from ConsumeQueue offsets where that is exact: topic reads whose filters need no record
- * (units and record headers walked by tasks), and whole-store reads with no filter whose
- * ConsumeQueues tile the CommitLog (counted on the driver, {@link RmqCountScan}).
+ * (units and record headers walked by tasks, with min / max of queueOffset, commitLogOffset and
+ * storeTimestamp beside the counts: {@link QueueCountReader}), and whole-store reads with no filter
+ * whose ConsumeQueues tile the CommitLog (count(*) only, counted on the driver, {@link RmqCountScan}).
  *
  * A new builder per query: nothing is kept between queries of one DataFrame.  Options are parsed
  * only when a batch is planned, so a stream (whose options differ) builds through here untouched
@@ -42,6 +45,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
         SupportsPushDownAggregates {
     private static final Set<String> GROUP_COLUMNS = Set.of("topic", "queueId", "broker", "storePath");
+    /** Columns whose min / max a topic read answers from each queue range's ends. */
+    private static final Set<String> MIN_MAX_COLUMNS = Set.of("queueOffset", "commitLogOffset", "storeTimestamp");
     private static final Set<String> NEVER_NULL = Set.of("topic", "queueId", "queueOffset", "commitLogOffset", "msgId",
             "body", "storeTimestamp", "bornTimestamp", "storeSize", "sysFlag", "broker", "storePath");
 
@@ -136,14 +141,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         required = out;
     }
 
-    /** The group columns of a count-only aggregation we can answer, or null. */
-    private static String[] countGroups(Aggregation aggregation) {
-        for (AggregateFunc f : aggregation.aggregateExpressions()) {
-            boolean countAll = f instanceof CountStar || (f instanceof Count && !((Count) f).isDistinct()
-                    && ((Count) f).column() instanceof NamedReference
-                    && NEVER_NULL.contains(name(((Count) f).column())));
-            if (!countAll) return null;
-        }
+    /** The group columns of an aggregation (topic / queueId / broker / storePath only), or null. */
+    private static String[] groupColumns(Aggregation aggregation) {
         List<String> group = new ArrayList<>();
         for (Expression e : aggregation.groupByExpressions()) {
             String n = e instanceof NamedReference ? name(e) : null;
@@ -153,10 +152,53 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         return group.toArray(new String[0]);
     }
 
+    private static boolean countsAll(AggregateFunc f) {
+        return f instanceof CountStar || (f instanceof Count && !((Count) f).isDistinct()
+                && ((Count) f).column() instanceof NamedReference && NEVER_NULL.contains(name(((Count) f).column())));
+    }
+
+    /** The group columns of a count-only aggregation we can answer, or null. */
+    private static String[] countGroups(Aggregation aggregation) {
+        for (AggregateFunc f : aggregation.aggregateExpressions()) if (!countsAll(f)) return null;
+        return groupColumns(aggregation);
+    }
+
+    /**
+     * The aggregates of an aggregation a topic read answers per queue range, as {@link QueueCountReader}
+     * names its output columns ({@code count}, {@code min:queueOffset}, {@code max:storeTimestamp}, ...),
+     * or null when one is outside count(*) / min / max of queueOffset, commitLogOffset, storeTimestamp.
+     */
+    private static String[] queueAggregates(Aggregation aggregation) {
+        AggregateFunc[] fs = aggregation.aggregateExpressions();
+        String[] out = new String[fs.length];
+        for (int i = 0; i < fs.length; i++) {
+            AggregateFunc f = fs[i];
+            Expression col = f instanceof Min ? ((Min) f).column() : f instanceof Max ? ((Max) f).column() : null;
+            String n = col instanceof NamedReference ? name(col) : null;
+            if (countsAll(f)) out[i] = QueueCountReader.COUNT;
+            else if (n != null && MIN_MAX_COLUMNS.contains(n)) out[i] = (f instanceof Min ? "min:" : "max:") + n;
+            else return null;
+        }
+        return out;
+    }
+
     private static StructType countSchema(String[] groupBy, int aggregates) {
         StructType schema = new StructType();
         for (String g : groupBy) schema = schema.add(Contract.SCHEMA.apply(g));
         for (int i = 0; i < aggregates; i++) schema = schema.add("count" + i, DataTypes.LongType, false);
+        return schema;
+    }
+
+    /** Group columns, then one column per aggregate named {@code agg<i>:<what>} (counts never null). */
+    private static StructType queueAggregateSchema(String[] groupBy, String[] aggregates) {
+        StructType schema = new StructType();
+        for (String g : groupBy) schema = schema.add(Contract.SCHEMA.apply(g));
+        for (int i = 0; i < aggregates.length; i++) {
+            String a = aggregates[i];
+            boolean count = QueueCountReader.COUNT.equals(a);
+            DataType type = count ? DataTypes.LongType : Contract.SCHEMA.apply(a.substring(4)).dataType();
+            schema = schema.add("agg" + i + ":" + a, type, !count);
+        }
         return schema;
     }
 
@@ -192,11 +234,15 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
             return true;
         }
         RmqOptions opts = RmqOptions.parse(options);
-        String[] group = countGroups(aggregation);
-        if (group == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) return false;
+        String[] group = groupColumns(aggregation);
+        String[] aggregates = queueAggregates(aggregation);
+        if (group == null || aggregates == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) {
+            return false;
+        }
+        // Not complete: a queue range gives a row per group it holds and a group spans ranges (Spark merges them).
         groupBy = group;
         aggregationText = describe(aggregation);
-        required = countSchema(groupBy, aggregation.aggregateExpressions().length);
+        required = queueAggregateSchema(groupBy, aggregates);
         return true;
     }
 
