@@ -1,6 +1,6 @@
 """Rows of the views whose rows are messages the store layer chose (timers, transactions): each entry names a
 record by CommitLog offset and the real topic, queue and unit it belongs to; the message columns come from the
-read path's own lookup reader at that offset (the JVM twin: LookupReader as RmqTimersScan uses it)."""
+read path's own lookup reader at that offset (the JVM twin: spark/read/EntryRows.java)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 package io.rmqsource.spark.read;
 
 import io.rmqsource.errors.OptionError;
-import io.rmqsource.io.StoreFiles;
 import io.rmqsource.spark.Contract;
 import io.rmqsource.spark.RmqOptions;
-import io.rmqsource.spark.StoreAccess;
-import io.rmqsource.spark.read.RmqInputPartition.Lookup;
-import io.rmqsource.store.StoreReader;
 import io.rmqsource.store.Timers;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -19,14 +14,10 @@ import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -133,76 +124,33 @@ public final class RmqTimersScan implements LocalScan {
         RmqOptions opts = RmqOptions.parse(options);
         // RocketMQ's own real topics (retries the broker schedules, POP checkpoints) follow the whole-store rule
         boolean excludeInternal = opts.internalTopicsExcluded();
-        // the rows are chosen here: the lookup keeps every record asked for (parked copies live in internal topics)
-        opts.includeTransactional = true;
-        opts.excludeInternalTopics = false;
         Set<String> real = opts.topics == null ? null : new LinkedHashSet<>(opts.topics);
         if (filters.topics != null) {
             if (real == null) real = new LinkedHashSet<>(filters.topics);
             else real.retainAll(filters.topics);
         }
+        Set<String> topics = real;
         Pattern rx = opts.topicPattern == null ? null : Pattern.compile(opts.topicPattern);
-        StructType full = Contract.SCHEMA;
-        int phyCol = full.fieldIndex("commitLogOffset");
-        UnsafeProjection toRow = UnsafeProjection.create(full);
-        List<InternalRow> out = new ArrayList<>();
-        List<StoreFiles> files = StoreAccess.forPaths(opts.paths);
-        for (int i = 0; i < opts.paths.size(); i++) {
-            StoreRef ref;
+        return EntryRows.rows(opts, schema, r -> {
             List<Timers.Entry> entries = new ArrayList<>();
-            try (StoreReader r = new StoreReader(files.get(i), opts.paths.get(i), opts.storeConfig, null)) {
-                ref = new StoreRef(i, opts.paths.get(i), opts.brokers.get(i), opts.storeConfig, r.commitLog.minOffset(),
-                        r.commitLogMaxOffset(), r.hasConsumeQueueFiles(), files.get(i));
-                for (Timers.Entry e : Timers.entries(r, real, excludeInternal)) {
-                    if ((rx == null || rx.matcher(e.realTopic).matches()) && filters.keeps(e)) entries.add(e);
-                }
+            for (Timers.Entry e : Timers.entries(r, topics, excludeInternal)) {
+                if ((rx == null || rx.matcher(e.realTopic).matches()) && filters.keeps(e)) entries.add(e);
             }
-            if (entries.isEmpty()) continue;
-            long[] offsets = entries.stream().mapToLong(e -> e.phyOffset).distinct().sorted().toArray();
-            Map<Long, InternalRow> byPhy = new HashMap<>();
-            LookupReader reader = new LookupReader(new ReadSpec(opts, new PushedFilters(), full),
-                    new Lookup(ref, offsets, null), full);
-            try {
-                while (reader.next()) {
-                    ColumnarBatch batch = reader.get();
-                    for (int k = 0; k < batch.numRows(); k++) {
-                        InternalRow row = toRow.apply(batch.getRow(k)).copy();
-                        byPhy.put(row.getLong(phyCol), row);
-                    }
-                }
-            } finally {
-                reader.close();
-            }
-            for (Timers.Entry e : entries) {
-                InternalRow base = byPhy.get(e.phyOffset);
-                if (base != null) out.add(row(e, base, full));
-            }
-        }
-        return out.toArray(new InternalRow[0]);
+            return entries;
+        }, e -> e.phyOffset, RmqTimersScan::column);
     }
 
-    private UnsafeProjection unsafe;
-
-    private InternalRow row(Timers.Entry e, InternalRow base, StructType full) {
-        StructField[] fields = schema.fields();
-        Object[] values = new Object[fields.length];
-        for (int c = 0; c < fields.length; c++) {
-            String name = fields[c].name();
-            switch (name) {
-                case "topic" -> values[c] = UTF8String.fromString(e.realTopic);
-                case "queueId" -> values[c] = e.realQueueId;
-                case "queueOffset" -> values[c] = e.queueOffset;
-                case "tagsCode" -> values[c] = e.tagsCode;
-                case "deliverTime" -> values[c] = e.deliverTimeMs == null ? null : e.deliverTimeMs * 1000L;
-                case "delayLevel" -> values[c] = e.delayLevel;
-                case "state" -> values[c] = UTF8String.fromString(e.state);
-                default -> {
-                    int j = full.fieldIndex(name);
-                    values[c] = base.isNullAt(j) ? null : base.get(j, full.fields()[j].dataType());
-                }
-            }
-        }
-        if (unsafe == null) unsafe = UnsafeProjection.create(schema);
-        return unsafe.apply(new GenericInternalRow(values)).copy();
+    /** The value of a timers-view column for an entry (Spark's internal form), or the record's own. */
+    private static Object column(Timers.Entry e, String name) {
+        return switch (name) {
+            case "topic" -> UTF8String.fromString(e.realTopic);
+            case "queueId" -> e.realQueueId;
+            case "queueOffset" -> e.queueOffset;
+            case "tagsCode" -> e.tagsCode;
+            case "deliverTime" -> e.deliverTimeMs == null ? null : e.deliverTimeMs * 1000L;
+            case "delayLevel" -> e.delayLevel;
+            case "state" -> UTF8String.fromString(e.state);
+            default -> EntryRows.FROM_RECORD;
+        };
     }
 }
