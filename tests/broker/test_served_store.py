@@ -222,7 +222,7 @@ def test_config_v2_broker_serves_a_store_written_by_rmq_put(version, broker_clas
     committed = {V2_TOPICS[0]: {0: 2, 1: 1}, V2_TOPICS[1]: {2: 3}}
     ConsumerOffsets(store, config=StoreConfig(engine_version=version)).commit(V2_GROUP, committed)
     run = serve_store(broker_classpath(version), tmp_path / "run1", store, V2_TOPICS, expect=len(msgs),
-                      wait_ms=60_000, settings=V2_SETTINGS, groups=[V2_GROUP])
+                      wait_ms=120_000, settings=V2_SETTINGS, groups=[V2_GROUP])
     routes = json.loads((run / "expected" / "routes.json").read_text())
     for t in V2_TOPICS:
         n = max(m["queueId"] for m in msgs if m["topic"] == t) + 1
@@ -241,7 +241,7 @@ def test_config_v2_broker_serves_a_store_written_by_rmq_put(version, broker_clas
     ConsumerOffsets(store, config=StoreConfig(engine_version=version)).commit(
         V2_GROUP, {V2_LATER_TOPIC: {1: 4}, V2_TOPICS[0]: {0: 5}})
     run = serve_store(broker_classpath(version), tmp_path / "run2", store, [*V2_TOPICS, V2_LATER_TOPIC],
-                      expect=len(msgs) + len(later), wait_ms=60_000, settings=V2_SETTINGS, groups=[V2_GROUP])
+                      expect=len(msgs) + len(later), wait_ms=120_000, settings=V2_SETTINGS, groups=[V2_GROUP])
     routes = json.loads((run / "expected" / "routes.json").read_text())
     assert routes[V2_LATER_TOPIC] == {"readQueueNums": 2, "writeQueueNums": 2}, routes
     _, by_seq = served_by_seq(run)
