@@ -10,7 +10,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from .planning import Lookup
-from .schema import ARROW_SCHEMA, COLUMNS
+from .schema import ARROW_SCHEMA, COLUMNS, column_array
 
 
 def entry_batches(spec, reader, store, entries: list, extra: dict, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -38,10 +38,7 @@ def entry_batches(spec, reader, store, entries: list, extra: dict, schema: pa.Sc
     out["queueOffset"] = pa.array([e.queue_offset for e in entries], type=pa.int64())
     out["tagsCode"] = pa.array([e.tags_code for e in entries], type=pa.int64())
     for name, value in extra.items():
-        t = schema.field(name).type
-        values = [value(e) for e in entries]
-        out[name] = (pa.array(values, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(t)
-                     if pa.types.is_timestamp(t) else pa.array(values, type=t))
+        out[name] = column_array([value(e) for e in entries], schema.field(name).type)
     out_schema = pa.schema([schema.field(c) for c in columns])
     step = max(1, opts.batch_size)
     for a in range(0, len(entries), step):

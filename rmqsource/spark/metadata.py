@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..store.metadata import metadata_rows
 from .planning import RmqPartition, StoreRef, store_partitions
-from .schema import METADATA_SCHEMAS, TIMESTAMP_TYPE, ddl
+from .schema import METADATA_SCHEMAS, column_array, ddl
 
 
 def metadata_ddl(table: str) -> str:
@@ -40,10 +40,5 @@ def metadata_batches(columns: tuple, part: MetadataPartition) -> Iterator[pa.Rec
         r["broker"], r["storePath"] = part.store.broker, part.store.root
     if not rows:
         return
-    out = []
-    for c in columns:
-        t = schema.field(c).type
-        values = [r[c] for r in rows]
-        out.append(pa.array(values, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(TIMESTAMP_TYPE)
-                   if t == TIMESTAMP_TYPE else pa.array(values, t))
+    out = [column_array([r[c] for r in rows], schema.field(c).type) for c in columns]
     yield pa.RecordBatch.from_arrays(out, schema=pa.schema([schema.field(c) for c in columns]))

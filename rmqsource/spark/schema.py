@@ -130,6 +130,14 @@ VIEW_SCHEMAS = {"messages": ARROW_SCHEMA, "timers": TIMERS_ARROW_SCHEMA, "transa
                 "retry": GROUP_TOPIC_ARROW_SCHEMA, "trace": TRACE_ARROW_SCHEMA}
 
 
+def column_array(values: list, t: pa.DataType) -> pa.Array:
+    """Python values as an Arrow column of type ``t``; a timestamp column takes epoch milliseconds (the store's
+    unit), held in Spark's microseconds."""
+    if pa.types.is_timestamp(t):
+        return pa.array(values, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(t)
+    return pa.array(values, type=t)
+
+
 def _ddl_type(t: pa.DataType) -> str:
     if t == pa.string():
         return "string"

@@ -21,7 +21,7 @@ from ..errors import CorruptRecordError
 from ..format.trace import TraceEvent, parse_trace_events
 from ..names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from .pushdown import Pushed, push_filters
-from .schema import COLUMNS, TIMESTAMP_TYPE, TRACE_ARROW_SCHEMA, VIEW_SCHEMAS, ddl
+from .schema import COLUMNS, TRACE_ARROW_SCHEMA, VIEW_SCHEMAS, column_array, ddl
 
 MESSAGE_VIEWS = ("dlq", "retry", "trace")         # the views read here (timers: rmqsource.spark.timers)
 GROUP_TOPIC_COLUMNS = ("group", "originTopic", "originMsgId")
@@ -29,7 +29,7 @@ GROUP_TOPIC_COLUMNS = ("group", "originTopic", "originMsgId")
 TRACE_MESSAGE_COLUMNS = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeTimestamp", "broker",
                          "storePath", "sysFlag", "body")
 # trace view column -> TraceEvent field
-_EVENT_FIELDS = {"traceType": "trace_type", "regionId": "region_id", "group": "group", "topic": "topic",
+_EVENT_FIELDS = {"traceType": "trace_type", "timestamp": "timestamp_ms", "regionId": "region_id", "group": "group", "topic": "topic",
                  "msgId": "msg_id", "offsetMsgId": "offset_msg_id", "tags": "tags", "keys": "keys",
                  "storeHost": "store_host", "clientHost": "client_host", "bodyLength": "body_length",
                  "costTime": "cost_time", "msgType": "msg_type", "success": "success", "requestId": "request_id",
@@ -126,27 +126,20 @@ def _group_topic_rows(view: str, batch: pa.RecordBatch) -> dict:
 
 
 def _trace_rows(batch: pa.RecordBatch, options) -> dict:
-    rows = batch.to_pydict()
     events: list[TraceEvent] = []
     source: list[int] = []              # the row of the trace message each event came from
-    for i, body in enumerate(rows["body"]):
-        text = bytes(body or b"").decode("utf-8", errors="replace")    # new String(body, UTF_8)
+    for i, body in enumerate(batch.column("body").to_pylist()):
+        text = (body or b"").decode("utf-8", errors="replace")          # new String(body, UTF_8)
         try:
             got = parse_trace_events(text)
         except CorruptRecordError as exc:
-            raise CorruptRecordError(exc.reason, file=_commitlog_file(options, rows["storePath"][i],
-                                                                    rows["commitLogOffset"][i]),
-                                     offset=rows["commitLogOffset"][i]) from None
+            offset = batch.column("commitLogOffset")[i].as_py()
+            raise CorruptRecordError(exc.reason, offset=offset, file=_commitlog_file(
+                options, batch.column("storePath")[i].as_py(), offset)) from None
         events += got
         source += [i] * len(got)
-    out = {}
-    for column, name in _EVENT_FIELDS.items():
-        values = [getattr(e, name) for e in events]
-        if column == "keys":
-            values = [None if v is None else list(v) for v in values]
-        out[column] = pa.array(values, TRACE_ARROW_SCHEMA.field(column).type)
-    out["timestamp"] = pa.array([e.timestamp_ms for e in events], pa.int64()).cast(pa.timestamp("ms", tz="UTC")) \
-        .cast(TIMESTAMP_TYPE)
+    out = {column: column_array([getattr(e, name) for e in events], TRACE_ARROW_SCHEMA.field(column).type)
+           for column, name in _EVENT_FIELDS.items()}
     take = pa.array(source, pa.int64())
     for column, name in _MESSAGE_FIELDS.items():
         out[column] = batch.column(name).take(take)
