@@ -70,11 +70,8 @@ def _batches(args, columns=None, topics=None, view="messages") -> Iterator[pa.Re
         for part in plan(opts, pushed):
             yield from read_partition(spec, part)
         return
-    from ..spark.views import message_columns, view_batches
-    wanted = tuple(columns or VIEW_SCHEMAS[view].names)
-    spec = ReadSpec(opts, pushed, message_columns(view, wanted))
-    for part in plan(opts, pushed):
-        yield from view_batches(view, wanted, read_partition(spec, part), opts)
+    from ..spark.views import read_view
+    yield from read_view(view, opts, tuple(columns or VIEW_SCHEMAS[view].names), pushed)
 
 
 def _timer_batches(args, view: str = "timers") -> Iterator[pa.RecordBatch]:

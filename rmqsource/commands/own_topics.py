@@ -70,23 +70,15 @@ def cmd_trace(args, out: Output) -> int:
 
 def dlq_rows(args) -> list[dict]:
     """The dlq view's rows of the store (``--group``: that group's dead-letter topic only)."""
-    from ..spark.batch import read_partition
     from ..spark.options import parse_options
-    from ..spark.planning import plan
-    from ..spark.pushdown import Pushed
-    from ..spark.read_spec import ReadSpec
-    from ..spark.views import message_columns, view_batches
+    from ..spark.views import read_view
     options = {"path": args.store, "view": "dlq"}
     if args.group:
         options["topicPattern"] = "%DLQ%" + re.escape(args.group)
     opts = replace(parse_options(options), store_config=load_config(args), topics_by_view=True)
     columns = ("group", "originTopic", "originMsgId", "reconsumeTimes", "storeTimestamp", "bornTimestamp", "msgId",
                "uniqKey", "keys", "body", "sysFlag", "topic", "queueId", "queueOffset")
-    spec = ReadSpec(opts, Pushed(), message_columns("dlq", columns))
-    rows = []
-    for part in plan(opts, Pushed()):
-        for batch in view_batches("dlq", columns, read_partition(spec, part), opts):
-            rows += batch.to_pylist()
+    rows = [r for batch in read_view("dlq", opts, columns) for r in batch.to_pylist()]
     return sorted(rows, key=lambda r: (r["group"], r["storeTimestamp"], r["queueOffset"]))
 
 

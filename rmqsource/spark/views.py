@@ -70,6 +70,18 @@ def _column(f) -> Optional[str]:
     return attr[0] if attr else None
 
 
+def read_view(view: str, options, columns: tuple, pushed: Optional[Pushed] = None) -> Iterator[pa.RecordBatch]:
+    """The view's rows of ``columns`` over every partition of the messages read under it, in this process (the
+    CLI's read; Spark reads each partition in a task through :func:`view_batches`)."""
+    from .batch import read_partition
+    from .planning import plan
+    from .read_spec import ReadSpec
+    pushed = pushed or Pushed()
+    spec = ReadSpec(options, pushed, message_columns(view, columns))
+    for part in plan(options, pushed):
+        yield from view_batches(view, columns, read_partition(spec, part), options)
+
+
 def view_batches(view: str, columns: tuple, batches: Iterator[pa.RecordBatch], options) -> Iterator[pa.RecordBatch]:
     """The view's rows of ``columns`` from the batches of the messages read."""
     schema = pa.schema([VIEW_SCHEMAS[view].field(c) for c in columns])
