@@ -62,18 +62,14 @@ def index_rows(reader: MessageStoreReader) -> list[dict]:
     for path in reader.index_file_paths():
         with open(path, "rb") as f:
             head = f.read(40)
-        if len(head) < 40:
-            h = None
-        else:
+        row = {"file": path, "fileSize": os.path.getsize(path), "beginTimestamp": None, "endTimestamp": None,
+               "beginPhyOffset": None, "endPhyOffset": None, "hashSlotCount": None, "entries": None}
+        if len(head) == 40:                  # a file cut inside its header has nulls
             h = IndexHeader.decode(head)
-        out.append({"file": path, "fileSize": os.path.getsize(path),
-                    "beginTimestamp": h.begin_timestamp_ms if h else None,
-                    "endTimestamp": h.end_timestamp_ms if h else None,
-                    "beginPhyOffset": h.begin_phy_offset if h else None,
-                    "endPhyOffset": h.end_phy_offset if h else None,
-                    "hashSlotCount": h.hash_slot_count if h else None,
-                    # the header counts from 1 (entry 0 is never used)
-                    "entries": h.index_count - 1 if h else None})
+            row.update(beginTimestamp=h.begin_timestamp_ms, endTimestamp=h.end_timestamp_ms,
+                       beginPhyOffset=h.begin_phy_offset, endPhyOffset=h.end_phy_offset,
+                       hashSlotCount=h.hash_slot_count, entries=h.index_count - 1)   # the header counts from 1
+        out.append(row)
     return out
 
 
