@@ -68,6 +68,35 @@ class DecompressionError(FormatError):
     """A compressed body could not be inflated, or would inflate past the size cap."""
 
 
+class BodyDecodeError(RmqError):
+    """A message body could not be decoded as the read's ``bodyFormat`` asks (docs/bodies.md), under
+    ``onBadRecord=fail``. Names the message (topic, queue, queue offset, CommitLog offset) and the reason."""
+
+    def __init__(self, reason: str, *, body_format: str, topic: str, queue_id: int, queue_offset: int,
+                 commit_log_offset: int):
+        self.reason = bounded_message(reason)
+        self.body_format = body_format
+        self.topic, self.queue_id, self.queue_offset = topic, queue_id, queue_offset
+        self.commit_log_offset = commit_log_offset
+        super().__init__(body_decode_message(self.reason, body_format, topic, queue_id, queue_offset,
+                                             commit_log_offset))
+
+    def __reduce__(self):  # picklable across Spark workers
+        return (_rebuild_body_decode_error, (self.reason, self.body_format, self.topic, self.queue_id,
+                                             self.queue_offset, self.commit_log_offset))
+
+
+def body_decode_message(reason, body_format, topic, queue_id, queue_offset, commit_log_offset) -> str:
+    """The text of a BodyDecodeError (the JVM's BodyDecodeError says the same)."""
+    return (f"cannot decode the body of the message at {topic} queue {queue_id} offset {queue_offset} "
+            f"(commitLogOffset {commit_log_offset}) as {body_format}: {reason}")
+
+
+def _rebuild_body_decode_error(reason, body_format, topic, queue_id, queue_offset, commit_log_offset):
+    return BodyDecodeError(reason, body_format=body_format, topic=topic, queue_id=queue_id,
+                           queue_offset=queue_offset, commit_log_offset=commit_log_offset)
+
+
 class StoreError(RmqError):
     """The store as a whole cannot be used as asked (not a store, locked, shut down ...)."""
 
