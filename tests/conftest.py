@@ -108,10 +108,16 @@ def spark(tmp_path_factory):
     os.environ.setdefault("RMQSOURCE_TEST_SINK_FAULT_FILE", str(tmp_path_factory.mktemp("faults") / "sink-fault"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    conf = session_conf()       # the jar in jvm mode; see session_conf on pushdown
+    # Spark's Avro support, as users add it for from_avro: the typed-body tests judge bodyFormat=avro by it
+    from spark_avro import spark_avro_jar
+    avro = spark_avro_jar()
+    if avro:
+        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), avro) if j)
     session = (SparkSession.builder
                .master("local[2]")
                .appName("rmqsource-tests")
-               .config(map=session_conf())      # the jar in jvm mode; see session_conf on pushdown
+               .config(map=conf)
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.default.parallelism", "2")
