@@ -49,6 +49,24 @@ final class RmqTable implements SupportsRead, SupportsWrite, ReportsSinkMetrics 
     this.tableOptions = tableOptions == null ? Map.of() : new HashMap<>(tableOptions);
   }
 
+  private StructType readSchema;
+
+  /**
+   * The read's columns: with option bodyFormat (docs/bodies.md), the message columns then the decoded ones
+   * (the provider infers the message columns only); else the schema given.
+   */
+  private StructType readSchema() {
+    if (readSchema == null) {
+      StructType s = schema;
+      if (s.equals(Contract.SCHEMA)) {
+        io.rmqsource.spark.read.body.BodySpec body = io.rmqsource.spark.read.body.BodySpec.parse(tableOptions);
+        if (body != null) s = body.tableSchema();
+      }
+      readSchema = s;
+    }
+    return readSchema;
+  }
+
   /**
    * The data source options among the properties Spark passes to {@code getTable}. For
    * {@code load()} / {@code save()} those are the options. For a catalog table Spark passes the
@@ -95,7 +113,7 @@ final class RmqTable implements SupportsRead, SupportsWrite, ReportsSinkMetrics 
   @Override
   @SuppressWarnings("deprecation")   // Spark still asks for schema(); columns() is its successor
   public StructType schema() {
-    return schema;
+    return readSchema();
   }
 
   @Override

@@ -11,11 +11,17 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 final class RmqBatch implements Batch {
     private final ReadSpec spec;
     private final String[] groupBy;
+    private final io.rmqsource.spark.read.body.BodySpec body;
     private InputPartition[] partitions;
 
     RmqBatch(ReadSpec spec, String[] groupBy) {
+        this(spec, groupBy, null);
+    }
+
+    RmqBatch(ReadSpec spec, String[] groupBy, io.rmqsource.spark.read.body.BodySpec body) {
         this.spec = spec;
         this.groupBy = groupBy;
+        this.body = body;
     }
 
     static int defaultParallelism() {
@@ -36,6 +42,6 @@ final class RmqBatch implements Batch {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new RmqPartitionReaderFactory(spec, groupBy);
+        return new RmqPartitionReaderFactory(spec, groupBy, body);
     }
 }

@@ -52,8 +52,21 @@ public final class RmqMetrics {
         }
     }
 
+    /** Rows whose body could not be decoded, dropped under onBadRecord=skip (typed bodies, docs/bodies.md). */
+    public static final class BadRecordsSkipped extends CustomSumMetric {
+        @Override
+        public String name() {
+            return io.rmqsource.spark.read.body.BodyDecodingReader.SKIPPED;
+        }
+
+        @Override
+        public String description() {
+            return "bad records skipped";
+        }
+    }
+
     static CustomMetric[] all() {
-        return new CustomMetric[] {new RecordsRead(), new BytesRead(), new UnitsSkipped()};
+        return new CustomMetric[] {new RecordsRead(), new BytesRead(), new UnitsSkipped(), new BadRecordsSkipped()};
     }
 
     private static CustomTaskMetric value(String name, long v) {

@@ -1,5 +1,7 @@
 package io.rmqsource.spark.read;
 
+import io.rmqsource.spark.read.body.BodyDecodingReader;
+import io.rmqsource.spark.read.body.BodySpec;
 import java.util.Iterator;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
@@ -14,10 +16,16 @@ final class RmqPartitionReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
     private final ReadSpec spec;
     private final String[] groupBy;        // count pushdown: group columns (null: a normal read)
+    /** Typed bodies (docs/bodies.md): their options, and the read of the message columns they need; else null. */
+    private final BodySpec body;
+    private final ReadSpec messages;
 
-    RmqPartitionReaderFactory(ReadSpec spec, String[] groupBy) {
+    RmqPartitionReaderFactory(ReadSpec spec, String[] groupBy, BodySpec body) {
         this.spec = spec;
         this.groupBy = groupBy;
+        this.body = groupBy == null ? body : null;
+        this.messages = this.body == null ? spec
+                : new ReadSpec(spec.options, spec.pushed, BodyDecodingReader.innerSchema(spec.schema, body));
     }
 
     @Override
@@ -27,6 +35,12 @@ final class RmqPartitionReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+        if (body == null || partition instanceof RmqInputPartition.QueueCounts) return messageReader(spec, partition);
+        return new BodyDecodingReader(messageReader(messages, partition), messages.schema, spec.schema, body,
+                messages.batchRows);
+    }
+
+    private PartitionReader<ColumnarBatch> messageReader(ReadSpec spec, InputPartition partition) {
         StructType schema = spec.schema;
         if (partition instanceof RmqInputPartition.QueueCounts) {
             return new QueueCountReader(spec, (RmqInputPartition.QueueCounts) partition, schema, groupBy);

@@ -1,6 +1,7 @@
 package io.rmqsource.spark.read;
 
 import io.rmqsource.spark.RmqOptions;
+import io.rmqsource.spark.read.body.BodySpec;
 import io.rmqsource.spark.stream.RmqMicroBatchStream;
 import java.util.Arrays;
 import java.util.stream.Collectors;
@@ -21,9 +22,12 @@ final class RmqScan implements Scan {
     private final String[] groupBy;
     private final String aggregation;
     private final StructType tableSchema;
+    /** Typed bodies (docs/bodies.md), else null. */
+    private final BodySpec body;
 
     RmqScan(CaseInsensitiveStringMap options, PushedFilters pushed, Filter[] pushedFilters, StructType schema,
-            String[] groupBy, String aggregation, StructType tableSchema) {
+            String[] groupBy, String aggregation, StructType tableSchema, BodySpec body) {
+        this.body = body;
         this.options = options;
         this.pushed = pushed;
         this.pushedFilters = pushedFilters;
@@ -43,13 +47,15 @@ final class RmqScan implements Scan {
         String filters = Arrays.stream(pushedFilters).map(Filter::toString).collect(Collectors.joining(", "));
         return "RmqScan(JVM) PushedFilters: [" + filters + "]"
                 + (aggregation != null ? ", PushedAggregation: " + aggregation + " (per queue from ConsumeQueue units, record headers checked)" : "")
+                + (body != null ? ", BodyFormat: " + body.format + (body.confluent ? " (confluent)" : "")
+                        + ", OnBadRecord: " + body.onBadRecord : "")
                 + ", ReadSchema: " + schema.catalogString();
     }
 
     @Override
     public Batch toBatch() {
         RmqOptions opts = RmqOptions.parse(options);
-        return new RmqBatch(new ReadSpec(opts, pushed, schema), groupBy);
+        return new RmqBatch(new ReadSpec(opts, pushed, schema), groupBy, body);
     }
 
     /** The native stream, reading the table's schema (Spark prunes no columns of a stream). */

@@ -4,6 +4,7 @@ import io.rmqsource.errors.OptionError;
 import io.rmqsource.errors.Repr;
 import io.rmqsource.spark.Contract;
 import io.rmqsource.spark.RmqOptions;
+import io.rmqsource.spark.read.body.BodySpec;
 import io.rmqsource.spark.stream.RmqMicroBatchStream;
 import io.rmqsource.store.MappedFaults;
 import java.util.ArrayList;
@@ -83,7 +84,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         this.view = metadata == null ? RmqViewScan.requested(options) : null;
         if (view != null) required = Contract.viewSchema(view);
         if (metadata != null) required = Contract.metadataSchema(metadata);
+        // refuses bodyFormat with a view or metadata (a message read only)
+        this.body = BodySpec.parse(options);
+        if (body != null) required = body.tableSchema();
     }
+
+    /** Typed bodies (docs/bodies.md): their options, else null.  No aggregate is answered without decoding. */
+    private final BodySpec body;
 
     /** Option metadata's table ({@link RmqMetadataScan}: nothing pushed), else null. */
     private final String metadata;
@@ -123,7 +130,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
     @Override
     public void pruneColumns(StructType requiredSchema) {
         StructType ours = metadata != null ? Contract.metadataSchema(metadata) : timers != null ? RmqTimersScan.SCHEMA
-                : transactions ? RmqTransactionsScan.SCHEMA : view != null ? Contract.viewSchema(view) : Contract.SCHEMA;
+                : transactions ? RmqTransactionsScan.SCHEMA : view != null ? Contract.viewSchema(view)
+                : body != null ? body.tableSchema() : Contract.SCHEMA;
         List<String> names = List.of(ours.fieldNames());
         for (StructField f : requiredSchema.fields()) {
             if (!names.contains(f.name())) {
@@ -222,13 +230,14 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
 
     @Override
     public boolean supportCompletePushDown(Aggregation aggregation) {
-        if (metadata != null || timers != null || transactions || view != null) return false;
+        if (metadata != null || timers != null || transactions || view != null || body != null) return false;
         return wholeStoreCount(aggregation) != null;
     }
 
     @Override
     public boolean pushAggregation(Aggregation aggregation) {
-        if (metadata != null || timers != null || transactions || view != null) return false;
+        // with bodyFormat a row is a decoded body: a skipped bad record is no row, counts need the bodies
+        if (metadata != null || timers != null || transactions || view != null || body != null) return false;
         if (wholeStoreCount(aggregation) != null) {
             required = wholeStoreCount.readSchema();
             return true;
@@ -267,13 +276,13 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         if (transactions) return new RmqTransactionsScan(options, required, pushedFilters);
         if (view != null) return new RmqViewScan(options, view, pushed, pushedFilters, required);
         if (wholeStoreCount != null) return wholeStoreCount;
-        if (groupBy == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
+        if (groupBy == null && body == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
             RmqOptions opts = RmqOptions.parse(options);
             if (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable())) {
                 Scan local = MappedFaults.guard(() -> RmqLocalScan.plan(opts, pushed, required, pushedFilters));
                 if (local != null) return local;
             }
         }
-        return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, tableSchema);
+        return new RmqScan(options, pushed, pushedFilters, required, groupBy, aggregationText, tableSchema, body);
     }
 }
