@@ -19,13 +19,16 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from .. import limits
 from ..errors import OptionError
 from ..names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, remote_scheme, topic_problem, validate_queue_id
 from ..store.config import _KEYS as STORE_CONFIG_KEYS  # RocketMQ key names (read only)
 from ..store.config import StoreConfig
+
+if TYPE_CHECKING:
+    from .bodies.spec import BodySpec
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -61,6 +64,14 @@ OPTIONS = {
     "indexlookups": "indexLookups",
     "view": "view",
     "metadata": "metadata",
+    # typed bodies (docs/bodies.md; parsed by rmqsource.spark.bodies.spec)
+    "bodyformat": "bodyFormat",
+    "bodyschema": "bodySchema",
+    "bodyschemafile": "bodySchemaFile",
+    "bodyschemabytopic": "bodySchemaByTopic",
+    "bodywireformat": "bodyWireFormat",
+    "bodycolumnprefix": "bodyColumnPrefix",
+    "onbadrecord": "onBadRecord",
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
 # Batch-only options (a stream has no end) and the options only streams take.
@@ -203,6 +214,7 @@ class ReadOptions:
     view: str = "messages"              # VIEWS: "timers" is one row per timer / delay message
     metadata: Optional[str] = None      # METADATA_TABLES: the store's structure instead of its messages
     topics_by_view: bool = False        # the view chose the topics: a store without them reads empty
+    body: Optional["BodySpec"] = None   # bodyFormat ...: the bodies decoded into columns (docs/bodies.md)
     raw: tuple = field(default=(), compare=False)
 
     def commit_log_bytes_per_partition(self, total_bytes: int, parallelism: int) -> int:
@@ -538,6 +550,12 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
         kw["metadata"] = parse_metadata(opts["metadata"], mode, sorted(
             OPTIONS[k] for k in opts if k in ("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
                                               "startingtimestamp", "endingtimestamp", "view")))
+    from .bodies.spec import parse_body_options
+    others = [f"{OPTIONS[k]}={opts[k]}" for k in ("view", "metadata")
+              if k in opts and opts[k].strip().lower() not in ("", "messages")]
+    body = parse_body_options(opts, refuse_with=" or ".join(others) or None)
+    if body is not None:
+        kw["body"] = body
     if kw.get("view") in ("dlq", "retry", "trace") and topics is None and topic_pattern is None and queues is None:
         kw["topics_by_view"] = True
     if kw.get("view") in GROUP_TOPIC_VIEWS:

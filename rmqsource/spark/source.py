@@ -54,6 +54,8 @@ class RmqDataSource(DataSource):
         return opts
 
     def schema(self) -> str:
+        if str(self.options.get("bodyFormat", self.options.get("bodyformat", ""))).strip():
+            return _body_ddl(self.options)
         metadata = str(self.options.get("metadata", "")).strip().lower()
         if metadata:
             from .metadata import METADATA_SCHEMAS, metadata_ddl
@@ -85,10 +87,20 @@ class RmqDataSource(DataSource):
         return RmqStreamWriter(self.options, schema, overwrite)
 
     def reader(self, schema) -> DataSourceReader:
-        columns = requested_columns(schema, self.read_options.view, self.read_options.metadata)
+        columns = requested_columns(schema, self.read_options.view, self.read_options.metadata,
+                                    self.read_options.body)
         if not FILTER_PUSHDOWN or _planned_without_pushdown():
             return RmqReader(self.read_options, columns)
         return RmqPushdownReader(self.read_options, columns)
+
+
+def _body_ddl(options) -> str:
+    """The message columns, then the decoded ones (and _decodeError): bodyFormat is refused with a view or
+    metadata when the read is planned."""
+    from .bodies.ddl import struct_ddl
+    from .bodies.spec import parse_body_options
+    spec = parse_body_options({str(k).lower(): "" if v is None else str(v) for k, v in dict(options).items()})
+    return SPARK_DDL + ", " + struct_ddl(spec.columns)
 
 
 def _planned_without_pushdown() -> bool:
@@ -130,6 +142,11 @@ class RmqReader(DataSourceReader):
             from .views import message_columns, view_batches
             spec = ReadSpec(self.options, self.pushed, message_columns(view, self.columns))
             return view_batches(view, self.columns, read_partition(spec, partition), self.options)
+        body = self.options.body
+        if body is not None:
+            from .bodies.decode import decode_batches, message_columns
+            spec = ReadSpec(self.options, self.pushed, message_columns(self.columns, body))
+            return decode_batches(body, self.columns, read_partition(spec, partition))
         spec = ReadSpec(self.options, self.pushed, self.columns)
         return read_partition(spec, partition)
 

@@ -149,9 +149,15 @@ def read_stream_range(opts: StreamOptions, columns: Sequence[str], part: StreamR
     read_opts = opts.read
     if part.new_queue and read_opts.fail_on_data_loss:
         read_opts = replace(read_opts, fail_on_data_loss=False)
-    spec = ReadSpec(read_opts, pushed, tuple(columns))
+    body = read_opts.body
+    if body is not None:
+        from .bodies.decode import decode_batches, message_columns
+        spec = ReadSpec(read_opts, pushed, message_columns(columns, body))
+    else:
+        spec = ReadSpec(read_opts, pushed, tuple(columns))
     try:
-        yield from read_partition(spec, QueueRange(store, part.topic, part.queue_id, start, part.end))
+        batches = read_partition(spec, QueueRange(store, part.topic, part.queue_id, start, part.end))
+        yield from batches if body is None else decode_batches(body, columns, batches)
     except DataLossError as exc:
         raise DataLossError(f"topic {part.topic} queue {part.queue_id}, offsets [{part.start}, {part.end}): "
                             f"{exc}") from None
@@ -183,7 +189,11 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from .schema import COLUMNS, requested_columns
         self.opts = options if isinstance(options, StreamOptions) else parse_stream_options(options)
         if columns is None:
-            columns = requested_columns(schema) if schema is not None else COLUMNS
+            body = self.opts.read.body
+            if schema is not None:
+                columns = requested_columns(schema, body=body)
+            else:
+                columns = COLUMNS + (tuple(body.columns.names) if body is not None else ())
         self.columns = tuple(columns)
         StoreLayout.for_config(self.opts.root, self.opts.read.store_config) \
             .check_is_store()
