@@ -55,6 +55,7 @@ final class RmqScan implements Scan {
     @Override
     public Batch toBatch() {
         RmqOptions opts = RmqOptions.parse(options);
+        if (body != null) opts.decompress = true;       // bodies are decoded inflated (docs/bodies.md)
         return new RmqBatch(new ReadSpec(opts, pushed, schema), groupBy, body);
     }
 

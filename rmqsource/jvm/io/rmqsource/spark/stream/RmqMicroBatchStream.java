@@ -57,6 +57,8 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     private final RmqStreamOptions opts;
     private final StructType schema;
     private final RmqOptions lenient;
+    /** Typed bodies (docs/bodies.md), else null. */
+    private final io.rmqsource.spark.read.body.BodySpec body;
     private final StoreWatcher watcher;
     private Map<QueueKey, Long> target;                            // Trigger.AvailableNow
     private double lastTriggerMs = nowMs();
@@ -72,6 +74,11 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         this.schema = schema;
         this.lenient = RmqStreamOptions.parse(options).read;
         lenient.failOnDataLoss = false;
+        this.body = io.rmqsource.spark.read.body.BodySpec.parse(options);
+        if (body != null) {            // bodies are decoded inflated (docs/bodies.md)
+            opts.read.decompress = true;
+            lenient.decompress = true;
+        }
         this.watcher = new StoreWatcher(opts, StoreAccess.forStream(opts.root()));
         watcher.layout.checkIsStore();
     }
@@ -372,7 +379,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new StreamReaderFactory(opts, lenient, schema, watcher.layout.files);
+        return new StreamReaderFactory(opts, lenient, schema, watcher.layout.files, body);
     }
 
     // ------------------------------------------------------------------ lifecycle

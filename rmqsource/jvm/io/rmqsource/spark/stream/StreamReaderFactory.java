@@ -5,6 +5,8 @@ import io.rmqsource.io.StoreFiles;
 import io.rmqsource.spark.RmqOptions;
 import io.rmqsource.spark.read.ConsumeQueueRangeReader;
 import io.rmqsource.spark.read.StoreRef;
+import io.rmqsource.spark.read.body.BodyDecodingReader;
+import io.rmqsource.spark.read.body.BodySpec;
 import io.rmqsource.store.CommitLog;
 import io.rmqsource.store.Segment;
 import io.rmqsource.store.Segments;
@@ -60,11 +62,17 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
     private final StructType schema;
     private final StoreFiles files;          // the store's files, as the driver's StoreWatcher reads them
 
-    StreamReaderFactory(RmqStreamOptions opts, RmqOptions lenient, StructType schema, StoreFiles files) {
+    /** Typed bodies (docs/bodies.md), else null; then the message columns read beside the decoded ones. */
+    private final BodySpec body;
+    private final StructType messages;
+
+    StreamReaderFactory(RmqStreamOptions opts, RmqOptions lenient, StructType schema, StoreFiles files, BodySpec body) {
         this.opts = opts;
         this.lenient = lenient;
         this.schema = schema;
         this.files = files;
+        this.body = body;
+        this.messages = body == null ? schema : BodyDecodingReader.innerSchema(schema, body);
     }
 
     @Override
@@ -105,8 +113,11 @@ public final class StreamReaderFactory implements PartitionReaderFactory {
         }
         if (start >= part.end) return new Empty();
         StoreRef store = new StoreRef(0, root, opts.broker(), opts.read.storeConfig, clMin, clEnd, true, files);
-        return new Named(ConsumeQueueRangeReader.of(store, part.topic, part.queueId, start, part.end, schema, opts.subTags,
-                part.newQueue ? lenient : opts.read), part);
+        RmqOptions read = part.newQueue ? lenient : opts.read;
+        PartitionReader<ColumnarBatch> rows = ConsumeQueueRangeReader.of(store, part.topic, part.queueId, start, part.end,
+                messages, opts.subTags, read);
+        if (body != null) rows = new BodyDecodingReader(rows, messages, schema, body, read.batchSize);
+        return new Named(rows, part);
     }
 
     /** Rows, should Spark ask for them: the rows of the batches. */

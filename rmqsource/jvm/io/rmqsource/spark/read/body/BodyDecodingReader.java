@@ -153,8 +153,10 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
                                 in.column(commitLogOffset).getLong(r));
                     case BodySpec.NULL:
                         putNulls(at);
-                        byte[] why = bad.getMessage().getBytes(StandardCharsets.UTF_8);
-                        errors.putByteArray(at, why, 0, why.length);
+                        if (errors != null) {
+                            byte[] why = bad.getMessage().getBytes(StandardCharsets.UTF_8);
+                            errors.putByteArray(at, why, 0, why.length);
+                        }
                         kept[at++] = r;
                         continue;
                     default:

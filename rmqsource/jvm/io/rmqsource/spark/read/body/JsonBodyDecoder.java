@@ -20,6 +20,12 @@ final class JsonBodyDecoder implements BodyDecoder {
     private byte[] buf;
     private int off;
     private int len;
+    /**
+     * The body, read by the parser as a stream: given a byte[], Spark 4's parser (spark.sql.json.exactStringParsing)
+     * keeps a nested value read into a string column as its raw text, where from_json over a string re-writes it
+     * compactly ({"a":[1,true]}); a stream makes it write it as from_json does.
+     */
+    private final Body stream = new Body();
     private final scala.Function2<JsonFactory, Object, JsonParser> open = this::open;
     private final scala.Function1<Object, UTF8String> literal = r -> UTF8String.fromBytes(buf, off, len);
 
@@ -29,9 +35,43 @@ final class JsonBodyDecoder implements BodyDecoder {
 
     private JsonParser open(JsonFactory factory, Object record) {
         try {
-            return factory.createParser(buf, off, len);
+            stream.set(buf, off, len);
+            return factory.createParser(stream);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /** A reusable stream over one body. */
+    private static final class Body extends java.io.InputStream {
+        private byte[] b;
+        private int pos;
+        private int end;
+
+        void set(byte[] b, int off, int len) {
+            this.b = b;
+            this.pos = off;
+            this.end = off + len;
+        }
+
+        @Override
+        public int read() {
+            return pos < end ? b[pos++] & 0xFF : -1;
+        }
+
+        @Override
+        public int read(byte[] into, int off, int len) {
+            if (len == 0) return 0;
+            if (pos >= end) return -1;
+            int n = Math.min(len, end - pos);
+            System.arraycopy(b, pos, into, off, n);
+            pos += n;
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return end - pos;
         }
     }
 
