@@ -53,6 +53,7 @@ def _batches(args, columns=None, topics=None, view="messages") -> Iterator[pa.Re
         options["queues"] = ",".join(args.queues)
     if getattr(args, "include_internal_topics", False):
         options["excludeInternalTopics"] = "false"
+    options.update(body_options(args))
     opts = replace(parse_options(options), store_config=load_config(args))
     tags = None
     if getattr(args, "tag", None):
@@ -65,6 +66,13 @@ def _batches(args, columns=None, topics=None, view="messages") -> Iterator[pa.Re
     hi = getattr(args, "to_offset", None)
     pushed = Pushed(tags=tags, store_ts=(begin, end),
                     queue_offset=(_MIN if lo is None else lo, _MAX if hi is None else hi))
+    if view == "messages" and opts.body is not None:
+        from ..spark.bodies.decode import decode_batches, message_columns
+        columns = tuple(columns or COLUMNS + tuple(opts.body.columns.names))
+        spec = ReadSpec(opts, pushed, message_columns(columns, opts.body))
+        for part in plan(opts, pushed):
+            yield from decode_batches(opts.body, columns, read_partition(spec, part))
+        return
     if view == "messages":
         spec = ReadSpec(opts, pushed, tuple(columns or COLUMNS))
         for part in plan(opts, pushed):
@@ -72,6 +80,30 @@ def _batches(args, columns=None, topics=None, view="messages") -> Iterator[pa.Re
         return
     from ..spark.views import read_view
     yield from read_view(view, opts, tuple(columns or VIEW_SCHEMAS[view].names), pushed)
+
+
+# --body-* flag -> the read option it gives (docs/bodies.md)
+BODY_FLAGS = {"body_format": "bodyFormat", "body_schema": "bodySchema", "body_schema_file": "bodySchemaFile",
+              "body_schema_by_topic": "bodySchemaByTopic", "body_wire_format": "bodyWireFormat",
+              "body_column_prefix": "bodyColumnPrefix", "on_bad_record": "onBadRecord"}
+
+
+def body_options(args) -> dict:
+    """The body decoding options the --body-* flags give."""
+    return {opt: getattr(args, flag) for flag, opt in BODY_FLAGS.items() if getattr(args, flag, None) is not None}
+
+
+def _output_schema(args, view: str) -> "pa.Schema":
+    """The export's schema: the view's columns, or the message columns then the decoded ones."""
+    import pyarrow as pa
+    from ..spark.schema import VIEW_SCHEMAS
+    options = body_options(args)
+    if view != "messages" or not options:
+        return VIEW_SCHEMAS[view]
+    from ..spark.bodies.decode import arrow_schema
+    from ..spark.bodies.spec import parse_body_options
+    spec = parse_body_options({k.lower(): v for k, v in options.items()})
+    return pa.schema(list(VIEW_SCHEMAS[view]) + list(arrow_schema(spec))) if spec else VIEW_SCHEMAS[view]
 
 
 def _timer_batches(args, view: str = "timers") -> Iterator[pa.RecordBatch]:
@@ -89,6 +121,7 @@ def _timer_batches(args, view: str = "timers") -> Iterator[pa.RecordBatch]:
         options["topics"] = ",".join(args.topics)
     if getattr(args, "include_internal_topics", False):
         options["excludeInternalTopics"] = "false"
+    options.update(body_options(args))          # refused with a view, as by the source
     opts = replace(parse_options(options), store_config=load_config(args))
     if view == "timers":
         from ..spark.timers import TimersPushed, plan_timers
@@ -112,7 +145,7 @@ def _json_rows(batch: pa.RecordBatch) -> Iterator[str]:
         if pa.types.is_timestamp(arr.type):
             arr = arr.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
         data[name] = arr.to_pylist()
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
     for i in range(batch.num_rows):
         row = {}
         for name in cols:
@@ -121,8 +154,37 @@ def _json_rows(batch: pa.RecordBatch) -> Iterator[str]:
                 v = base64.b64encode(v).decode("ascii")
             elif name == "properties" and v is not None:
                 v = dict(v)
+            elif v is not None:
+                v = _json_value(v, batch.schema.field(name).type)
             row[name] = v
         yield dumps(row)
+
+
+def _json_value(v, t):
+    """A decoded column's value for a JSON line: maps as objects (Arrow gives their entries as pairs)."""
+    import pyarrow as pa
+    if v is None:
+        return None
+    if pa.types.is_map(t):
+        return {k: _json_value(x, t.item_type) for k, x in v}
+    if pa.types.is_struct(t):
+        return {t.field(i).name: _json_value(v[t.field(i).name], t.field(i).type) for i in range(t.num_fields)}
+    if pa.types.is_list(t):
+        return [_json_value(x, t.value_type) for x in v]
+    return v
+
+
+def _json_default(v):
+    """Values json does not write itself: bytes as base64, dates and times as ISO-8601, decimals as text."""
+    import datetime as dt
+    import decimal
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(v).decode("ascii")
+    if isinstance(v, (dt.date, dt.datetime)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    raise TypeError(f"cannot write {type(v).__name__} as JSON")
 
 
 class _Sink:
@@ -169,7 +231,8 @@ def cmd_export(args, out: Output) -> int:
     from ..spark.schema import VIEW_SCHEMAS
     batches = (_timer_batches(args, view) if view in ("timers", "transactions")
                else _batches(args, topics=args.topics, view=view))
-    sink = _Sink(args.out, fmt, VIEW_SCHEMAS[view])
+    schema = VIEW_SCHEMAS[view] if view != "messages" else _output_schema(args, view)
+    sink = _Sink(args.out, fmt, schema)
     ok = False
     try:
         with Progress(None, "export", unit="msg") as bar:
@@ -267,6 +330,16 @@ def add_parsers(sub, common, int_arg) -> None:
                         "real topics; dlq, retry: dead-letter / retry topics with group, originTopic and "
                         "originMsgId; trace: one row per trace event; transactions: one row per transactional message with "
                         "its state and commits (docs/views.md)")
+    b = p.add_argument_group("typed bodies", "decode the bodies into columns, as the read options of the same "
+                                             "names do (docs/bodies.md)")
+    b.add_argument("--body-format", metavar="FORMAT", help="bodyFormat: json, avro or text")
+    b.add_argument("--body-schema", metavar="SCHEMA", help="bodySchema: a Spark DDL / JSON struct (json) or an "
+                                                          "Avro record schema (avro)")
+    b.add_argument("--body-schema-file", metavar="FILE", help="bodySchemaFile: a file holding that schema")
+    b.add_argument("--body-schema-by-topic", metavar="JSON", help="bodySchemaByTopic: {\"topic\": \"schema\", ...}")
+    b.add_argument("--body-wire-format", choices=("plain", "confluent"), help="bodyWireFormat (default plain)")
+    b.add_argument("--body-column-prefix", metavar="PREFIX", help="bodyColumnPrefix")
+    b.add_argument("--on-bad-record", choices=("fail", "null", "skip"), help="onBadRecord (default fail)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("print", parents=[common], help="print a topic's messages in a time range (printMsg)",
