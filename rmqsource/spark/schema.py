@@ -166,18 +166,18 @@ SPARK_DDL = ddl()
 
 
 def requested_columns(spark_schema, view: str = "messages", metadata: "str | None" = None,
-                      body=None) -> tuple[str, ...]:
+                      extra: "pa.Schema | None" = None) -> tuple[str, ...]:
     """Column names of a (possibly user-specified) Spark schema, checked against ours.
 
-    Every requested column must exist in ARROW_SCHEMA (or, with ``body``, a BodySpec, among the decoded
-    columns) with the same type; the output batches then follow the requested order.
+    Every requested column must exist in ARROW_SCHEMA (or among the ``extra`` columns: the decoded bodies',
+    rmqsource.spark.bodies.decode.arrow_schema) with the same type; the output batches then follow the
+    requested order.
     """
     from .compat import to_arrow_schema
 
     schema = METADATA_SCHEMAS[metadata] if metadata else VIEW_SCHEMAS[view]
-    if body is not None:
-        from .bodies.decode import arrow_schema
-        schema = pa.schema(list(schema) + list(arrow_schema(body)))
+    if extra is not None:
+        schema = pa.schema(list(schema) + list(extra))
     names = tuple(schema.names)
     wanted = to_arrow_schema(spark_schema)
     for f in wanted:
@@ -185,7 +185,7 @@ def requested_columns(spark_schema, view: str = "messages", metadata: "str | Non
             raise OptionError(f"column {f.name!r} is not provided by the rmq source; columns are: {', '.join(names)}")
         ours = schema.field(f.name)
         if ours.type != f.type:
-            shown = _ddl_type(ours.type) if body is None or f.name in COLUMNS else str(ours.type)
+            shown = _ddl_type(ours.type) if extra is None or f.name in COLUMNS else str(ours.type)
             raise OptionError(f"column {f.name!r} must have type {shown}, the schema given says {f.type}")
     return tuple(wanted.names)
 

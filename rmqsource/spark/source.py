@@ -87,8 +87,11 @@ class RmqDataSource(DataSource):
         return RmqStreamWriter(self.options, schema, overwrite)
 
     def reader(self, schema) -> DataSourceReader:
+        body = self.read_options.body
+        if body is not None:
+            from .bodies.decode import arrow_schema
         columns = requested_columns(schema, self.read_options.view, self.read_options.metadata,
-                                    self.read_options.body)
+                                    arrow_schema(body) if body is not None else None)
         if not FILTER_PUSHDOWN or _planned_without_pushdown():
             return RmqReader(self.read_options, columns)
         return RmqPushdownReader(self.read_options, columns)

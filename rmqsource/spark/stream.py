@@ -190,8 +190,11 @@ class RmqStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = options if isinstance(options, StreamOptions) else parse_stream_options(options)
         if columns is None:
             body = self.opts.read.body
-            if schema is not None:
-                columns = requested_columns(schema, body=body)
+            if schema is not None and body is not None:
+                from .bodies.decode import arrow_schema
+                columns = requested_columns(schema, extra=arrow_schema(body))
+            elif schema is not None:
+                columns = requested_columns(schema)
             else:
                 columns = COLUMNS + (tuple(body.columns.names) if body is not None else ())
         self.columns = tuple(columns)

@@ -1,4 +1,4 @@
-"""The decoded columns of a :class:`~rmqsource.spark.bodies.spec.BodySpec`: each schema's top-level fields,
+"""The decoded columns of a BodySpec (:mod:`rmqsource.spark.bodies.spec`): each schema's top-level fields,
 their union over bodySchema and bodySchemaByTopic (docs/bodies.md "Columns"), the prefix, and the refusals
 (a type that differs between two schemas, a name that clashes with a message column)."""
 
@@ -11,7 +11,7 @@ from pyspark.sql.types import MapType, StringType, StructField, StructType
 from ...errors import OptionError
 from ..schema import COLUMNS
 from .ddl import as_nullable, parse_spark_schema, type_ddl
-from .spec import DECODE_ERROR_COLUMN, TEXT_COLUMN, BodySpec
+from .constants import DECODE_ERROR_COLUMN, TEXT_COLUMN
 
 
 @functools.lru_cache(maxsize=64)
@@ -40,7 +40,7 @@ def _check_json_types(t) -> None:
         _check_json_types(t.elementType)
 
 
-def topic_schemas(spec: BodySpec) -> list[tuple[object, StructType]]:
+def topic_schemas(spec) -> list[tuple[object, StructType]]:
     """(topic or None for bodySchema, its struct), bodySchema first, then the topics in the order given."""
     out = []
     if spec.format == "text":
@@ -52,7 +52,7 @@ def topic_schemas(spec: BodySpec) -> list[tuple[object, StructType]]:
     return out
 
 
-def _struct(spec: BodySpec, where: str, text: str) -> StructType:
+def _struct(spec, where: str, text: str) -> StructType:
     try:
         struct = schema_struct(spec.format, text)
     except OptionError as exc:
@@ -67,7 +67,7 @@ def _struct(spec: BodySpec, where: str, text: str) -> StructType:
 
 
 @functools.lru_cache(maxsize=64)
-def decoded_struct(spec: BodySpec) -> StructType:
+def decoded_struct(spec) -> StructType:
     """The decoded columns, prefixed: the union by name of every schema's top-level fields."""
     fields: dict[str, StructField] = {}
     origin: dict[str, str] = {}
@@ -104,7 +104,7 @@ def _plain(t):
     return type_ddl(t)
 
 
-def body_columns(spec: BodySpec) -> StructType:
+def body_columns(spec) -> StructType:
     struct = decoded_struct(spec)
     if spec.on_bad_record == "null":
         return StructType(struct.fields + [StructField(DECODE_ERROR_COLUMN, StringType(), True)])

@@ -12,14 +12,14 @@ from ...errors import BodyDecodeError
 from ..schema import ARROW_SCHEMA, COLUMNS
 from .columns import decoded_struct, topic_schemas
 from .errors import BadBody
-from .spec import DECODE_ERROR_COLUMN, BodySpec
+from .constants import DECODE_ERROR_COLUMN
 
 # read with every body decoding: the body, its topic (which schema) and where it is (a BodyDecodeError)
 NEEDED_COLUMNS = ("body", "topic", "queueId", "queueOffset", "commitLogOffset")
 CONFLUENT_HEADER = 5            # magic byte 0, then a 4-byte big-endian schema id
 
 
-def message_columns(columns, spec: BodySpec) -> tuple:
+def message_columns(columns, spec: "BodySpec") -> tuple:
     """The message columns to read for output ``columns``: the message columns asked for, then those
     decoding needs."""
     wanted = [c for c in columns if c in COLUMNS]
@@ -27,13 +27,13 @@ def message_columns(columns, spec: BodySpec) -> tuple:
 
 
 @functools.lru_cache(maxsize=16)
-def arrow_schema(spec: BodySpec) -> pa.Schema:
+def arrow_schema(spec: "BodySpec") -> pa.Schema:
     """The Arrow schema of the decoded columns (and _decodeError), as PySpark converts their Spark types."""
     from ..compat import to_arrow_schema
     return to_arrow_schema(spec.columns)
 
 
-def output_schema(columns, spec: BodySpec) -> pa.Schema:
+def output_schema(columns, spec: "BodySpec") -> pa.Schema:
     decoded = arrow_schema(spec)
     return pa.schema([ARROW_SCHEMA.field(c) if c in COLUMNS else decoded.field(c) for c in columns])
 
@@ -42,7 +42,7 @@ class Decoders:
     """The decoders of a spec, built once per process: one per schema, and where its fields go among the
     decoded columns."""
 
-    def __init__(self, spec: BodySpec):
+    def __init__(self, spec: "BodySpec"):
         self.spec = spec
         self.names = [f.name for f in decoded_struct(spec).fields]
         index = {n: i for i, n in enumerate(self.names)}
@@ -69,7 +69,7 @@ class Decoders:
         return None if values is None else (values, entry[1])
 
 
-def _decoder(spec: BodySpec, topic):
+def _decoder(spec: "BodySpec", topic):
     text = spec.schema if topic is None else dict(spec.by_topic)[topic]
     if spec.format == "json":
         from .columns import schema_struct
@@ -83,11 +83,11 @@ def _decoder(spec: BodySpec, topic):
 
 
 @functools.lru_cache(maxsize=16)
-def decoders(spec: BodySpec) -> Decoders:
+def decoders(spec: "BodySpec") -> Decoders:
     return Decoders(spec)
 
 
-def decode_batch(spec: BodySpec, columns, batch: pa.RecordBatch) -> pa.RecordBatch:
+def decode_batch(spec: "BodySpec", columns, batch: pa.RecordBatch) -> pa.RecordBatch:
     """``columns`` of one batch of message rows (read with :func:`message_columns`)."""
     dec = decoders(spec)
     n = batch.num_rows
@@ -124,7 +124,7 @@ def decode_batch(spec: BodySpec, columns, batch: pa.RecordBatch) -> pa.RecordBat
     return out if keep is None else out.filter(pa.array(keep, type=pa.bool_()))
 
 
-def decode_batches(spec: BodySpec, columns, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def decode_batches(spec: "BodySpec", columns, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The batches of a read with ``columns`` (message and decoded columns) from its message batches."""
     columns = tuple(columns)
     for batch in batches:

@@ -12,16 +12,9 @@ from typing import Mapping, Optional
 
 from ...errors import OptionError
 from ...names import remote_scheme
+from .columns import body_columns
 
-FORMATS = ("json", "avro", "text")
-WIRE_FORMATS = ("plain", "confluent")
-POLICIES = ("fail", "null", "skip")
-DECODE_ERROR_COLUMN = "_decodeError"
-TEXT_COLUMN = "bodyText"
-# lower-case option name -> documented name (contract.json's "options" holds the same)
-BODY_OPTIONS = {"bodyformat": "bodyFormat", "bodyschema": "bodySchema", "bodyschemafile": "bodySchemaFile",
-                "bodyschemabytopic": "bodySchemaByTopic", "bodywireformat": "bodyWireFormat",
-                "bodycolumnprefix": "bodyColumnPrefix", "onbadrecord": "onBadRecord"}
+from .constants import BODY_OPTIONS, FORMATS, POLICIES, TEXT_COLUMN, WIRE_FORMATS
 
 
 @dataclass(frozen=True)
@@ -37,7 +30,6 @@ class BodySpec:
     def columns(self):
         """The decoded columns (a StructType, prefixed, every level nullable), then ``_decodeError`` under
         onBadRecord=null; checked when the spec is made (:func:`parse_body_options`)."""
-        from .columns import body_columns
         return body_columns(self)
 
 
