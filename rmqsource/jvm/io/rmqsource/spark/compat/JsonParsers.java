@@ -15,11 +15,15 @@ public final class JsonParsers {
     private JsonParsers() {
     }
 
-    /** {@code new JacksonParser(schema, new JSONOptions(Map(), timeZone, ""), allowArrayAsStructs=false, Nil)}. */
-    public static JacksonParser create(StructType schema, String timeZone) {
+    /** from_json's default options: {@code new JSONOptions(Map(), timeZone, "")}. */
+    @SuppressWarnings("unchecked")
+    public static JSONOptions options(String timeZone) {
+        return new JSONOptions((scala.collection.immutable.Map<String, String>) emptyMap(), timeZone, "");
+    }
+
+    /** {@code new JacksonParser(schema, options, allowArrayAsStructs=false, Nil)}. */
+    public static JacksonParser create(StructType schema, JSONOptions options) {
         try {
-            JSONOptions options = new JSONOptions((scala.collection.immutable.Map<String, String>) emptyMap(), timeZone,
-                    "");
             for (Constructor<?> k : JacksonParser.class.getConstructors()) {
                 Class<?>[] p = k.getParameterTypes();
                 if (p.length == 4 && p[2] == boolean.class) {

@@ -10,6 +10,16 @@ interface BodyDecoder {
      */
     InternalRow decode(byte[] b, int off, int len);
 
+    /**
+     * Decodes the body straight into {@code out} (per field of the schema: its decoded column's vector, null when
+     * not asked for) at {@code row}, every field written (null when absent); false when it cannot, then the caller
+     * uses {@link #decode}.  Throws {@link Bad} as decode does.
+     */
+    default boolean decodeInto(byte[] b, int off, int len, org.apache.spark.sql.execution.vectorized.WritableColumnVector[] out,
+                               int row) {
+        return false;
+    }
+
     /** A bad record: the message says why. */
     final class Bad extends RuntimeException {
         private static final long serialVersionUID = 1L;

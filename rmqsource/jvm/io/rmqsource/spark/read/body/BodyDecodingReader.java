@@ -144,7 +144,7 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
             Slot slot;
             try {
                 slot = decoder(schema);
-                row = decodeBody(slot.decoder, bodies, r);
+                row = decodeBody(slot, bodies, r, at);
             } catch (BodyDecoder.Bad bad) {
                 switch (spec.onBadRecord) {
                     case BodySpec.FAIL:
@@ -164,7 +164,9 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
                         continue;
                 }
             }
-            if (row == null) {
+            if (row == DIRECT) {
+                for (int d : slot.missing) decoded[d].putNull(at);
+            } else if (row == null) {
                 putNulls(at);
             } else {
                 int[] cols = schema.columns;
@@ -181,7 +183,7 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     }
 
     /** The body of row {@code r} decoded (after the Confluent header when asked). */
-    private InternalRow decodeBody(BodyDecoder decoder, ColumnVector bodies, int r) {
+    private InternalRow decodeBody(Slot slot, ColumnVector bodies, int r, int at) {
         byte[] b;
         int off;
         int len;
@@ -209,8 +211,12 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
             off += 5;
             len -= 5;
         }
-        return decoder.decode(b, off, len);
+        if (slot.decoder.decodeInto(b, off, len, slot.direct, at)) return DIRECT;
+        return slot.decoder.decode(b, off, len);
     }
+
+    /** decodeBody's answer when the decoder wrote the row's columns itself. */
+    private static final InternalRow DIRECT = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(0);
 
     private BodySpec.TopicSchema schemaOf(UTF8String t) {
         if (t == lastTopic || (lastTopic != null && t.equals(lastTopic))) return lastSchema;
@@ -225,10 +231,13 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     private static final class Slot {
         final BodyDecoder decoder;
         final int[] missing;
+        /** Per field of the schema, its decoded column's vector (null when not asked for). */
+        final WritableColumnVector[] direct;
 
-        Slot(BodyDecoder decoder, int[] missing) {
+        Slot(BodyDecoder decoder, int[] missing, WritableColumnVector[] direct) {
             this.decoder = decoder;
             this.missing = missing;
+            this.direct = direct;
         }
     }
 
@@ -250,7 +259,9 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
             for (int c : schema.columns) own[c] = true;
             int[] missing = java.util.stream.IntStream.range(0, decoded.length)
                     .filter(c -> !own[c] && decoded[c] != null).toArray();
-            slot = new Slot(d, missing);
+            WritableColumnVector[] direct = new WritableColumnVector[schema.columns.length];
+            for (int i = 0; i < direct.length; i++) direct[i] = decoded[schema.columns[i]];
+            slot = new Slot(d, missing, direct);
             decoders.put(schema, slot);
         }
         return slot;

@@ -5,7 +5,18 @@ import com.fasterxml.jackson.core.JsonParser;
 import io.rmqsource.spark.compat.JsonParsers;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import com.fasterxml.jackson.core.JsonToken;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.json.JSONOptions;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.catalyst.json.JacksonParser;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -29,8 +40,135 @@ final class JsonBodyDecoder implements BodyDecoder {
     private final scala.Function2<JsonFactory, Object, JsonParser> open = this::open;
     private final scala.Function1<Object, UTF8String> literal = r -> UTF8String.fromBytes(buf, off, len);
 
+    // the direct path (decodeInto): the schema's fields by name, their kinds, and Spark's converter of each
+    private static final int OTHER = 0, LONG = 1, INT = 2, DOUBLE = 3, STRING = 4, BOOLEAN = 5;
+    private final JsonFactory factory;
+    private final java.util.HashMap<String, Integer> fields = new java.util.HashMap<>();
+    private final int[] kinds;
+    private final DataType[] types;
+    private final scala.Function1<JsonParser, Object>[] converters;
+    private final boolean[] seen;
+    private final GenericInternalRow holder = new GenericInternalRow(1);
+
+    @SuppressWarnings("unchecked")
     JsonBodyDecoder(StructType schema, String timeZone) {
-        parser = JsonParsers.create(schema, timeZone);
+        JSONOptions options = JsonParsers.options(timeZone);
+        parser = JsonParsers.create(schema, options);
+        factory = options.buildJsonFactory();
+        StructField[] fs = schema.fields();
+        kinds = new int[fs.length];
+        types = new DataType[fs.length];
+        converters = new scala.Function1[fs.length];
+        seen = new boolean[fs.length];
+        for (int i = 0; i < fs.length; i++) {
+            fields.putIfAbsent(fs[i].name(), i);
+            DataType t = fs[i].dataType();
+            types[i] = t;
+            kinds[i] = t instanceof LongType ? LONG : t instanceof IntegerType ? INT : t instanceof DoubleType ? DOUBLE
+                    : t instanceof StringType ? STRING : t instanceof BooleanType ? BOOLEAN : OTHER;
+            converters[i] = parser.makeConverter(t);
+        }
+    }
+
+    /**
+     * A top-level object read field by field as Spark's parser reads it (convertObject: fields by exact name, the
+     * last of a repeated one wins, unknown ones skipped), values of the common kinds written straight into the
+     * vectors (those tokens convert the same in Spark), any other value converted by Spark's own converter of its
+     * field.  A body that is not an object (or empty) goes through {@link #decode}.
+     */
+    @Override
+    public boolean decodeInto(byte[] b, int off, int len, WritableColumnVector[] out, int row) {
+        JsonParser p;
+        try {
+            stream.set(b, off, len);
+            p = factory.createParser(stream);
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                p.close();
+                return false;
+            }
+        } catch (Exception e) {
+            return false;                // Spark's parse decides (and says why)
+        }
+        java.util.Arrays.fill(seen, false);
+        try (JsonParser q = p) {
+            JsonToken t;
+            while ((t = q.nextToken()) != JsonToken.END_OBJECT) {
+                if (t != JsonToken.FIELD_NAME) throw new IllegalStateException("unexpected " + t);
+                Integer at = fields.get(q.currentName());
+                JsonToken v = q.nextToken();
+                if (at == null) {
+                    q.skipChildren();
+                    continue;
+                }
+                int i = at;
+                seen[i] = true;
+                WritableColumnVector o = out[i];
+                if (v == JsonToken.VALUE_NULL) {
+                    if (o != null) o.putNull(row);
+                    continue;
+                }
+                switch (kinds[i]) {
+                    case LONG:
+                        if (v == JsonToken.VALUE_NUMBER_INT && q.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
+                            long x = q.getLongValue();
+                            if (o != null) {
+                                o.putNotNull(row);
+                                o.putLong(row, x);
+                            }
+                            continue;
+                        }
+                        break;
+                    case INT:
+                        if (v == JsonToken.VALUE_NUMBER_INT && q.getNumberType() == JsonParser.NumberType.INT) {
+                            int x = q.getIntValue();
+                            if (o != null) {
+                                o.putNotNull(row);
+                                o.putInt(row, x);
+                            }
+                            continue;
+                        }
+                        break;
+                    case DOUBLE:
+                        if (v == JsonToken.VALUE_NUMBER_FLOAT || v == JsonToken.VALUE_NUMBER_INT) {
+                            double x = q.getDoubleValue();
+                            if (o != null) {
+                                o.putNotNull(row);
+                                o.putDouble(row, x);
+                            }
+                            continue;
+                        }
+                        break;
+                    case STRING:
+                        if (v == JsonToken.VALUE_STRING) {
+                            String x = q.getText();
+                            if (o != null) {
+                                o.putNotNull(row);
+                                byte[] u = x.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                                o.putByteArray(row, u, 0, u.length);
+                            }
+                            continue;
+                        }
+                        break;
+                    case BOOLEAN:
+                        if (v == JsonToken.VALUE_TRUE || v == JsonToken.VALUE_FALSE) {
+                            if (o != null) {
+                                o.putNotNull(row);
+                                o.putBoolean(row, v == JsonToken.VALUE_TRUE);
+                            }
+                            continue;
+                        }
+                        break;
+                    default:
+                        break;
+                }
+                holder.update(0, converters[i].apply(q));       // Spark's conversion of this value (or its error)
+                if (o != null) RowToVectors.write(o, row, holder, 0, types[i]);
+            }
+        } catch (Exception e) {
+            throw Bad.of(e);
+        }
+        for (int i = 0; i < seen.length; i++) if (!seen[i] && out[i] != null) out[i].putNull(row);
+        return true;
     }
 
     private JsonParser open(JsonFactory factory, Object record) {

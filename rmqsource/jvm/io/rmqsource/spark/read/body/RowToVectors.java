@@ -43,6 +43,7 @@ final class RowToVectors {
             v.putNull(row);
             return;
         }
+        v.putNotNull(row);          // the row may have been written before (a bad record skipped there)
         if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType
                 || t instanceof DayTimeIntervalType) {
             v.putLong(row, src.getLong(ordinal));
