@@ -23,7 +23,7 @@ AVRO_CONFLUENT_TOPIC = "AvroConfluent"
 TEXT_TOPIC = "TextNotes"
 
 JSON_DDL = ("id BIGINT, amount DOUBLE, price DECIMAL(10,2), event STRING, paid BOOLEAN, qty INT, "
-            "at TIMESTAMP, day DATE, tags ARRAY<STRING>, buyer STRUCT<name: STRING, level: INT>, "
+            "at TIMESTAMP, day DATE, labels ARRAY<STRING>, buyer STRUCT<name: STRING, level: INT>, "
             "attrs MAP<STRING, STRING>, note STRING")
 REFUND_DDL = "id BIGINT, reason STRING, refunded DOUBLE"
 
@@ -57,7 +57,7 @@ def json_bodies() -> list[tuple[bytes, bool]]:
     for i in range(40):
         d = {"id": i, "amount": i * 1.25, "price": round(i * 3.1, 2), "event": ["pay", "ship", "refund"][i % 3],
              "paid": i % 2 == 0, "qty": i % 7, "at": f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00Z",
-             "day": f"2026-10-{1 + i % 28:02d}", "tags": [f"t{i % 4}", "x"], "buyer": {"name": f"u{i}", "level": i % 3},
+             "day": f"2026-10-{1 + i % 28:02d}", "labels": [f"t{i % 4}", "x"], "buyer": {"name": f"u{i}", "level": i % 3},
              "attrs": {"k": str(i)}, "note": None if i % 5 == 0 else f"n{i}", "unknown": [1, 2]}
         if i % 6 == 1:
             del d["price"], d["buyer"]                   # missing fields: null
