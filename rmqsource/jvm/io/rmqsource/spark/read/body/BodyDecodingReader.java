@@ -44,7 +44,7 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     private final OnHeapColumnVector errors;
     private final ColumnVector[] out;
     private final Map<BodySpec.TopicSchema, Slot> decoders = new IdentityHashMap<>();
-    private final Map<String, BodySpec.TopicSchema> topics = new HashMap<>();
+    private final Map<UTF8String, BodySpec.TopicSchema> topics = new HashMap<>();
     private UTF8String lastTopic;
     private BodySpec.TopicSchema lastSchema;
     private int[] kept;
@@ -218,11 +218,15 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     /** decodeBody's answer when the decoder wrote the row's columns itself. */
     private static final InternalRow DIRECT = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(0);
 
+    /** The schema of a row's topic: the last one when the same value (batch scans share a topic's value), else looked up. */
     private BodySpec.TopicSchema schemaOf(UTF8String t) {
-        if (t == lastTopic || (lastTopic != null && t.equals(lastTopic))) return lastSchema;
-        String name = t.toString();
-        BodySpec.TopicSchema s = topics.computeIfAbsent(name, k -> spec.schemaOf(k));
-        lastTopic = t.copy();
+        if (t == lastTopic) return lastSchema;
+        BodySpec.TopicSchema s = topics.get(t);
+        if (s == null && !topics.containsKey(t)) {
+            s = spec.schemaOf(t.toString());
+            topics.put(t.copy(), s);
+        }
+        lastTopic = t;                // only ever compared by identity: a value reused with other bytes never matches
         lastSchema = s;
         return s;
     }

@@ -48,6 +48,8 @@ final class JsonBodyDecoder implements BodyDecoder {
     private final DataType[] types;
     private final scala.Function1<JsonParser, Object>[] converters;
     private final boolean[] seen;
+    private final String[] names;
+    private byte[] utf8 = new byte[64];
     private final GenericInternalRow holder = new GenericInternalRow(1);
 
     @SuppressWarnings("unchecked")
@@ -55,13 +57,17 @@ final class JsonBodyDecoder implements BodyDecoder {
         JSONOptions options = JsonParsers.options(timeZone);
         parser = JsonParsers.create(schema, options);
         factory = options.buildJsonFactory();
+        // exact (correctly rounded) as Double.parseDouble, and faster; Spark's converters read doubles the same way
+        factory.enable(JsonParser.Feature.USE_FAST_DOUBLE_PARSER);
         StructField[] fs = schema.fields();
         kinds = new int[fs.length];
         types = new DataType[fs.length];
         converters = new scala.Function1[fs.length];
         seen = new boolean[fs.length];
+        names = new String[fs.length];
         for (int i = 0; i < fs.length; i++) {
             fields.putIfAbsent(fs[i].name(), i);
+            names[i] = fs[i].name().intern();        // the parser's names are interned: compared by identity first
             DataType t = fs[i].dataType();
             types[i] = t;
             kinds[i] = t instanceof LongType ? LONG : t instanceof IntegerType ? INT : t instanceof DoubleType ? DOUBLE
@@ -90,17 +96,25 @@ final class JsonBodyDecoder implements BodyDecoder {
             return false;                // Spark's parse decides (and says why)
         }
         java.util.Arrays.fill(seen, false);
+        int next = 0;                                   // the field expected next (bodies keep the schema's order)
         try (JsonParser q = p) {
             JsonToken t;
             while ((t = q.nextToken()) != JsonToken.END_OBJECT) {
                 if (t != JsonToken.FIELD_NAME) throw new IllegalStateException("unexpected " + t);
-                Integer at = fields.get(q.currentName());
+                String name = q.currentName();
+                int i;
+                if (next < names.length && names[next] == name) {
+                    i = next;
+                } else {
+                    Integer at = fields.get(name);
+                    i = at == null ? -1 : at;
+                }
                 JsonToken v = q.nextToken();
-                if (at == null) {
+                if (i < 0) {
                     q.skipChildren();
                     continue;
                 }
-                int i = at;
+                next = i + 1;
                 seen[i] = true;
                 WritableColumnVector o = out[i];
                 if (v == JsonToken.VALUE_NULL) {
@@ -140,11 +154,9 @@ final class JsonBodyDecoder implements BodyDecoder {
                         break;
                     case STRING:
                         if (v == JsonToken.VALUE_STRING) {
-                            String x = q.getText();
                             if (o != null) {
                                 o.putNotNull(row);
-                                byte[] u = x.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-                                o.putByteArray(row, u, 0, u.length);
+                                putText(o, row, q);
                             }
                             continue;
                         }
@@ -178,6 +190,26 @@ final class JsonBodyDecoder implements BodyDecoder {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /** The current string token's text into {@code o} as UTF-8 (as UTF8String.fromString(getText) gives it). */
+    private void putText(WritableColumnVector o, int row, JsonParser q) throws IOException {
+        char[] cs = q.getTextCharacters();
+        int from = q.getTextOffset();
+        int n = q.getTextLength();
+        if (utf8.length < n * 3) utf8 = new byte[Math.max(n * 3, utf8.length * 2)];
+        int k = 0;
+        for (int i = from, end = from + n; i < end; i++) {
+            char c = cs[i];
+            if (c < 0x80) {
+                utf8[k++] = (byte) c;
+            } else {                                      // not ASCII: as Java encodes it
+                byte[] u = new String(cs, from, n).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                o.putByteArray(row, u, 0, u.length);
+                return;
+            }
+        }
+        o.putByteArray(row, utf8, 0, k);
     }
 
     /** A reusable stream over one body. */
