@@ -72,6 +72,9 @@ OPTIONS = {
     "bodywireformat": "bodyWireFormat",
     "bodycolumnprefix": "bodyColumnPrefix",
     "onbadrecord": "onBadRecord",
+    # lookups by key (docs/reading.md#lookups-by-key), batch reads only
+    "keys": "keys",
+    "keysfile": "keysFile",
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
 # Batch-only options (a stream has no end) and the options only streams take.
@@ -90,6 +93,7 @@ STREAM_OPTIONS = {
     "commitoffsets": "commitOffsets",
     "reportlatestoffset": "reportLatestOffset",
 }
+KEY_OPTIONS = {"keys": "keys", "keysfile": "keysFile"}     # batch reads only, refused by a stream
 BATCH, STREAM = "batch", "stream"
 # A SQL table's OPTIONS (path ...) / LOCATION reach only a JVM provider (Spark passes them to its
 # getTable; a Python data source is created with the query's options alone), so without the jar
@@ -101,7 +105,8 @@ SQL_TABLE_HINT = ("; a SQL table (CREATE TABLE ... USING rmq) passes its path an
 def option_names(mode: str) -> list[str]:
     """Every option name a read in ``mode`` accepts (besides MessageStoreConfig keys), sorted."""
     if mode == STREAM:
-        names = {v for k, v in OPTIONS.items() if k not in BATCH_ONLY_OPTIONS} | set(STREAM_OPTIONS.values())
+        names = {v for k, v in OPTIONS.items() if k not in BATCH_ONLY_OPTIONS and k not in KEY_OPTIONS} \
+            | set(STREAM_OPTIONS.values())
     else:
         names = set(OPTIONS.values())
     return sorted(names, key=str.lower)
@@ -215,6 +220,7 @@ class ReadOptions:
     metadata: Optional[str] = None      # METADATA_TABLES: the store's structure instead of its messages
     topics_by_view: bool = False        # the view chose the topics: a store without them reads empty
     body: Optional["BodySpec"] = None   # bodyFormat ...: the bodies decoded into columns (docs/bodies.md)
+    keys: Optional[frozenset] = None    # keys / keysFile: only messages whose KEYS hold one of these
     raw: tuple = field(default=(), compare=False)
 
     def commit_log_bytes_per_partition(self, total_bytes: int, parallelism: int) -> int:
@@ -366,6 +372,72 @@ def parse_view(value: str, mode: str, by_offset: bool) -> str:
     return v
 
 
+KEYS_EXAMPLE = '["order-17", "order-18"]'
+
+
+def check_lookup_keys(name: str, keys) -> frozenset:
+    """The keys of a lookup as a set; a key RocketMQ's KEYS could never hold (empty, or with a space: the
+    broker splits KEYS on spaces) is refused, naming ``name``."""
+    for k in keys:
+        if k == "":
+            raise OptionError(f"option {name}: an empty key can never match (RocketMQ drops the empty pieces "
+                              f"of KEYS)")
+        if " " in k:
+            raise OptionError(f"option {name}: key {k!r} contains a space and can never match: RocketMQ splits "
+                              f"a message's KEYS on spaces, so each key is one piece; give its pieces as "
+                              f"separate keys")
+    return frozenset(keys)
+
+
+def read_keys_file(path: str, name: str = "keysFile") -> list[str]:
+    """The keys of a local keys file (a path or ``file:`` URI), one a line, surrounding whitespace dropped,
+    blank lines ignored, first occurrence order."""
+    p = str(path).strip()
+    scheme = remote_scheme(p)
+    if scheme:
+        raise OptionError(f"option {name} {p!r}: the Python rmq source reads a local keys file, not {scheme}: "
+                          f"URIs; copy it to a local path, or read with the JVM scan (the rmqsource jar on "
+                          f"spark.jars: `rmq jar` prints its path), which reads Hadoop URIs")
+    if re.match(r"^file:", p, re.IGNORECASE):
+        u = urllib.parse.urlparse(p)
+        if u.netloc not in ("", "localhost"):
+            raise OptionError(f"option {name} {p!r} names host {u.netloc!r}; file URIs must be file:///path")
+        p = urllib.parse.unquote(u.path)
+    p = os.path.expanduser(p)
+    try:
+        with open(p, encoding="utf-8") as f:
+            keys = [line.strip() for line in f]
+    except FileNotFoundError:
+        raise OptionError(f"option {name}: no such file {p}") from None
+    except IsADirectoryError:
+        raise OptionError(f"option {name}: {p} is a directory, not a file of keys") from None
+    except UnicodeDecodeError as exc:
+        raise OptionError(f"option {name}: {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise OptionError(f"option {name}: cannot read {p}: {exc.strerror or exc}") from None
+    return list(dict.fromkeys(k for k in keys if k))
+
+
+def parse_keys_option(opts: Mapping[str, str], others: list) -> frozenset:
+    """Options ``keys`` (a JSON array of strings) or ``keysFile``: at most one, not with a view or metadata."""
+    if "keys" in opts and "keysfile" in opts:
+        raise OptionError("use only one of the options keys and keysFile")
+    name = "keys" if "keys" in opts else "keysFile"
+    if others:
+        raise OptionError(f"option {name} looks messages up by key; it does not apply to {' or '.join(others)}")
+    if name == "keysFile":
+        return check_lookup_keys(name, read_keys_file(opts["keysfile"]))
+    text = opts["keys"].strip()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option keys must be a JSON array of strings like {KEYS_EXAMPLE}; cannot parse "
+                          f"{text!r}: {exc.msg}") from None
+    if not isinstance(doc, list) or not all(isinstance(k, str) for k in doc):
+        raise OptionError(f"option keys must be a JSON array of strings like {KEYS_EXAMPLE}, got {text!r}")
+    return check_lookup_keys(name, doc)
+
+
 METADATA_TABLES = ("queues", "topics", "groups", "segments", "indexes")
 
 
@@ -441,6 +513,9 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
     opts = apply_kafka_names(opts, mode)
     store_overrides: dict[str, str] = {}
     for key, value in opts.items():
+        if mode == STREAM and key in KEY_OPTIONS:
+            raise OptionError(f"option {KEY_OPTIONS[key]} is for batch reads (spark.read): a lookup by key reads "
+                              f"the messages stored so far; filter a stream with array_contains(keys, 'k') instead")
         if key in OPTIONS and not (mode == STREAM and key in BATCH_ONLY_OPTIONS):
             continue
         if key in _STORE_KEYS:
@@ -549,10 +624,13 @@ def parse_options(options: Mapping[str, str], *, mode: str = BATCH) -> ReadOptio
     if "metadata" in opts:
         kw["metadata"] = parse_metadata(opts["metadata"], mode, sorted(
             OPTIONS[k] for k in opts if k in ("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
-                                              "startingtimestamp", "endingtimestamp", "view")))
+                                              "startingtimestamp", "endingtimestamp", "view", "keys",
+                                              "keysfile")))
     from .bodies.spec import parse_body_options
     others = [f"{OPTIONS[k]}={opts[k]}" for k in ("view", "metadata")
               if k in opts and opts[k].strip().lower() not in ("", "messages")]
+    if "keys" in opts or "keysfile" in opts:
+        kw["keys"] = parse_keys_option(opts, others)
     body = parse_body_options(opts, refuse_with=" or ".join(others) or None)
     if body is not None:
         kw["body"] = body

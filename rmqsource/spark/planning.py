@@ -384,16 +384,25 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
             log.warning("rmq: %s", note)
         refs = [_store_ref(i, p, b, opts.store_config, r)
                 for i, (p, b, r) in enumerate(zip(opts.paths, opts.brokers, readers))]
+        indexed = opts.index_lookups and all(r.config.message_index_enable for r in readers)
+        # keys: an IndexFile lookup, unless a whole-store read keeps transactional records (the IndexFile
+        # leaves out rolled-back ones)
+        by_keys = opts.keys is not None and indexed and (opts.topic_mode or not opts.include_transactional)
         queue_mode = opts.topic_mode or (
             not opts.include_transactional
             and (pushed.tags is not None or pushed.topics is not None or pushed.queue_ids is not None)
-            and not (pushed.msg_ids is not None or (pushed.uniq_keys is not None and opts.index_lookups)))
+            and not (pushed.msg_ids is not None or (pushed.uniq_keys is not None and opts.index_lookups) or by_keys))
         selected = select_queues(opts, pushed, readers) if (queue_mode or opts.topic_mode) else None
-        if pushed.empty:
+        if pushed.empty or (opts.keys is not None and not opts.keys):
             return []
-        if pushed.msg_ids is not None or (pushed.uniq_keys is not None and opts.index_lookups
-                                          and all(r.config.message_index_enable for r in readers)):
+        if pushed.msg_ids is not None or (pushed.uniq_keys is not None and indexed):
             return _plan_lookups(opts, pushed, readers, refs, selected)
+        if by_keys:
+            parts = _plan_key_lookups(opts, pushed, readers, refs, selected)
+            if parts is not None:
+                return parts
+            log.warning("rmq: a key of the lookup has %d or more IndexFile hits in a topic: reading the store "
+                        "with the keys checked on every record instead", LOOKUP_MAX_HITS)
         if queue_mode:
             return _plan_queues(opts, pushed, readers, refs, selected)
         return _plan_commitlog(opts, pushed, readers, refs)
@@ -542,16 +551,39 @@ def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
     return [CommitLogRange(*r) for r in out]
 
 
+def _lookup_queue_ranges(opts, pushed, reader, ref, selected) -> Optional[dict]:
+    """{(topic, queueId): [start, end)} of a topic read's planned queues (None: a whole-store read)."""
+    if selected is None:
+        return None
+    queue_ranges = {}
+    for topic, qid in selected:
+        s, e = queue_bounds(opts, pushed, reader, topic, qid, ref.root)
+        if s < e:
+            queue_ranges[(topic, qid)] = (s, e)
+    return queue_ranges
+
+
+def _lookup_topics(opts, pushed, reader, queue_ranges) -> list[str]:
+    """The topics an IndexFile lookup walks: those of the planned queues, else the store's (minus RocketMQ's
+    own when the read leaves them out)."""
+    topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
+    if pushed.topics is not None:
+        topics = [t for t in topics if t in pushed.topics]
+    if opts.internal_topics_excluded:
+        topics = [t for t in topics if not is_internal_topic(t)]
+    return topics
+
+
+def _lookup_reader(reader, ref) -> MessageStoreReader:
+    """A reader of the store whose IndexFile walks are not capped at maxMsgsNumBatch."""
+    return MessageStoreReader(ref.root, replace(reader.config, max_msgs_num_batch=LOOKUP_MAX_HITS),
+                              commit_log_end=ref.commit_log_max)
+
+
 def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
     out = []
     for i, (reader, ref) in enumerate(zip(readers, refs)):
-        queue_ranges = None
-        if selected is not None:
-            queue_ranges = {}
-            for topic, qid in selected[i]:
-                s, e = queue_bounds(opts, pushed, reader, topic, qid, ref.root)
-                if s < e:
-                    queue_ranges[(topic, qid)] = (s, e)
+        queue_ranges = _lookup_queue_ranges(opts, pushed, reader, ref, selected[i] if selected is not None else None)
         offsets = set()
         if pushed.msg_ids is not None:
             for mid in pushed.msg_ids:
@@ -562,15 +594,9 @@ def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
                 if ref.commit_log_min <= phy < ref.commit_log_max:
                     offsets.add(phy)
         else:
-            big = replace(reader.config, max_msgs_num_batch=LOOKUP_MAX_HITS)
-            lookup_reader = MessageStoreReader(ref.root, big, commit_log_end=ref.commit_log_max)
+            lookup_reader = _lookup_reader(reader, ref)
             try:
-                topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
-                if pushed.topics is not None:
-                    topics = [t for t in topics if t in pushed.topics]
-                if opts.internal_topics_excluded:
-                    topics = [t for t in topics if not is_internal_topic(t)]
-                for topic in topics:
+                for topic in _lookup_topics(opts, pushed, reader, queue_ranges):
                     for key in pushed.uniq_keys:
                         found, _, _ = lookup_reader.query_offsets(topic, key, LOOKUP_MAX_HITS, 0, (1 << 63) - 1)
                         offsets.update(p for p in found if ref.commit_log_min <= p < ref.commit_log_max)
@@ -578,4 +604,39 @@ def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
                 lookup_reader.close()
         if offsets:
             out.append(Lookup(ref, tuple(offsets), queue_ranges))
+    return out
+
+
+# A key lookup with more hits than this is read by several tasks (pieces of its sorted offsets).
+MIN_LOOKUP_SPLIT_OFFSETS = 4096
+
+
+def _plan_key_lookups(opts, pushed, readers, refs, selected) -> Optional[list[RmqPartition]]:
+    """Options keys / keysFile: the IndexFile hits of ``topic#key`` for every key in every topic of the read,
+    all keys walked together (``query_offsets_many``); the pushed storeTimestamp range prunes the IndexFiles.
+    None when some key reaches LOOKUP_MAX_HITS in a topic (the caller scans instead of truncating)."""
+    lo, hi = pushed.store_ts
+    begin_ms = max(0, lo)
+    end_ms = hi - 1 if hi < (1 << 63) - 1 else hi
+    keys = sorted(opts.keys)
+    out: list[RmqPartition] = []
+    for i, (reader, ref) in enumerate(zip(readers, refs)):
+        queue_ranges = _lookup_queue_ranges(opts, pushed, reader, ref, selected[i] if selected is not None else None)
+        topics = _lookup_topics(opts, pushed, reader, queue_ranges)
+        if not topics:
+            continue
+        lookup_reader = _lookup_reader(reader, ref)
+        try:
+            found, _, _ = lookup_reader.query_offsets_many([(t, k) for t in topics for k in keys], LOOKUP_MAX_HITS,
+                                                           begin_ms, end_ms, covering=True)
+        finally:
+            lookup_reader.close()
+        if any(len(f) >= LOOKUP_MAX_HITS for f in found):
+            return None
+        offsets = sorted({p for f in found for p in f if ref.commit_log_min <= p < ref.commit_log_max})
+        if not offsets:
+            continue
+        pieces = max(1, min(default_parallelism(), len(offsets) // MIN_LOOKUP_SPLIT_OFFSETS))
+        step = -(-len(offsets) // pieces)
+        out.extend(Lookup(ref, tuple(offsets[a:a + step]), queue_ranges) for a in range(0, len(offsets), step))
     return out

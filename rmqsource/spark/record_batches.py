@@ -53,6 +53,36 @@ def row_mask(spec: ReadSpec, h: hdr.Headers, *, whole_store: bool) -> np.ndarray
     return m
 
 
+def keys_mask(props: colprops.PropertyColumns, keys: frozenset) -> np.ndarray:
+    """Rows whose KEYS, split on spaces as the ``keys`` column is, hold one of ``keys`` (the exact check of a
+    lookup by key: an IndexFile hit may be a hash collision or another key)."""
+    n = props.n
+    out = np.zeros(n, dtype=bool)
+    if not keys or n == 0:
+        return out
+    lists = colprops.split_keys_column(props, props.value_index("KEYS"))
+    items = lists.flatten()
+    if len(items) == 0:
+        return out
+    hit = np.asarray(pc.is_in(items, value_set=_key_set(keys)).to_numpy(zero_copy_only=False), dtype=bool)
+    if hit.any():
+        parents = np.asarray(pc.list_parent_indices(lists).to_numpy(zero_copy_only=False), dtype=np.int64)
+        out[parents[hit]] = True
+    return out
+
+
+_KEY_SETS: dict = {}
+
+
+def _key_set(keys: frozenset) -> pa.Array:
+    """The keys as an Arrow array, built once per set (a task checks every batch against the same keys)."""
+    got = _KEY_SETS.get(id(keys))
+    if got is None or got[0] is not keys:
+        _KEY_SETS.clear()
+        got = _KEY_SETS[id(keys)] = (keys, pa.array(sorted(keys), type=pa.string()))
+    return got[1]
+
+
 def topics_of(buf, h: hdr.Headers) -> pa.Array:
     return colprops.binary_to_string(hdr.spans_binary(buf, h.topic_pos, h.topic_len))
 
@@ -100,10 +130,13 @@ def finish_rows(spec: ReadSpec, store: StoreRef, buf: RecordBuffer, h: hdr.Heade
         own = internal_topic_mask(topics)
         if own.any():
             keep = ~own if keep is None else keep & ~own
-    if p.tags is not None or p.uniq_keys is not None or p.msg_ids is not None:
+    lookup_keys = spec.options.keys
+    if p.tags is not None or p.uniq_keys is not None or p.msg_ids is not None or lookup_keys is not None:
         keep = np.ones(len(h), dtype=bool) if keep is None else keep
-        if p.tags is not None or p.uniq_keys is not None:
+        if p.tags is not None or p.uniq_keys is not None or lookup_keys is not None:
             props = colprops.parse_properties_columns(buf.data, h, words=words)
+        if lookup_keys is not None:
+            keep &= keys_mask(props, lookup_keys)
         if p.tags is not None:
             keep &= colprops.exact_tag_mask(props, p.tags)
         if p.uniq_keys is not None:

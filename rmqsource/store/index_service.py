@@ -303,6 +303,54 @@ class IndexFile:
                 return
             entry_no = prev
 
+    def select_many(self, hashes: np.ndarray, counts: np.ndarray, max_num: int, begin_ms: int, end_ms: int,
+                    covering: bool, hit_keys: list, hit_phys: list) -> None:
+        """:meth:`select_phy_offsets` for many key hashes at once (see IndexService.query_offsets_many): the
+        chains are walked one step of every chain at a time; ``counts`` (hits so far per key) grows, each
+        step's hits go to ``hit_keys`` (key numbers) and ``hit_phys``."""
+        mm = self._mm
+        h = self.header
+        count = h.index_count
+        if count > self.index_num:
+            raise CorruptRecordError(f"indexCount {count} is more than the file's maxIndexNum {self.index_num}",
+                                     file=self.path, offset=36)
+        if count <= 1:
+            return
+        begin_ts = h.begin_timestamp_ms
+        slots = np.frombuffer(mm, dtype=">i4", count=self.hash_slot_num, offset=INDEX_HEADER_SIZE)
+        usable = min(count + 1, self.index_num)          # entry numbers a chain may name, within the file
+        entries = np.frombuffer(mm, dtype=_ENTRY_DTYPE, count=usable, offset=self._entries_base)
+        try:
+            active = np.flatnonzero(counts < max_num)
+            entry = slots[hashes[active] % self.hash_slot_num].astype(np.int64)
+            ok = (entry > 0) & (entry <= count) & (entry < usable)
+            active, entry = active[ok], entry[ok]
+            for _ in range(min(count, limits.MAX_INDEX_CHAIN_STEPS) + 1):
+                if len(active) == 0:
+                    break
+                e = entries[entry]
+                diff = e["diff"].astype(np.int64)
+                live = diff >= 0
+                time_read = begin_ts + diff * 1000
+                if covering:
+                    time_read = np.where(entry == 1, begin_ts, time_read)   # the file's first entry
+                    latest = np.where(entry == 1, begin_ts, time_read + 999)
+                else:
+                    latest = time_read
+                hit = live & (e["hash"].astype(np.int64) == hashes[active]) & (latest >= begin_ms) \
+                    & (time_read <= end_ms)
+                if hit.any():
+                    k = active[hit]
+                    hit_keys.append(k)
+                    hit_phys.append(e["phy"][hit].astype(np.int64))
+                    counts[k] += 1                   # a key is at most once in ``active``
+                prev = e["prev"].astype(np.int64)
+                go = live & (prev > 0) & (prev < usable) & (prev < entry) & (latest >= begin_ms)
+                go &= counts[active] < max_num
+                active, entry = active[go], prev[go]
+        finally:
+            del slots, entries
+
     def flush(self) -> None:
         """``IndexFile.flush``: write the whole in-memory header, then force to disk."""
         if not self.writable or self._mm is None:
@@ -577,6 +625,54 @@ class IndexService:
                 if len(out) >= max_num:
                     break
         return out, last_phy, last_ts
+
+    def query_offsets_many(self, topic_keys: list[tuple[str, str]], max_num: int, begin_ms: int, end_ms: int, *,
+                           covering: bool = False) -> tuple[list[list[int]], int, int]:
+        """:meth:`query_offsets` of many ``(topic, key)`` at once: per key the same offsets (newest first).
+
+        Each file is mapped once for all keys: the hashes are computed in one numpy pass and the hash
+        chains of all keys are walked side by side, one step of every chain at a time.
+
+        ``covering``: every entry whose store time may lie in [begin_ms, end_ms] is kept, which RocketMQ's
+        own check can miss: an entry keeps its time in whole seconds after the file's begin (the store time
+        is up to 999 ms later), and a file's first entry is offset by the gap to the previous file (its
+        time is the file's begin).  The caller re-checks each record's time.
+        """
+        n = len(topic_keys)
+        found: list[list[int]] = [[] for _ in range(n)]
+        last_phy = last_ts = 0
+        max_num = min(max_num, self.max_msgs_num_batch)
+        if n == 0 or max_num <= 0:
+            with self._lock:
+                if self.files:
+                    last_ts, last_phy = self.files[-1].header.end_timestamp_ms, self.files[-1].header.end_phy_offset
+            return found, last_phy, last_ts
+        hashes = np.asarray(index_key_hashes([f"{t}#{k}" for t, k in topic_keys]), dtype=np.int64)
+        counts = np.zeros(n, dtype=np.int64)
+        hit_keys: list[np.ndarray] = []
+        hit_phys: list[np.ndarray] = []
+        with self._lock:
+            nf = len(self.files)
+            for i in range(nf, 0, -1):
+                f = self.files[i - 1]
+                if i == nf:
+                    last_ts = f.header.end_timestamp_ms
+                    last_phy = f.header.end_phy_offset
+                if f.is_time_matched(begin_ms, end_ms):
+                    f.select_many(hashes, counts, max_num, begin_ms, end_ms, covering, hit_keys, hit_phys)
+                if f.header.begin_timestamp_ms < begin_ms:
+                    break
+                if bool((counts >= max_num).all()):
+                    break
+        if hit_keys:
+            keys = np.concatenate(hit_keys)
+            phys = np.concatenate(hit_phys)
+            order = np.argsort(keys, kind="stable")       # per key: the order of the walk (newest first)
+            keys, phys = keys[order], phys[order]
+            cuts = np.flatnonzero(np.diff(keys)) + 1
+            for group_keys, group_phys in zip(np.split(keys, cuts), np.split(phys, cuts)):
+                found[int(group_keys[0])] = group_phys.tolist()
+        return found, last_phy, last_ts
 
     @property
     def last_file(self) -> Optional[IndexFile]:

@@ -530,6 +530,12 @@ class MessageStoreReader:
         """IndexFile hash walk (spec §5.4): (phy offsets newest first, lastUpdatePhy, lastUpdateTs)."""
         return self.index_service.query_offsets(topic, key, max_num, begin_ms, end_ms)
 
+    def query_offsets_many(self, topic_keys: list[tuple[str, str]], max_num: int, begin_ms: int, end_ms: int, *,
+                           covering: bool = False):
+        """:meth:`query_offsets` of many (topic, key) at once, each IndexFile mapped once for all
+        (IndexService.query_offsets_many): (offsets per key, lastUpdatePhy, lastUpdateTs)."""
+        return self.index_service.query_offsets_many(topic_keys, max_num, begin_ms, end_ms, covering=covering)
+
     def query(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
               end_ms: int = (1 << 63) - 1, *, only_matching: bool = False) -> QueryResult:
         """``queryMessage``: IndexFile hits sorted by offset; ``only_matching`` drops hash collisions."""
