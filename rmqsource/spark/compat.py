@@ -89,8 +89,10 @@ check_supported()
 
 # Spark settings a session with the jar needs here. Spark 3.5's session catalog reads every table through
 # the V1 API, which the jar's V2-only provider lacks: its catalog extension serves USING rmq tables.
-JAR_SESSION_CONF: dict[str, str] = {} if PYTHON_DATA_SOURCE else {
-    "spark.sql.catalog.spark_catalog": "io.rmqsource.spark.RmqSessionCatalog"}
+# On every Spark, its session extension turns array filters on keys into IndexFile lookups (docs/reading.md).
+JAR_SESSION_CONF: dict[str, str] = ({} if PYTHON_DATA_SOURCE else {
+    "spark.sql.catalog.spark_catalog": "io.rmqsource.spark.RmqSessionCatalog"}) | {
+    "spark.sql.extensions": "io.rmqsource.spark.RmqExtensions"}
 
 if PYTHON_DATA_SOURCE:
     from pyspark.sql import datasource as _ds  # noqa: E402  (after the check: its error is the one line users see)

@@ -56,6 +56,11 @@ final class CatalogTable implements SupportsRead, SupportsWrite {
         this.properties = Map.copyOf(properties);
     }
 
+    /** The rmq table of a table of messages (for {@link KeyLookupRule}), else null (a metadata table). */
+    RmqTable messagesTable() {
+        return onlyTopic == null ? table : null;
+    }
+
     @Override
     public String name() {
         return name;

@@ -84,6 +84,13 @@ public final class RmqOptions implements Serializable {
      * store with no dead letters has none) instead of failing as a topic or topicPattern matching nothing.
      */
     public boolean topicsByView;
+    /**
+     * Options keys / keysFile (docs/reading.md, Lookups by key): only messages whose keys (KEYS split on spaces)
+     * hold one of these, in the order given, without repeats; null when neither option is given.  Empty: no row.
+     */
+    public List<String> keys;
+    /** Where the keys came from, as the scan's description names them ("keys" or "keysFile"), else null. */
+    public String keysOption;
 
     /** Reads through the ConsumeQueues (a topic, pattern or queue list was given). */
     /**
@@ -274,6 +281,9 @@ public final class RmqOptions implements Serializable {
                     || opts.containsKey("endingoffsets") || opts.containsKey("startingtimestamp")
                     || opts.containsKey("endingtimestamp"));
         }
+        if (opts.containsKey("keys") || opts.containsKey("keysfile")) {
+            parseKeys(o, opts, stream);
+        }
         if (opts.containsKey("metadata")) {
             List<String> others = new ArrayList<>();
             for (String k : List.of("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
@@ -285,6 +295,91 @@ public final class RmqOptions implements Serializable {
         }
         o.applyView();
         return o;
+    }
+
+    /** Options keys / keysFile (twin of parse_keys in options.py): batch reads of messages, one of them. */
+    private static void parseKeys(RmqOptions o, Map<String, String> opts, boolean stream) {
+        boolean inline = opts.containsKey("keys");
+        String name = inline ? "keys" : "keysFile";
+        if (inline && opts.containsKey("keysfile")) throw new OptionError("use either keys or keysFile, not both");
+        if (stream) {
+            throw new OptionError("option " + name + " is for batch reads (spark.read): a stream cannot look messages up "
+                    + "by key; filter the stream on its keys column instead");
+        }
+        if (opts.containsKey("metadata")) {
+            throw new OptionError("option " + name + " reads messages: it cannot be given with option metadata");
+        }
+        if (!o.view.equals("messages")) {
+            throw new OptionError("option " + name + " reads messages: it cannot be given with option view=" + o.view);
+        }
+        List<String> raw = inline ? keysFromJson(opts.get("keys")) : keysFromFile(opts.get("keysfile"));
+        LinkedHashSet<String> out = new LinkedHashSet<>();
+        for (String k : raw) {
+            if (k.indexOf(' ') >= 0) {
+                throw new OptionError("option " + name + ": key " + Repr.of(k) + " contains a space; RocketMQ splits a "
+                        + "message's KEYS on spaces, so no message has it as a key");
+            }
+            out.add(k);
+        }
+        o.keys = new ArrayList<>(out);
+        o.keysOption = name;
+    }
+
+    private static List<String> keysFromJson(String value) {
+        String text = value == null ? "" : value.strip();
+        JsonNode doc;
+        try {
+            doc = new ObjectMapper().readTree(text);
+        } catch (JsonProcessingException e) {
+            doc = null;
+        }
+        if (doc == null || doc.isMissingNode() || !doc.isArray()) {
+            throw new OptionError("option keys must be a JSON array of strings like [\"order-17\", \"order-18\"], got "
+                    + Repr.of(value == null ? "" : value));
+        }
+        List<String> out = new ArrayList<>();
+        for (JsonNode k : doc) {
+            if (!k.isTextual()) {
+                throw new OptionError("option keys must be a JSON array of strings; item " + pyRepr(k) + " is not a string");
+            }
+            out.add(k.asText());
+        }
+        return out;
+    }
+
+    /** One key a line (blank lines ignored), read on the driver through Hadoop's FileSystem (a local path or a URI). */
+    private static List<String> keysFromFile(String value) {
+        String text = value == null ? "" : value.strip();
+        if (text.isEmpty()) throw new OptionError("option keysFile is empty; expected a file of keys, one a line");
+        java.util.regex.Matcher m = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(text);
+        String where = m.find() ? text : storePath(text);
+        org.apache.hadoop.fs.Path path;
+        try {
+            path = m.find(0) ? new org.apache.hadoop.fs.Path(text) : new org.apache.hadoop.fs.Path(new File(where).toURI());
+        } catch (IllegalArgumentException e) {
+            throw new OptionError("option keysFile: " + Repr.of(text) + " is not a path or URI: " + e.getMessage());
+        }
+        org.apache.spark.sql.SparkSession session = org.apache.spark.sql.SparkSession.getActiveSession().isDefined()
+                ? org.apache.spark.sql.SparkSession.getActiveSession().get() : null;
+        org.apache.hadoop.conf.Configuration conf = session != null ? session.sessionState().newHadoopConf()
+                : new org.apache.hadoop.conf.Configuration();
+        List<String> out = new ArrayList<>();
+        try {
+            org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(conf);
+            try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(fs.open(path),
+                    StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    String k = line.strip();
+                    if (!k.isEmpty()) out.add(k);
+                }
+            }
+        } catch (java.io.FileNotFoundException e) {
+            throw new OptionError("option keysFile: " + text + " does not exist");
+        } catch (java.io.IOException e) {
+            throw new OptionError("option keysFile: cannot read " + text + ": " + e.getMessage());
+        }
+        return out;
     }
 
     /** Batch-only options (a stream has no end): BATCH_ONLY_OPTIONS in options.py. */

@@ -108,6 +108,32 @@ public final class IndexService {
         return Arrays.copyOf(out, n[0]);
     }
 
+    /**
+     * {@link #queryOffsets} of many keys at once ({@code fullKeys}: topic#key), each IndexFile's header read once for
+     * all of them; result i holds key i's offsets, newest first, at most maxNum (a result of maxNum may be cut).
+     */
+    public long[][] queryOffsets(List<String> fullKeys, int maxNum, long beginMs, long endMs) {
+        int k = fullKeys.size();
+        long[][] out = new long[k][];
+        int[][] n = new int[k][1];
+        for (int j = 0; j < k; j++) out[j] = new long[4];
+        for (int i = paths.size() - 1; i >= 0; i--) {
+            ByteBuffer f = header(i);
+            long b = f.getLong(0);
+            long e = f.getLong(8);
+            boolean timeMatched = (beginMs < b && endMs > e) || (b <= beginMs && beginMs <= e)
+                    || (b <= endMs && endMs <= e);
+            if (timeMatched) {
+                for (int j = 0; j < k; j++) {
+                    if (n[j][0] < maxNum) out[j] = select(i, f, paths.get(i), out[j], n[j], fullKeys.get(j), maxNum, beginMs, endMs);
+                }
+            }
+            if (b < beginMs) break;
+        }
+        for (int j = 0; j < k; j++) out[j] = Arrays.copyOf(out[j], n[j][0]);
+        return out;
+    }
+
     private long[] select(int file, ByteBuffer f, String path, long[] out, int[] n, String key, int maxNum,
                           long beginMs, long endMs) {
         int count = indexCount(f);

@@ -36,6 +36,8 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
     private final List<byte[]> tagValues;
     private final List<byte[]> uniqKeyValues;
     private final List<byte[]> topicValues;
+    /** Options keys / keysFile: the exact check of every row (IndexFile hits or scanned records), else null. */
+    private final KeyMatcher keys;
     private final boolean parseProperties;
     private final boolean topicColumn;
     /** Rows of a CommitLog walk or point reads in RocketMQ's own topics are dropped (topic reads drop their queues). */
@@ -58,7 +60,8 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         tagValues = p.tags != null ? PushedFilters.utf8(p.tags) : null;
         uniqKeyValues = p.uniqKeys != null ? PushedFilters.utf8(p.uniqKeys) : null;
         topicValues = p.topics != null ? PushedFilters.utf8(p.topics) : null;
-        parseProperties = columns.needsProperties || tagValues != null || uniqKeyValues != null;
+        keys = spec.options.keys != null ? new KeyMatcher(spec.options.keys) : null;
+        parseProperties = columns.needsProperties || tagValues != null || uniqKeyValues != null || keys != null;
         topicColumn = columns.has(RecordColumns.TOPIC);
         dropInternalTopics = spec.options.internalTopicsExcluded();
     }
@@ -195,7 +198,7 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         return false;
     }
 
-    /** _finish: exact topic / tags / uniqKey / msgId checks, then one output row. */
+    /** _finish: exact topic / tags / uniqKey / keys / msgId checks, then one output row. */
     protected void emit(ByteBuffer b, Topic topic, long tagsCode, boolean tagsValid, String file) {
         Record r = record;
         if (topicValues != null && !contains(topicValues, b, r.topicPos, r.topicLen)) return;
@@ -207,6 +210,10 @@ abstract class RecordBatchReader implements PartitionReader<ColumnarBatch> {
         if (uniqKeyValues != null) {
             int e = props.find(Properties.UNIQ_KEY);
             if (e < 0 || !contains(uniqKeyValues, b, props.valueStart(e), props.valueLength(e))) return;
+        }
+        if (keys != null) {
+            int e = props.find(Properties.KEYS);
+            if (e < 0 || !keys.matches(b, props.valueStart(e), props.valueLength(e))) return;
         }
         if (spec.pushed.msgIds != null) {
             int n = MsgId.write(b, r.storeHostPos, r.storeHostV6(), r.phyOffset, msgId);

@@ -68,7 +68,8 @@ public final class RmqPlanner {
     static boolean queueMode(RmqOptions opts, PushedFilters pushed) {
         return opts.topicMode() || (!opts.includeTransactional
                 && (pushed.tags != null || pushed.topics != null || pushed.queueIds != null)
-                && !(pushed.msgIds != null || (pushed.uniqKeys != null && opts.indexLookups)));
+                && !(pushed.msgIds != null || (pushed.uniqKeys != null && opts.indexLookups)
+                        || (opts.keys != null && opts.indexLookups)));
     }
 
     List<RmqInputPartition> plan(boolean countsOnly) {
@@ -82,9 +83,18 @@ public final class RmqPlanner {
             }
             boolean queueMode = queueMode(opts, pushed);
             List<List<QueueKey>> selected = queueMode ? selectQueues() : null;
-            if (pushed.empty()) return countsOnly ? emptyCounts() : new ArrayList<>();
+            if (pushed.empty() || (opts.keys != null && opts.keys.isEmpty())) {
+                return countsOnly ? emptyCounts() : new ArrayList<>();
+            }
             boolean allIndexed = true;
             for (StoreReader r : readers) allIndexed &= r.config.messageIndexEnable();
+            if (!countsOnly && opts.keys != null && pushed.msgIds == null && opts.indexLookups && allIndexed) {
+                List<RmqInputPartition> hits = planKeyLookups(selected);
+                if (hits != null) return hits;
+                // a key with more hits than a lookup returns: the scan, every record's keys checked
+                if (!queueMode && queueModeWithoutKeys()) selected = selectQueues();
+                queueMode = selected != null;
+            }
             if (!countsOnly && (pushed.msgIds != null || (pushed.uniqKeys != null && opts.indexLookups && allIndexed))) {
                 return planLookups(selected);
             }
@@ -614,6 +624,84 @@ public final class RmqPlanner {
             }
         }
         return best;
+    }
+
+    /** Whether the read without its keys goes through ConsumeQueues (the scan a key lookup falls back to). */
+    private boolean queueModeWithoutKeys() {
+        List<String> k = opts.keys;
+        opts.keys = null;
+        try {
+            return queueMode(opts, pushed);
+        } finally {
+            opts.keys = k;
+        }
+    }
+
+    /**
+     * Options keys / keysFile through the IndexFiles: every topic of the read (as a uniqKey lookup chooses them)
+     * x every key, one query per IndexFile for all of them, bounded by the pushed storeTimestamp range; the hits,
+     * sorted and without repeats, cut into Lookup partitions.  Null when a query reaches {@link #LOOKUP_MAX_HITS}
+     * (its hits could be cut: the caller scans instead) or all hits together do.
+     */
+    private List<RmqInputPartition> planKeyLookups(List<List<QueueKey>> selected) {
+        long lo = pushed.storeTs[0];
+        long hi = pushed.storeTs[1];
+        // an entry's time is its store time cut to whole seconds from the file's start: up to 999 ms early
+        long beginMs = lo == PushedFilters.MIN ? 0 : Math.max(0, lo - 1000);
+        long endMs = hi == PushedFilters.MAX ? Long.MAX_VALUE : hi - 1;
+        List<RmqInputPartition> out = new ArrayList<>();
+        long total = 0;
+        for (int i = 0; i < readers.size(); i++) {
+            StoreReader reader = readers.get(i);
+            StoreRef ref = refs.get(i);
+            Map<String, long[]> queueRanges = null;
+            TreeSet<String> rangeTopics = new TreeSet<>();
+            if (selected != null) {
+                queueRanges = new HashMap<>();
+                for (QueueKey k : selected.get(i)) {
+                    long[] b = queueBounds(reader, k.topic, k.queueId, ref.root);
+                    if (b[0] < b[1]) {
+                        queueRanges.put(k.topic + "\0" + k.queueId, b);
+                        rangeTopics.add(k.topic);
+                    }
+                }
+            }
+            List<String> fullKeys = new ArrayList<>();
+            for (String topic : queueRanges != null ? new ArrayList<>(rangeTopics) : reader.topics()) {
+                if (pushed.topics != null && !pushed.topics.contains(topic)) continue;
+                if (opts.internalTopicsExcluded() && SystemTopics.isInternal(topic)) continue;
+                for (String key : opts.keys) {
+                    if (!key.isEmpty()) fullKeys.add(io.rmqsource.format.IndexFile.indexKey(topic, key));
+                }
+            }
+            if (fullKeys.isEmpty()) continue;
+            IndexService index = new IndexService(reader.layout, reader.config);
+            long[][] hits = index.queryOffsets(fullKeys, LOOKUP_MAX_HITS, beginMs, endMs);
+            int n = 0;
+            for (long[] h : hits) {
+                if (h.length >= LOOKUP_MAX_HITS) return null;
+                n += h.length;
+            }
+            total += n;
+            if (total >= LOOKUP_MAX_HITS) return null;
+            long[] offs = new long[n];
+            int k = 0;
+            for (long[] h : hits) {
+                for (long p : h) if (ref.commitLogMin <= p && p < ref.commitLogMax) offs[k++] = p;
+            }
+            java.util.Arrays.sort(offs, 0, k);
+            int m = 0;
+            for (int j = 0; j < k; j++) if (m == 0 || offs[j] != offs[m - 1]) offs[m++] = offs[j];
+            if (m == 0) continue;
+            long pieces = Math.max(1, Math.min(Math.max(defaultParallelism, opts.minPartitions),
+                    (m + MIN_SPLIT_RECORDS - 1) / MIN_SPLIT_RECORDS));
+            for (long p = 0; p < pieces; p++) {
+                int a = (int) (m * p / pieces);
+                int b = (int) (m * (p + 1) / pieces);
+                if (b > a) out.add(new Lookup(ref, java.util.Arrays.copyOfRange(offs, a, b), queueRanges));
+            }
+        }
+        return out;
     }
 
     private List<RmqInputPartition> planLookups(List<List<QueueKey>> selected) {

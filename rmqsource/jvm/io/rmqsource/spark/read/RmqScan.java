@@ -49,7 +49,24 @@ final class RmqScan implements Scan {
                 + (aggregation != null ? ", PushedAggregation: " + aggregation + " (per queue from ConsumeQueue units, record headers checked)" : "")
                 + (body != null ? ", BodyFormat: " + body.format + (body.confluent ? " (confluent)" : "")
                         + ", OnBadRecord: " + body.onBadRecord : "")
+                + keysDescription()
                 + ", ReadSchema: " + schema.catalogString();
+    }
+
+    /**
+     * Options keys / keysFile as the plan shows them: {@code , Keys: 3 (IndexFile)}, or (no IndexFile lookups:
+     * indexLookups=false or a store written without them) each record's keys checked; empty without keys.
+     */
+    private String keysDescription() {
+        RmqOptions opts;
+        try {
+            opts = RmqOptions.parse(options);
+        } catch (RuntimeException e) {
+            return "";
+        }
+        if (opts.keys == null) return "";
+        boolean index = opts.indexLookups && opts.storeConfig.messageIndexEnable();
+        return ", Keys: " + opts.keys.size() + (index ? " (IndexFile)" : " (every record checked)");
     }
 
     @Override

@@ -219,7 +219,7 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
             countTried = true;
             RmqOptions opts = RmqOptions.parse(options);
             String[] group = countGroups(aggregation);
-            if (group != null && !RmqPlanner.queueMode(opts, pushed) && pushed.none()) {
+            if (group != null && !RmqPlanner.queueMode(opts, pushed) && pushed.none() && opts.keys == null) {
                 int n = aggregation.aggregateExpressions().length;
                 wholeStoreCount = MappedFaults.guard(() ->
                         RmqCountScan.plan(opts, group, n, countSchema(group, n), describe(aggregation)));
@@ -245,7 +245,9 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         RmqOptions opts = RmqOptions.parse(options);
         String[] group = groupColumns(aggregation);
         String[] aggregates = queueAggregates(aggregation);
-        if (group == null || aggregates == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()) {
+        // options keys / keysFile: a row is a record whose keys match, counts need the records
+        if (group == null || aggregates == null || !RmqPlanner.queueMode(opts, pushed) || pushed.needsRecords()
+                || opts.keys != null) {
             return false;
         }
         // Not complete: a queue range gives a row per group it holds and a group spans ranges (Spark merges them).
@@ -278,7 +280,8 @@ public class RmqScanBuilder implements ScanBuilder, SupportsPushDownFilters, Sup
         if (wholeStoreCount != null) return wholeStoreCount;
         if (groupBy == null && body == null && (pushed.msgIds != null || pushed.uniqKeys != null)) {
             RmqOptions opts = RmqOptions.parse(options);
-            if (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable())) {
+            // with options keys the scan (its description names the keys) plans the lookups
+            if (opts.keys == null && (pushed.msgIds != null || (opts.indexLookups && opts.storeConfig.messageIndexEnable()))) {
                 Scan local = MappedFaults.guard(() -> RmqLocalScan.plan(opts, pushed, required, pushedFilters));
                 if (local != null) return local;
             }
