@@ -130,6 +130,10 @@ public final class RmqOptions implements Serializable {
         Map<String, String> storeOverrides = new LinkedHashMap<>();
         for (Map.Entry<String, String> e : opts.entrySet()) {
             String key = e.getKey();
+            if (stream && KEY_OPTIONS.contains(key)) {
+                throw new OptionError("option " + Contract.OPTIONS.get(key) + " is for batch reads (spark.read): a lookup "
+                        + "by key reads the messages stored so far; filter a stream with array_contains(keys, 'k') instead");
+            }
             boolean batchOnly = BATCH_ONLY_OPTIONS.contains(key);
             if (Contract.OPTIONS.containsKey(key) && !(stream && batchOnly)) continue;
             if (Contract.STORE_KEYS.containsKey(key)) {
@@ -139,6 +143,7 @@ public final class RmqOptions implements Serializable {
             TreeSet<String> accepted = new TreeSet<>(Contract.OPTIONS.values());
             if (stream) {
                 for (String b : BATCH_ONLY_OPTIONS) accepted.remove(Contract.OPTIONS.get(b));
+                for (String b : KEY_OPTIONS) accepted.remove(Contract.OPTIONS.get(b));
                 accepted.addAll(Contract.STREAM_OPTIONS.values());
             }
             List<String> names = new ArrayList<>(accepted);
@@ -281,43 +286,52 @@ public final class RmqOptions implements Serializable {
                     || opts.containsKey("endingoffsets") || opts.containsKey("startingtimestamp")
                     || opts.containsKey("endingtimestamp"));
         }
-        if (opts.containsKey("keys") || opts.containsKey("keysfile")) {
-            parseKeys(o, opts, stream);
-        }
         if (opts.containsKey("metadata")) {
             List<String> others = new ArrayList<>();
             for (String k : List.of("topics", "topicpattern", "queues", "startingoffsets", "endingoffsets",
-                    "startingtimestamp", "endingtimestamp", "view")) {
+                    "startingtimestamp", "endingtimestamp", "view", "keys", "keysfile")) {
                 if (opts.containsKey(k)) others.add(Contract.OPTIONS.get(k));
             }
             others.sort(null);
             o.metadata = parseMetadata(opts.get("metadata"), stream, others);
         }
+        if (opts.containsKey("keys") || opts.containsKey("keysfile")) parseKeys(o, opts);
         o.applyView();
         return o;
     }
 
-    /** Options keys / keysFile (twin of parse_keys in options.py): batch reads of messages, one of them. */
-    private static void parseKeys(RmqOptions o, Map<String, String> opts, boolean stream) {
-        boolean inline = opts.containsKey("keys");
-        String name = inline ? "keys" : "keysFile";
-        if (inline && opts.containsKey("keysfile")) throw new OptionError("use either keys or keysFile, not both");
-        if (stream) {
-            throw new OptionError("option " + name + " is for batch reads (spark.read): a stream cannot look messages up "
-                    + "by key; filter the stream on its keys column instead");
+    /** Options keys / keysFile: batch reads only, refused by a stream (KEY_OPTIONS in options.py). */
+    static final List<String> KEY_OPTIONS = List.of("keys", "keysfile");
+    static final String KEYS_EXAMPLE = "[\"order-17\", \"order-18\"]";
+
+    /** Options keys / keysFile (twin of parse_keys_option in options.py): one of them, messages reads only. */
+    private static void parseKeys(RmqOptions o, Map<String, String> opts) {
+        if (opts.containsKey("keys") && opts.containsKey("keysfile")) {
+            throw new OptionError("use only one of the options keys and keysFile");
         }
-        if (opts.containsKey("metadata")) {
-            throw new OptionError("option " + name + " reads messages: it cannot be given with option metadata");
+        String name = opts.containsKey("keys") ? "keys" : "keysFile";
+        List<String> others = new ArrayList<>();
+        for (String k : List.of("view", "metadata")) {
+            String v = opts.get(k);
+            if (v != null && !v.strip().isEmpty() && !v.strip().toLowerCase(java.util.Locale.ROOT).equals("messages")) {
+                others.add(Contract.OPTIONS.get(k) + "=" + v);
+            }
         }
-        if (!o.view.equals("messages")) {
-            throw new OptionError("option " + name + " reads messages: it cannot be given with option view=" + o.view);
+        if (!others.isEmpty()) {
+            throw new OptionError("option " + name + " looks messages up by key; it does not apply to "
+                    + String.join(" or ", others));
         }
-        List<String> raw = inline ? keysFromJson(opts.get("keys")) : keysFromFile(opts.get("keysfile"));
+        List<String> raw = name.equals("keys") ? keysFromJson(opts.get("keys")) : keysFromFile(opts.get("keysfile"));
         LinkedHashSet<String> out = new LinkedHashSet<>();
-        for (String k : raw) {
+        for (String k : raw) {       // check_lookup_keys
+            if (k.isEmpty()) {
+                throw new OptionError("option " + name + ": an empty key can never match (RocketMQ drops the empty "
+                        + "pieces of KEYS)");
+            }
             if (k.indexOf(' ') >= 0) {
-                throw new OptionError("option " + name + ": key " + Repr.of(k) + " contains a space; RocketMQ splits a "
-                        + "message's KEYS on spaces, so no message has it as a key");
+                throw new OptionError("option " + name + ": key " + Repr.of(k) + " contains a space and can never match: "
+                        + "RocketMQ splits a message's KEYS on spaces, so each key is one piece; give its pieces as "
+                        + "separate keys");
             }
             out.add(k);
         }
@@ -331,19 +345,17 @@ public final class RmqOptions implements Serializable {
         try {
             doc = new ObjectMapper().readTree(text);
         } catch (JsonProcessingException e) {
-            doc = null;
+            throw new OptionError("option keys must be a JSON array of strings like " + KEYS_EXAMPLE + "; cannot parse "
+                    + Repr.of(text) + ": " + e.getOriginalMessage());
         }
-        if (doc == null || doc.isMissingNode() || !doc.isArray()) {
-            throw new OptionError("option keys must be a JSON array of strings like [\"order-17\", \"order-18\"], got "
-                    + Repr.of(value == null ? "" : value));
+        boolean strings = doc != null && doc.isArray();
+        if (strings) for (JsonNode k : doc) strings &= k.isTextual();
+        if (!strings) {
+            throw new OptionError("option keys must be a JSON array of strings like " + KEYS_EXAMPLE + ", got "
+                    + Repr.of(text));
         }
         List<String> out = new ArrayList<>();
-        for (JsonNode k : doc) {
-            if (!k.isTextual()) {
-                throw new OptionError("option keys must be a JSON array of strings; item " + pyRepr(k) + " is not a string");
-            }
-            out.add(k.asText());
-        }
+        for (JsonNode k : doc) out.add(k.asText());
         return out;
     }
 
@@ -351,11 +363,11 @@ public final class RmqOptions implements Serializable {
     private static List<String> keysFromFile(String value) {
         String text = value == null ? "" : value.strip();
         if (text.isEmpty()) throw new OptionError("option keysFile is empty; expected a file of keys, one a line");
-        java.util.regex.Matcher m = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(text);
-        String where = m.find() ? text : storePath(text);
+        boolean uri = Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]+):").matcher(text).find();
+        String where = uri ? text : storePath(text);
         org.apache.hadoop.fs.Path path;
         try {
-            path = m.find(0) ? new org.apache.hadoop.fs.Path(text) : new org.apache.hadoop.fs.Path(new File(where).toURI());
+            path = uri ? new org.apache.hadoop.fs.Path(text) : new org.apache.hadoop.fs.Path(new File(where).toURI());
         } catch (IllegalArgumentException e) {
             throw new OptionError("option keysFile: " + Repr.of(text) + " is not a path or URI: " + e.getMessage());
         }
@@ -366,6 +378,9 @@ public final class RmqOptions implements Serializable {
         List<String> out = new ArrayList<>();
         try {
             org.apache.hadoop.fs.FileSystem fs = path.getFileSystem(conf);
+            if (fs.getFileStatus(path).isDirectory()) {
+                throw new OptionError("option keysFile: " + where + " is a directory, not a file of keys");
+            }
             try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(fs.open(path),
                     StandardCharsets.UTF_8))) {
                 String line;
@@ -375,7 +390,7 @@ public final class RmqOptions implements Serializable {
                 }
             }
         } catch (java.io.FileNotFoundException e) {
-            throw new OptionError("option keysFile: " + text + " does not exist");
+            throw new OptionError("option keysFile: no such file " + where);
         } catch (java.io.IOException e) {
             throw new OptionError("option keysFile: cannot read " + text + ": " + e.getMessage());
         }
