@@ -5,6 +5,8 @@ from_json over the sample store. Skipped when the session reads format('rmq') th
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -102,3 +104,92 @@ def test_avro_without_spark_avro_names_the_package(jvm, store):
                                                                       '"fields":[{"name":"a","type":"long"}]}').load(store).columns
     else:
         pytest.skip("spark-avro is on this session's classpath")
+
+
+# The scan's fast path (FlatJsonScanner) takes strict JSON of the common kinds and leaves anything else to the
+# exact path (Jackson and Spark's converters): each body here is one the fast path takes, or one at its edge that
+# it must give up on. All are judged by from_json.
+TRICKY_DDL = "l BIGINT, i INT, d DOUBLE, s STRING, b BOOLEAN, at TIMESTAMP"
+_TS = ["2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.12Z", "2026-11-01T10:00:00.123Z",
+       "2026-11-01T10:00:00.1234Z", "2026-11-01T10:00:00.12345Z", "2026-11-01T10:00:00.123456Z",
+       "2026-11-01T10:00:00.1234567Z", "2026-11-01T10:00:00.123456789Z", "2026-11-01T10:00:00+05:30",
+       "2026-11-01T10:00:00.25-08:00", "2026-11-01T10:00:00+18:00", "2026-11-01T10:00:00-00:00",
+       "2026-11-01T10:00:00+17:59", "2026-11-01T10:00:00z", "2026-11-01 10:00:00Z", "2026-11-01T10:00Z",
+       "2026-11-01", "2026-11-01T10:00:00", "2026-11-01T10:00:60Z", "2024-02-29T23:59:59Z", "2023-02-29T00:00:00Z",
+       "2026-02-30T00:00:00Z", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999Z", "1600-03-01T00:00:00Z",
+       "9999-12-31T23:59:59.999999Z", "2026-11-01T24:00:00Z", "2026-13-01T00:00:00Z", "2026-11-01T10:00:00+0530",
+       "2026-11-01T10:00:00+5:30", " 2026-11-01T10:00:00Z", "2026-11-01T10:00:00Z ", "", "x"]
+_VALUES = ['"l": -0', '"l": 123456789012345678', '"l": -123456789012345678', '"l": 1234567890123456789',
+           '"l": 9223372036854775807', '"l": 9223372036854775808', '"l": 1e2', '"l": 1.0', '"l": 01', '"l": "5"',
+           '"i": 2147483647', '"i": -2147483648', '"i": 2147483648', '"i": 123456789', '"i": 1234567890',
+           '"d": -0', '"d": -0.0', '"d": 0.1', '"d": 1e5', '"d": 1E-5', '"d": 1.5e+300', '"d": 2.5e-320',
+           '"d": 0.30000000000000004', '"d": 123456789012345678', '"d": 12345678901234567890',
+           '"d": 99999999999999999999999', '"d": 3.141592653589793238462643383279', '"d": 9007199254740993.0',
+           '"d": 1.7976931348623157e308', '"d": 1e400', '"d": 0.000001234', '"d": 1.', '"d": .5', '"d": NaN',
+           '"d": "NaN"', '"d": Infinity', '"d": -Infinity', '"d": "-Infinity"', '"d": +1', '"d": 1e', '"d": 7',
+           '"s": "a\\"b\\\\c\\/d\\b\\f\\n\\r\\t"', '"s": "\\u00e9\\u2713\\u0041"', '"s": "\\ud83d\\ude00"',
+           '"s": "caf\u00e9 \u2713 \U0001F600"', '"s": 12.50', '"s": -0', '"s": true', '"s": {"a": [1, true, null]}',
+           '"s": [ 1 , "x" ]', "\"s\": 'single'", '"s": ""', '"s": "\\u0000"', '"s": "\\x"', '"s": "\\u12"',
+           '"b": true', '"b": false', '"b": "true"', '"b": 1', '"b": truex', '"b": nul', '"l": null, "s": null',
+           '"unknown": {"x": [1, {"y": "z"}, [], {}], "w": -1.5e3}', '"unknown": [1, 2,]', '"unknown": [01]',
+           '"unknown": {"x" 1}', '"unknown": "\\ud800"', '"unknown": \'q\'', '"Unknown": 3', '"L": 3']
+_BODIES = ([f'{{"at": "{t}"}}' for t in _TS] + [f'{{{v}}}' for v in _VALUES] + [
+    '{}', '{ }', ' \t\r\n{"l": 1 ,\n "i" : 2}\n', '{"l": 1, "l": 2}', '{"l": 1, "s": "a", "l": null}',
+    '{"at": "2026-11-01T10:00:00Z", "b": true, "s": "x", "d": 1.5, "i": 3, "l": 4}', '{"l": 1,}', '{"l": 1}  trailing',
+    '{"l": 1} {"l": 2}', '\ufeff{"l": 1}', '[{"l": 1}]', '{"l": 1 /* c */}', '{"l": 1', '{l: 1}', '{"l": 1 "i": 2}',
+    '"text"', '5', 'null', '', '   ', '{"s": "tab\there"}', '{"s": "line\nbreak"}'])
+# not UTF-8 (CAST(body AS STRING) would replace the bytes): bad records, whichever path reads them
+# (Jackson itself takes an overlong form, C0 80, and F4 90 80 80 beyond U+10FFFF: the fast path leaves those to it)
+_NOT_UTF8 = [b'{"s": "\xed\xa0\x80"}', b'{"s": "\xff"}', b'{"s": "\xe2\x9c"}']
+
+
+@pytest.fixture(scope="module")
+def tricky(tmp_path_factory):
+    from rmqsource.format.message import MessageExtBrokerInner
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.writer import MessageStoreWriter
+    root = tmp_path_factory.mktemp("bodies_tricky") / "store"
+    bodies = [(b.encode(), False) for b in _BODIES] + [(b, True) for b in _NOT_UTF8]
+    messages = [MessageExtBrokerInner(topic="Tricky", queue_id=0, body=body, keys=f"k{i}", tags="t",
+                                      properties={"bad": "1" if bad else "0"}, born_timestamp_ms=1_764_000_000_000 + i,
+                                      store_timestamp_ms=1_764_000_000_000 + i) for i, (body, bad) in enumerate(bodies)]
+    with MessageStoreWriter(root, StoreConfig.from_mapping({"mappedFileSizeCommitLog": 1024 * 1024})) as writer:
+        assert all(r.ok for r in writer.put_messages(messages))
+    return str(root)
+
+
+def test_fast_path_edges_equal_from_json(jvm, tricky):
+    from pyspark.sql.types import StringType, StructField, StructType
+    schema = jvm.createDataFrame([], TRICKY_DDL).schema
+    names = [f.name for f in schema.fields]
+    with_corrupt = StructType(schema.fields + [StructField("_corrupt_record", StringType())])
+    judge = {}
+    for r in (jvm.read.format("rmq").load(tricky)
+              .select("commitLogOffset", "body", F.from_json(F.col("body").cast("string"), with_corrupt,
+                                                              {"columnNameOfCorruptRecord": "_corrupt_record"}).alias("j"))
+              .select("commitLogOffset", "body", F.col("j").withField("at", F.unix_micros("j.at")).alias("j"))
+              .collect()):
+        j = r["j"]
+        corrupt = j is not None and j["_corrupt_record"] is not None
+        judge[r["commitLogOffset"]] = (bytes(r["body"]), None if j is None or corrupt else
+                                       {n: j[n] for n in names}, corrupt)
+    ours = (jvm.read.format("rmq").option("bodyFormat", "json").option("bodySchema", TRICKY_DDL)
+            .option("onBadRecord", "null").load(tricky).withColumn("at", F.unix_micros("at"))   # (Python's datetime: no year 0)
+            .select("commitLogOffset", "_decodeError", *names))
+    got = {r["commitLogOffset"]: ({n: r[n] for n in names}, r["_decodeError"]) for r in ours.collect()}
+    assert set(got) == set(judge) and len(got) == len(_BODIES) + len(_NOT_UTF8)
+    same = lambda a, b: a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
+    for offset, (body, fields, corrupt) in judge.items():
+        values, error = got[offset]
+        if body in _NOT_UTF8:
+            assert error is not None and all(v is None for v in values.values()), (body, values)
+        elif corrupt:
+            assert error is not None and all(v is None for v in values.values()), (body, values)
+        elif fields is None:
+            assert error is None and all(v is None for v in values.values()), (body, values, error)
+        else:
+            assert error is None, (body, error)
+            for n in names:
+                assert same(values[n], fields[n]), (body, n, values[n], fields[n])
+            if fields["d"] is not None and fields["d"] == 0:      # the sign of a zero
+                assert math.copysign(1, values["d"]) == math.copysign(1, fields["d"]), body

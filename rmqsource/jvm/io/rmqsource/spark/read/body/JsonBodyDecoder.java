@@ -19,6 +19,7 @@ import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.catalyst.json.JacksonParser;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -51,6 +52,8 @@ final class JsonBodyDecoder implements BodyDecoder {
     private final String[] names;
     private byte[] utf8 = new byte[64];
     private final GenericInternalRow holder = new GenericInternalRow(1);
+    /** The fast path over the body's bytes (null when the schema repeats a name). */
+    private final FlatJsonScanner scanner;
 
     @SuppressWarnings("unchecked")
     JsonBodyDecoder(StructType schema, String timeZone) {
@@ -74,6 +77,19 @@ final class JsonBodyDecoder implements BodyDecoder {
                     : t instanceof StringType ? STRING : t instanceof BooleanType ? BOOLEAN : OTHER;
             converters[i] = parser.makeConverter(t);
         }
+        // the scanner's kinds: timestamps too, when Spark parses them its default way (no legacy parser policy)
+        boolean isoTimestamps = options.timestampFormatInRead().isEmpty();
+        int[] scanKinds = new int[fs.length];
+        java.util.HashSet<String> distinct = new java.util.HashSet<>();
+        for (int i = 0; i < fs.length; i++) {
+            distinct.add(fs[i].name());
+            DataType t = types[i];
+            scanKinds[i] = t instanceof LongType ? FlatJsonScanner.LONG : t instanceof IntegerType ? FlatJsonScanner.INT
+                    : t instanceof DoubleType ? FlatJsonScanner.DOUBLE : t instanceof StringType ? FlatJsonScanner.STRING
+                    : t instanceof BooleanType ? FlatJsonScanner.BOOLEAN
+                    : t instanceof TimestampType && isoTimestamps ? FlatJsonScanner.TIMESTAMP : FlatJsonScanner.OTHER;
+        }
+        scanner = distinct.size() == fs.length ? new FlatJsonScanner(names, scanKinds) : null;
     }
 
     /**
@@ -84,6 +100,8 @@ final class JsonBodyDecoder implements BodyDecoder {
      */
     @Override
     public boolean decodeInto(byte[] b, int off, int len, WritableColumnVector[] out, int row) {
+        if (scanner != null && scanner.scan(b, off, len, out, row)) return true;
+        checkNoByteOrderMark(b, off, len);
         JsonParser p;
         try {
             stream.set(b, off, len);
@@ -245,8 +263,19 @@ final class JsonBodyDecoder implements BodyDecoder {
         }
     }
 
+    /**
+     * from_json reads the text, where a byte order mark is a character JSON does not allow; Jackson given the bytes
+     * would skip it.
+     */
+    private static void checkNoByteOrderMark(byte[] b, int off, int len) {
+        if (len >= 3 && b[off] == (byte) 0xEF && b[off + 1] == (byte) 0xBB && b[off + 2] == (byte) 0xBF) {
+            throw new Bad("Unexpected character (U+FEFF, a byte order mark): expected a JSON value");
+        }
+    }
+
     @Override
     public InternalRow decode(byte[] b, int off, int len) {
+        checkNoByteOrderMark(b, off, len);
         this.buf = b;
         this.off = off;
         this.len = len;
