@@ -110,6 +110,8 @@ def test_avro_without_spark_avro_names_the_package(jvm, store):
 # exact path (Jackson and Spark's converters): each body here is one the fast path takes, or one at its edge that
 # it must give up on. All are judged by from_json.
 TRICKY_DDL = "l BIGINT, i INT, d DOUBLE, s STRING, b BOOLEAN, at TIMESTAMP"
+TRICKY_OTHER_DDL = ("l BIGINT, s STRING, dec DECIMAL(5,2), day DATE, arr ARRAY<INT>, st STRUCT<a: STRING, n: INT>, "
+                    "m MAP<STRING, DOUBLE>, f FLOAT, sh SMALLINT, at TIMESTAMP")
 _TS = ["2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.12Z", "2026-11-01T10:00:00.123Z",
        "2026-11-01T10:00:00.1234Z", "2026-11-01T10:00:00.12345Z", "2026-11-01T10:00:00.123456Z",
        "2026-11-01T10:00:00.1234567Z", "2026-11-01T10:00:00.123456789Z", "2026-11-01T10:00:00+05:30",
@@ -137,7 +139,13 @@ _BODIES = ([f'{{"at": "{t}"}}' for t in _TS] + [f'{{{v}}}' for v in _VALUES] + [
     '{}', '{ }', ' \t\r\n{"l": 1 ,\n "i" : 2}\n', '{"l": 1, "l": 2}', '{"l": 1, "s": "a", "l": null}',
     '{"at": "2026-11-01T10:00:00Z", "b": true, "s": "x", "d": 1.5, "i": 3, "l": 4}', '{"l": 1,}', '{"l": 1}  trailing',
     '{"l": 1} {"l": 2}', '\ufeff{"l": 1}', '[{"l": 1}]', '{"l": 1 /* c */}', '{"l": 1', '{l: 1}', '{"l": 1 "i": 2}',
-    '"text"', '5', 'null', '', '   ', '{"s": "tab\there"}', '{"s": "line\nbreak"}'])
+    '"text"', '5', 'null', '', '   ', '{"s": "tab\there"}', '{"s": "line\nbreak"}'] + [
+    # values of other kinds (TRICKY_OTHER_DDL), each read by Spark's converter of its field
+    '{"l": 1, "dec": 123.45, "day": "2026-11-01", "arr": [1, 2, null], "st": {"a": "x", "n": 2}, "m": {"a": 1.5}}',
+    '{"dec": 1234.5}', '{"dec": "12.5"}', '{"dec": 1e2}', '{"day": "2026-02-30"}', '{"day": 20000}', '{"arr": [1, "x"]}',
+    '{"arr": [1.5]}', '{"arr": []}', '{"arr": {"a": 1}}', '{"st": {"a": {"x": [1, 2]}, "n": 2}}', '{"st": {"n": 2147483648}}',
+    '{"st": [1]}', '{"m": {"a": 1, "b": "x"}}', '{"m": {}}', '{"f": 1.5}', '{"f": 3.4e39}', '{"f": "Infinity"}',
+    '{"sh": 32767}', '{"sh": 32768}', '{"at": 1764000000}', '{"at": -5}', '{"at": 1.5}', '{"at": "2026-11-01T10:00:00.5+01:00"}'])
 # not UTF-8 (CAST(body AS STRING) would replace the bytes): bad records, whichever path reads them
 # (Jackson itself takes an overlong form, C0 80, and F4 90 80 80 beyond U+10FFFF: the fast path leaves those to it)
 _NOT_UTF8 = [b'{"s": "\xed\xa0\x80"}', b'{"s": "\xff"}', b'{"s": "\xe2\x9c"}']
@@ -158,9 +166,10 @@ def tricky(tmp_path_factory):
     return str(root)
 
 
-def test_fast_path_edges_equal_from_json(jvm, tricky):
+@pytest.mark.parametrize("ddl", [TRICKY_DDL, TRICKY_OTHER_DDL], ids=["common", "other"])
+def test_fast_path_edges_equal_from_json(jvm, tricky, ddl):
     from pyspark.sql.types import StringType, StructField, StructType
-    schema = jvm.createDataFrame([], TRICKY_DDL).schema
+    schema = jvm.createDataFrame([], ddl).schema
     names = [f.name for f in schema.fields]
     with_corrupt = StructType(schema.fields + [StructField("_corrupt_record", StringType())])
     judge = {}
@@ -173,7 +182,7 @@ def test_fast_path_edges_equal_from_json(jvm, tricky):
         corrupt = j is not None and j["_corrupt_record"] is not None
         judge[r["commitLogOffset"]] = (bytes(r["body"]), None if j is None or corrupt else
                                        {n: j[n] for n in names}, corrupt)
-    ours = (jvm.read.format("rmq").option("bodyFormat", "json").option("bodySchema", TRICKY_DDL)
+    ours = (jvm.read.format("rmq").option("bodyFormat", "json").option("bodySchema", ddl)
             .option("onBadRecord", "null").load(tricky).withColumn("at", F.unix_micros("at"))   # (Python's datetime: no year 0)
             .select("commitLogOffset", "_decodeError", *names))
     got = {r["commitLogOffset"]: ({n: r[n] for n in names}, r["_decodeError"]) for r in ours.collect()}
@@ -191,5 +200,5 @@ def test_fast_path_edges_equal_from_json(jvm, tricky):
             assert error is None, (body, error)
             for n in names:
                 assert same(values[n], fields[n]), (body, n, values[n], fields[n])
-            if fields["d"] is not None and fields["d"] == 0:      # the sign of a zero
+            if fields.get("d") is not None and fields["d"] == 0:      # the sign of a zero
                 assert math.copysign(1, values["d"]) == math.copysign(1, fields["d"]), body

@@ -9,11 +9,12 @@ import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
  * messages hold — an object of fields whose values are of their column's common kind (integral numbers in long
  * and int columns, numbers in double columns, strings in string columns, true/false in boolean columns, ISO-8601
  * strings in timestamp columns; null anywhere), unknown fields of any value skipped.  It takes only text that is
- * strict JSON and whose meaning is beyond doubt, and writes what Spark's parser writes for it; anything else
- * (single quotes, NaN, a leading zero, an escaped surrogate, a number where a string column is, a value of
- * another column type, text that is not well-formed UTF-8, ...) makes it give up on the body ({@link #scan}
- * false), and the exact path (Jackson and Spark's converters) decodes it from scratch, rewriting every column
- * of the row.
+ * strict JSON and whose meaning is beyond doubt, and writes what Spark's parser writes for it.  A well-formed
+ * value of another kind (a number or an object in a string column, a struct, an array, a date, a timestamp of
+ * another form, ...) goes to {@link Values#convert}: Spark's converter of its field over just that value.
+ * Anything else (single quotes, NaN, a leading zero, an escaped surrogate, text that is not well-formed UTF-8,
+ * a value Spark's converter refuses, ...) makes it give up on the body ({@link #scan} false), and the exact path
+ * (Jackson and Spark's converters) decodes it from scratch, rewriting every column of the row.
  */
 final class FlatJsonScanner {
     static final int OTHER = 0, LONG = 1, INT = 2, DOUBLE = 3, STRING = 4, BOOLEAN = 5, TIMESTAMP = 6;
@@ -28,6 +29,16 @@ final class FlatJsonScanner {
         for (int i = 1; i < POW10.length; i++) POW10[i] = POW10[i - 1] * 10;
     }
 
+    /** Values of the kinds the scanner does not read itself. */
+    interface Values {
+        /**
+         * The JSON value {@code b[at, at + len)} (well-formed) of field {@code f}, converted as Spark converts it,
+         * into {@code o} at {@code row} (when {@code o} is not null); false when Spark's converter refuses it.
+         */
+        boolean convert(int f, byte[] b, int at, int len, WritableColumnVector o, int row);
+    }
+
+    private final Values values;
     private final byte[][] names;
     private final int[] kinds;
     private final boolean[] seen;
@@ -45,7 +56,8 @@ final class FlatJsonScanner {
     private int numberEnd;
 
     /** {@code kinds}: per field of the schema, its kind; {@code names}: the fields' names. */
-    FlatJsonScanner(String[] names, int[] kinds) {
+    FlatJsonScanner(String[] names, int[] kinds, Values values) {
+        this.values = values;
         this.names = new byte[names.length][];
         for (int i = 0; i < names.length; i++) this.names[i] = names[i].getBytes(StandardCharsets.UTF_8);
         this.kinds = kinds;
@@ -141,28 +153,29 @@ final class FlatJsonScanner {
             }
             if (kind == TIMESTAMP) {
                 long t = IsoTimestamps.parseMicros(str, strAt, strLen);
-                if (t == IsoTimestamps.NONE) return GIVE_UP;
-                if (o != null) {
-                    o.putNotNull(row);
-                    o.putLong(row, t);
+                if (t != IsoTimestamps.NONE) {
+                    if (o != null) {
+                        o.putNotNull(row);
+                        o.putLong(row, t);
+                    }
+                    return e;
                 }
-                return e;
             }
-            return GIVE_UP;
+            return other(f, b, i, e, o, row);
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
             int e = number(b, i, end);
             if (e < 0) return GIVE_UP;
             switch (kind) {
                 case LONG:
-                    if (!integral || digits > 18) return GIVE_UP;
+                    if (!integral || digits > 18) return other(f, b, i, e, o, row);
                     if (o != null) {
                         o.putNotNull(row);
                         o.putLong(row, longValue);
                     }
                     return e;
                 case INT:
-                    if (!integral || digits > 9) return GIVE_UP;
+                    if (!integral || digits > 9) return other(f, b, i, e, o, row);
                     if (o != null) {
                         o.putNotNull(row);
                         o.putInt(row, (int) longValue);
@@ -171,7 +184,7 @@ final class FlatJsonScanner {
                 case DOUBLE:
                     double x;
                     if (integral) {
-                        if (digits > 18 || (negative && longValue == 0)) return GIVE_UP;     // -0: Jackson decides
+                        if (digits > 18 || (negative && longValue == 0)) return other(f, b, i, e, o, row);   // -0: Jackson's
                         x = (double) longValue;                    // as Jackson: an int token's value, widened
                     } else {
                         x = toDouble(b);
@@ -182,12 +195,13 @@ final class FlatJsonScanner {
                     }
                     return e;
                 default:
-                    return GIVE_UP;
+                    return other(f, b, i, e, o, row);
             }
         }
         if (c == 't' || c == 'f') {
             int e = literal(b, i, end);
-            if (e < 0 || kind != BOOLEAN) return GIVE_UP;
+            if (e < 0) return GIVE_UP;
+            if (kind != BOOLEAN) return other(f, b, i, e, o, row);
             if (o != null) {
                 o.putNotNull(row);
                 o.putBoolean(row, c == 't');
@@ -199,7 +213,16 @@ final class FlatJsonScanner {
             if (e >= 0 && o != null) o.putNull(row);
             return e;
         }
+        if (c == '{' || c == '[') {
+            int e = skip(b, i, end, 0);
+            return e < 0 ? GIVE_UP : other(f, b, i, e, o, row);
+        }
         return GIVE_UP;
+    }
+
+    /** The value {@code b[i, e)} of field {@code f} by Spark's converter; {@code e}, or GIVE_UP when it refuses it. */
+    private int other(int f, byte[] b, int i, int e, WritableColumnVector o, int row) {
+        return values.convert(f, b, i, e - i, o, row) ? e : GIVE_UP;
     }
 
     /** Skips the value at {@code i} (checked as strictly as read); the index after it, or GIVE_UP. */

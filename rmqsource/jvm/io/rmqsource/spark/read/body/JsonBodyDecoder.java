@@ -89,7 +89,7 @@ final class JsonBodyDecoder implements BodyDecoder {
                     : t instanceof BooleanType ? FlatJsonScanner.BOOLEAN
                     : t instanceof TimestampType && isoTimestamps ? FlatJsonScanner.TIMESTAMP : FlatJsonScanner.OTHER;
         }
-        scanner = distinct.size() == fs.length ? new FlatJsonScanner(names, scanKinds) : null;
+        scanner = distinct.size() == fs.length ? new FlatJsonScanner(names, scanKinds, this::convert) : null;
     }
 
     /**
@@ -198,6 +198,24 @@ final class JsonBodyDecoder implements BodyDecoder {
             throw Bad.of(e);
         }
         for (int i = 0; i < seen.length; i++) if (!seen[i] && out[i] != null) out[i].putNull(row);
+        return true;
+    }
+
+    /**
+     * One value of field {@code f} (the scanner's {@link FlatJsonScanner.Values}), read as the exact path reads it:
+     * a stream parser over its bytes, Spark's converter of the field.
+     */
+    private boolean convert(int f, byte[] b, int at, int n, WritableColumnVector o, int row) {
+        try {
+            stream.set(b, at, n);
+            try (JsonParser p = factory.createParser(stream)) {
+                p.nextToken();
+                holder.update(0, converters[f].apply(p));
+            }
+        } catch (Exception e) {
+            return false;                // the exact path decides (and says why)
+        }
+        if (o != null) RowToVectors.write(o, row, holder, 0, types[f]);
         return true;
     }
 
