@@ -52,6 +52,8 @@ final class FlatJsonScanner {
     private boolean negative;
     private int digits;
     private long longValue;
+    private long mantissa;
+    private int e10;
     private int numberAt;
     private int numberEnd;
 
@@ -261,16 +263,21 @@ final class FlatJsonScanner {
     /** true, false or null at {@code i}; the index after it, or GIVE_UP. */
     private static int literal(byte[] b, int i, int end) {
         byte c = b[i];
-        String word = c == 't' ? "true" : c == 'f' ? "false" : "null";
-        int n = word.length();
-        if (end - i < n) return GIVE_UP;
-        for (int k = 1; k < n; k++) if (b[i + k] != word.charAt(k)) return GIVE_UP;
-        return i + n;            // what follows must be a separator: the caller gives up on anything else
+        if (c == 'f') {
+            if (end - i < 5 || b[i + 1] != 'a' || b[i + 2] != 'l' || b[i + 3] != 's' || b[i + 4] != 'e') return GIVE_UP;
+            return i + 5;
+        }
+        if (end - i < 4) return GIVE_UP;
+        boolean ok = c == 't' ? b[i + 1] == 'r' && b[i + 2] == 'u' && b[i + 3] == 'e'
+                : b[i + 1] == 'u' && b[i + 2] == 'l' && b[i + 3] == 'l';
+        return ok ? i + 4 : GIVE_UP;             // what follows must be a separator: the caller gives up on anything else
     }
 
     /**
      * A number as strict JSON writes it, {@code -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?} (Jackson refuses a
-     * leading zero; Spark allows NaN and Infinity, left to the exact path); the index after it, or GIVE_UP.
+     * leading zero; Spark allows NaN and Infinity, left to the exact path); the index after it, or GIVE_UP.  Keeps
+     * its digits as a long ({@link #mantissa}, when it has at most 18 significant ones), its digits after the point
+     * and its exponent.
      */
     private int number(byte[] b, int i, int end) {
         int j = i;
@@ -278,35 +285,59 @@ final class FlatJsonScanner {
         if (negative) j++;
         int from = j;
         if (j >= end) return GIVE_UP;
+        long m = 0;
+        int sig = 0;
         if (b[j] == '0') {
             j++;
             if (j < end && b[j] >= '0' && b[j] <= '9') return GIVE_UP;
         } else {
-            while (j < end && b[j] >= '0' && b[j] <= '9') j++;
+            while (j < end) {
+                int d = b[j] - '0';
+                if (d < 0 || d > 9) break;
+                m = m * 10 + d;
+                j++;
+            }
             if (j == from) return GIVE_UP;
+            sig = j - from;
         }
         digits = j - from;
         integral = true;
+        int scale = 0;
         if (j < end && b[j] == '.') {
             integral = false;
             int f = ++j;
-            while (j < end && b[j] >= '0' && b[j] <= '9') j++;
+            while (j < end) {
+                int d = b[j] - '0';
+                if (d < 0 || d > 9) break;
+                if (sig > 0 || d != 0) sig++;
+                m = m * 10 + d;                      // (meaningless past 18 significant digits: not used then)
+                j++;
+            }
             if (j == f) return GIVE_UP;
+            scale = j - f;
         }
+        int exp = 0;
+        boolean expOk = true;
         if (j < end && (b[j] == 'e' || b[j] == 'E')) {
             integral = false;
             j++;
-            if (j < end && (b[j] == '+' || b[j] == '-')) j++;
+            boolean minus = false;
+            if (j < end && (b[j] == '+' || b[j] == '-')) minus = b[j++] == '-';
             int f = j;
-            while (j < end && b[j] >= '0' && b[j] <= '9') j++;
+            while (j < end) {
+                int d = b[j] - '0';
+                if (d < 0 || d > 9) break;
+                exp = exp * 10 + d;
+                j++;
+            }
             if (j == f) return GIVE_UP;
+            if (j - f > 4) expOk = false;
+            if (minus) exp = -exp;
         }
         if (j - i > MAX_NUMBER) return GIVE_UP;
-        if (integral && digits <= 18) {
-            long v = 0;
-            for (int k = from; k < j; k++) v = v * 10 + (b[k] - '0');
-            longValue = negative ? -v : v;
-        }
+        mantissa = sig <= 18 ? m : -1;
+        longValue = negative ? -m : m;                 // (an integral number's value, when digits <= 18)
+        e10 = expOk ? exp - scale : Integer.MAX_VALUE;
         numberAt = i;
         numberEnd = j;
         return j;
@@ -314,37 +345,8 @@ final class FlatJsonScanner {
 
     /** The last number read (not integral) as a double, correctly rounded (as Double.parseDouble). */
     private double toDouble(byte[] b) {
-        int j = numberAt;
-        boolean negative = b[j] == '-';
-        if (negative) j++;
-        long m = 0;
-        int significant = 0;
-        int scale = 0;                       // digits after the point
-        boolean point = false;
-        for (; j < numberEnd; j++) {
-            byte c = b[j];
-            if (c == '.') {
-                point = true;
-                continue;
-            }
-            if (c < '0' || c > '9') break;
-            if (significant > 0 || c != '0') significant++;
-            if (significant > 18) return slow(b);
-            m = m * 10 + (c - '0');
-            if (point) scale++;
-        }
-        int exponent = 0;
-        if (j < numberEnd) {                 // the exponent
-            j++;
-            boolean minus = b[j] == '-';
-            if (b[j] == '-' || b[j] == '+') j++;
-            if (numberEnd - j > 4) return slow(b);
-            for (; j < numberEnd; j++) exponent = exponent * 10 + (b[j] - '0');
-            if (minus) exponent = -exponent;
-        }
-        int e10 = exponent - scale;
-        if (m >= (1L << 53) || e10 < -22 || e10 > 22) return slow(b);
-        double x = e10 < 0 ? m / POW10[-e10] : m * POW10[e10];     // both exact: one correctly rounded operation
+        if (mantissa < 0 || mantissa >= (1L << 53) || e10 < -22 || e10 > 22) return slow(b);
+        double x = e10 < 0 ? mantissa / POW10[-e10] : mantissa * POW10[e10];    // both exact: one correctly rounded operation
         return negative ? -x : x;
     }
 
