@@ -139,6 +139,7 @@ _VALUES = ['"l": -0', '"l": 123456789012345678', '"l": -123456789012345678', '"l
 _BODIES = ([f'{{"at": "{t}"}}' for t in _TS] + [f'{{{v}}}' for v in _VALUES] + [
     '{}', '{ }', ' \t\r\n{"l": 1 ,\n "i" : 2}\n', '{"l": 1, "l": 2}', '{"l": 1, "s": "a", "l": null}',
     '{"at": "2026-11-01T10:00:00Z", "b": true, "s": "x", "d": 1.5, "i": 3, "l": 4}', '{"l": 1,}', '{"l": 1}  trailing',
+    '{"s": "a", "l": 1}', '{"i": 1, "l": 2, "s": "b"}', '{"l": 3, "s": "c", "i": 4}', '{"s": "d", "zz": 0, "l": 5}',
     '{"l": 1} {"l": 2}', '\ufeff{"l": 1}', '[{"l": 1}]', '{"l": 1 /* c */}', '{"l": 1', '{l: 1}', '{"l": 1 "i": 2}',
     '"text"', '5', 'null', '', '   ', '{"s": "tab\there"}', '{"s": "line\nbreak"}'] + [
     # values of other kinds (TRICKY_OTHER_DDL), each read by Spark's converter of its field

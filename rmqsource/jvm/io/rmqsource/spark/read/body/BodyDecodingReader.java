@@ -44,8 +44,10 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     private final OnHeapColumnVector errors;
     private final ColumnVector[] out;
     private final Map<BodySpec.TopicSchema, Slot> decoders = new IdentityHashMap<>();
+    private Slot lastSlot = new Slot(null, null, null, null);
     private final Map<UTF8String, BodySpec.TopicSchema> topics = new HashMap<>();
     private UTF8String lastTopic;
+    private UTF8String lastKey;
     private BodySpec.TopicSchema lastSchema;
     private int[] kept;
     private ColumnarBatch batch;
@@ -221,24 +223,32 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     /** The schema of a row's topic: the last one when the same value (batch scans share a topic's value), else looked up. */
     private BodySpec.TopicSchema schemaOf(UTF8String t) {
         if (t == lastTopic) return lastSchema;
+        if (lastKey != null && lastKey.equals(t)) {       // the same topic in another value: no hashing
+            lastTopic = t;
+            return lastSchema;
+        }
         BodySpec.TopicSchema s = topics.get(t);
+        UTF8String key = t.copy();
         if (s == null && !topics.containsKey(t)) {
             s = spec.schemaOf(t.toString());
-            topics.put(t.copy(), s);
+            topics.put(key, s);
         }
         lastTopic = t;                // only ever compared by identity: a value reused with other bytes never matches
+        lastKey = key;                // (a copy: its bytes do not change)
         lastSchema = s;
         return s;
     }
 
     /** A schema's decoder, and the decoded columns asked for that the schema lacks (null on its rows). */
     private static final class Slot {
+        final BodySpec.TopicSchema schema;
         final BodyDecoder decoder;
         final int[] missing;
         /** Per field of the schema, its decoded column's vector (null when not asked for). */
         final WritableColumnVector[] direct;
 
-        Slot(BodyDecoder decoder, int[] missing, WritableColumnVector[] direct) {
+        Slot(BodySpec.TopicSchema schema, BodyDecoder decoder, int[] missing, WritableColumnVector[] direct) {
+            this.schema = schema;
             this.decoder = decoder;
             this.missing = missing;
             this.direct = direct;
@@ -246,6 +256,7 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
     }
 
     private Slot decoder(BodySpec.TopicSchema schema) {
+        if (schema == lastSlot.schema) return lastSlot;
         Slot slot = decoders.get(schema);
         if (slot == null) {
             BodyDecoder d;
@@ -265,9 +276,10 @@ public final class BodyDecodingReader implements PartitionReader<ColumnarBatch> 
                     .filter(c -> !own[c] && decoded[c] != null).toArray();
             WritableColumnVector[] direct = new WritableColumnVector[schema.columns.length];
             for (int i = 0; i < direct.length; i++) direct[i] = decoded[schema.columns[i]];
-            slot = new Slot(d, missing, direct);
+            slot = new Slot(schema, d, missing, direct);
             decoders.put(schema, slot);
         }
+        lastSlot = slot;
         return slot;
     }
 

@@ -42,6 +42,9 @@ final class FlatJsonScanner {
     private final byte[][] names;
     private final int[] kinds;
     private final boolean[] seen;
+    /** The order of the last bodies: their first field, and per field the one that came after it. */
+    private int first;
+    private final int[] follows;
     /** The last string read: its bytes (the body's, or {@link #scratch} when it had escapes). */
     private byte[] str;
     private int strAt;
@@ -64,6 +67,8 @@ final class FlatJsonScanner {
         for (int i = 0; i < names.length; i++) this.names[i] = names[i].getBytes(StandardCharsets.UTF_8);
         this.kinds = kinds;
         this.seen = new boolean[names.length];
+        this.follows = new int[names.length];
+        for (int f = 0; f < follows.length; f++) follows[f] = f + 1;       // the schema's order, to begin with
     }
 
     /** Writes the body {@code b[off, off + len)} into {@code out} at {@code row}; false when it leaves it to the exact path. */
@@ -76,7 +81,7 @@ final class FlatJsonScanner {
         i = ws(b, i + 1, end);
         if (i >= end) return false;
         if (b[i] != '}') {
-            int next = 0;
+            int previous = -1;                   // the last field of the schema read
             while (true) {
                 if (b[i] != '"') return false;
                 int from = i + 1;
@@ -88,7 +93,12 @@ final class FlatJsonScanner {
                     if (c < 0x20 || c == '\\') return false;        // also any byte >= 0x80 (negative)
                     to++;
                 }
-                int f = field(b, from, to - from, next);
+                int f = field(b, from, to - from, previous < 0 ? first : follows[previous]);
+                if (f >= 0) {
+                    if (previous < 0) first = f;
+                    else follows[previous] = f;
+                    previous = f;
+                }
                 i = ws(b, to + 1, end);
                 if (i >= end || b[i] != ':') return false;
                 i = ws(b, i + 1, end);
@@ -96,7 +106,6 @@ final class FlatJsonScanner {
                 if (f < 0) {
                     i = skip(b, i, end, 0);
                 } else {
-                    next = f + 1;
                     seen[f] = true;
                     i = value(b, i, end, f, out[f], row);
                 }
@@ -117,7 +126,10 @@ final class FlatJsonScanner {
         return true;
     }
 
-    /** The field named {@code b[at, at + n)}: {@code guess} first (bodies keep one order), else any; -1 when none. */
+    /**
+     * The field named {@code b[at, at + n)}: {@code guess} first (the field that came next in the last body: bodies
+     * mostly keep one order), else any; -1 when none.
+     */
     private int field(byte[] b, int at, int n, int guess) {
         if (guess < names.length && same(names[guess], b, at, n)) return guess;
         for (int f = 0; f < names.length; f++) if (f != guess && same(names[f], b, at, n)) return f;
