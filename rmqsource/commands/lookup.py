@@ -216,8 +216,9 @@ def _show_view(out: Output, args, result, note: Optional[str]) -> int:
 
 
 def _keys_from(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        keys = [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    """The keys of ``--keys-from``: the keys file of the data source's option keysFile, ``#`` lines skipped."""
+    from ..spark.options import read_keys_file
+    keys = [k for k in read_keys_file(path, "--keys-from") if not k.startswith("#")]
     if not keys:
         raise OptionError(f"--keys-from {path}: no key in the file")
     return list(dict.fromkeys(keys))
@@ -279,12 +280,13 @@ def cmd_query(args, out: Output) -> int:
 
 
 def _query_keys(args, out: Output, keys: list[str], max_num: int, begin: int, end: int) -> int:
-    """``query --keys-from``: the IndexFile walk of each key, hits tagged with their key."""
+    """``query --keys-from``: the IndexFile walk of each key (all keys walked together), hits tagged with their
+    key."""
     from ..store.shapes import query_json
     rows, hits, found_keys = [], 0, 0
     with open_reader(args) as reader:
-        for key in keys:
-            result = reader.query(args.topic, key, max_num, begin, end, only_matching=args.only_matching)
+        results = reader.query_many(args.topic, keys, max_num, begin, end, only_matching=args.only_matching)
+        for key, result in zip(keys, results):
             doc = query_json(result, args.topic, key)
             hits += len(doc["hits"])
             found_keys += bool(doc["hits"])

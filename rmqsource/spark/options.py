@@ -389,32 +389,27 @@ def check_lookup_keys(name: str, keys) -> frozenset:
     return frozenset(keys)
 
 
-def read_keys_file(path: str, name: str = "keysFile") -> list[str]:
+def read_keys_file(path: str, name: str = "option keysFile") -> list[str]:
     """The keys of a local keys file (a path or ``file:`` URI), one a line, surrounding whitespace dropped,
-    blank lines ignored, first occurrence order."""
+    blank lines ignored, first occurrence order (also ``rmq query --keys-from``); errors name ``name``."""
     p = str(path).strip()
-    scheme = remote_scheme(p)
-    if scheme:
-        raise OptionError(f"option {name} {p!r}: the Python rmq source reads a local keys file, not {scheme}: "
-                          f"URIs; copy it to a local path, or read with the JVM scan (the rmqsource jar on "
-                          f"spark.jars: `rmq jar` prints its path), which reads Hadoop URIs")
     if re.match(r"^file:", p, re.IGNORECASE):
         u = urllib.parse.urlparse(p)
         if u.netloc not in ("", "localhost"):
-            raise OptionError(f"option {name} {p!r} names host {u.netloc!r}; file URIs must be file:///path")
+            raise OptionError(f"{name} {p!r} names host {u.netloc!r}; file URIs must be file:///path")
         p = urllib.parse.unquote(u.path)
     p = os.path.expanduser(p)
     try:
         with open(p, encoding="utf-8") as f:
             keys = [line.strip() for line in f]
     except FileNotFoundError:
-        raise OptionError(f"option {name}: no such file {p}") from None
+        raise OptionError(f"{name}: no such file {p}") from None
     except IsADirectoryError:
-        raise OptionError(f"option {name}: {p} is a directory, not a file of keys") from None
+        raise OptionError(f"{name}: {p} is a directory, not a file of keys") from None
     except UnicodeDecodeError as exc:
-        raise OptionError(f"option {name}: {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise OptionError(f"{name}: {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise OptionError(f"option {name}: cannot read {p}: {exc.strerror or exc}") from None
+        raise OptionError(f"{name}: cannot read {p}: {exc.strerror or exc}") from None
     return list(dict.fromkeys(k for k in keys if k))
 
 
@@ -426,7 +421,13 @@ def parse_keys_option(opts: Mapping[str, str], others: list) -> frozenset:
     if others:
         raise OptionError(f"option {name} looks messages up by key; it does not apply to {' or '.join(others)}")
     if name == "keysFile":
-        return check_lookup_keys(name, read_keys_file(opts["keysfile"]))
+        path = opts["keysfile"].strip()
+        scheme = remote_scheme(path)
+        if scheme:
+            raise OptionError(f"option keysFile {path!r}: the Python rmq source reads a local keys file, not "
+                              f"{scheme}: URIs; copy it to a local path, or read with the JVM scan (the rmqsource "
+                              f"jar on spark.jars: `rmq jar` prints its path), which reads Hadoop URIs")
+        return check_lookup_keys(name, read_keys_file(path))
     text = opts["keys"].strip()
     try:
         doc = json.loads(text)

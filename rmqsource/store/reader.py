@@ -540,6 +540,17 @@ class MessageStoreReader:
               end_ms: int = (1 << 63) - 1, *, only_matching: bool = False) -> QueryResult:
         """``queryMessage``: IndexFile hits sorted by offset; ``only_matching`` drops hash collisions."""
         offsets, last_phy, last_ts = self.query_offsets(topic, key, max_num, begin_ms, end_ms)
+        return self._query_result(topic, key, offsets, last_phy, last_ts, only_matching)
+
+    def query_many(self, topic: str, keys: list[str], max_num: int = 32, begin_ms: int = 0,
+                   end_ms: int = (1 << 63) - 1, *, only_matching: bool = False) -> list[QueryResult]:
+        """:meth:`query` of each key (the same answers), the IndexFiles walked once for all keys."""
+        found, last_phy, last_ts = self.query_offsets_many([(topic, k) for k in keys], max_num, begin_ms, end_ms)
+        return [self._query_result(topic, k, offsets, last_phy, last_ts, only_matching)
+                for k, offsets in zip(keys, found)]
+
+    def _query_result(self, topic: str, key: str, offsets: list[int], last_phy: int, last_ts: int,
+                      only_matching: bool) -> QueryResult:
         if not offsets:
             return QueryResult([], 0, 0)
         messages = []
