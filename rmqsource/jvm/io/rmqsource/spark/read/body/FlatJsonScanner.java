@@ -40,6 +40,8 @@ final class FlatJsonScanner {
 
     private final Values values;
     private final byte[][] names;
+    /** Per field: its name is printable ASCII without a quote or backslash (JSON writes it as its bytes). */
+    private final boolean[] plain;
     private final int[] kinds;
     private final boolean[] seen;
     /** The order of the last bodies: their first field, and per field the one that came after it. */
@@ -64,7 +66,11 @@ final class FlatJsonScanner {
     FlatJsonScanner(String[] names, int[] kinds, Values values) {
         this.values = values;
         this.names = new byte[names.length][];
-        for (int i = 0; i < names.length; i++) this.names[i] = names[i].getBytes(StandardCharsets.UTF_8);
+        this.plain = new boolean[names.length];
+        for (int i = 0; i < names.length; i++) {
+            this.names[i] = names[i].getBytes(StandardCharsets.UTF_8);
+            plain[i] = names[i].chars().allMatch(c -> c >= 0x20 && c < 0x7F && c != '"' && c != '\\');
+        }
         this.kinds = kinds;
         this.seen = new boolean[names.length];
         this.follows = new int[names.length];
@@ -85,15 +91,23 @@ final class FlatJsonScanner {
             while (true) {
                 if (b[i] != '"') return false;
                 int from = i + 1;
-                int to = from;
-                while (true) {                   // a name: ASCII without escapes, else the exact path
-                    if (to >= end) return false;
-                    byte c = b[to];
-                    if (c == '"') break;
-                    if (c < 0x20 || c == '\\') return false;        // also any byte >= 0x80 (negative)
-                    to++;
+                int guess = previous < 0 ? first : follows[previous];
+                int f;
+                int to;
+                if (guess < names.length && plain[guess] && (to = from + names[guess].length) < end && b[to] == '"'
+                        && same(names[guess], b, from)) {
+                    f = guess;                   // the field that came next in the last body
+                } else {
+                    to = from;
+                    while (true) {               // a name: ASCII without escapes, else the exact path
+                        if (to >= end) return false;
+                        byte c = b[to];
+                        if (c == '"') break;
+                        if (c < 0x20 || c == '\\') return false;    // also any byte >= 0x80 (negative)
+                        to++;
+                    }
+                    f = field(b, from, to - from);
                 }
-                int f = field(b, from, to - from, previous < 0 ? first : follows[previous]);
                 if (f >= 0) {
                     if (previous < 0) first = f;
                     else follows[previous] = f;
@@ -126,19 +140,14 @@ final class FlatJsonScanner {
         return true;
     }
 
-    /**
-     * The field named {@code b[at, at + n)}: {@code guess} first (the field that came next in the last body: bodies
-     * mostly keep one order), else any; -1 when none.
-     */
-    private int field(byte[] b, int at, int n, int guess) {
-        if (guess < names.length && same(names[guess], b, at, n)) return guess;
-        for (int f = 0; f < names.length; f++) if (f != guess && same(names[f], b, at, n)) return f;
+    /** The field named {@code b[at, at + n)} (a name in the body, read as plain ASCII); -1 when none. */
+    private int field(byte[] b, int at, int n) {
+        for (int f = 0; f < names.length; f++) if (names[f].length == n && same(names[f], b, at)) return f;
         return -1;
     }
 
-    private static boolean same(byte[] name, byte[] b, int at, int n) {
-        if (name.length != n) return false;
-        for (int k = 0; k < n; k++) if (name[k] != b[at + k]) return false;
+    private static boolean same(byte[] name, byte[] b, int at) {
+        for (int k = 0; k < name.length; k++) if (name[k] != b[at + k]) return false;
         return true;
     }
 
