@@ -78,8 +78,9 @@ OPTIONS = {
 }
 _STORE_KEYS = {k.lower(): k for k in STORE_CONFIG_KEYS}
 # Batch-only options (a stream has no end) and the options only streams take.
+KEY_OPTIONS = {"keys": "keys", "keysfile": "keysFile"}     # lookups by key: a stream refuses them
 BATCH_ONLY_OPTIONS = {"endingoffsets": "endingOffsets", "endingtimestamp": "endingTimestamp",
-                      "endingoffsetsbytimestamp": "endingOffsetsByTimestamp"}
+                      "endingoffsetsbytimestamp": "endingOffsetsByTimestamp", **KEY_OPTIONS}
 STREAM_OPTIONS = {
     "startingoffsets": "startingOffsets",
     "startingoffsetsfallback": "startingOffsetsFallback",
@@ -93,7 +94,6 @@ STREAM_OPTIONS = {
     "commitoffsets": "commitOffsets",
     "reportlatestoffset": "reportLatestOffset",
 }
-KEY_OPTIONS = {"keys": "keys", "keysfile": "keysFile"}     # batch reads only, refused by a stream
 BATCH, STREAM = "batch", "stream"
 # A SQL table's OPTIONS (path ...) / LOCATION reach only a JVM provider (Spark passes them to its
 # getTable; a Python data source is created with the query's options alone), so without the jar
@@ -105,8 +105,7 @@ SQL_TABLE_HINT = ("; a SQL table (CREATE TABLE ... USING rmq) passes its path an
 def option_names(mode: str) -> list[str]:
     """Every option name a read in ``mode`` accepts (besides MessageStoreConfig keys), sorted."""
     if mode == STREAM:
-        names = {v for k, v in OPTIONS.items() if k not in BATCH_ONLY_OPTIONS and k not in KEY_OPTIONS} \
-            | set(STREAM_OPTIONS.values())
+        names = {v for k, v in OPTIONS.items() if k not in BATCH_ONLY_OPTIONS} | set(STREAM_OPTIONS.values())
     else:
         names = set(OPTIONS.values())
     return sorted(names, key=str.lower)
