@@ -669,9 +669,11 @@ class IndexService:
             phys = np.concatenate(hit_phys)
             order = np.argsort(keys, kind="stable")       # per key: the order of the walk (newest first)
             keys, phys = keys[order], phys[order]
-            cuts = np.flatnonzero(np.diff(keys)) + 1
-            for group_keys, group_phys in zip(np.split(keys, cuts), np.split(phys, cuts)):
-                found[int(group_keys[0])] = group_phys.tolist()
+            starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            ends = np.append(starts[1:], len(keys))
+            pl = phys.tolist()
+            for k, a, b in zip(keys[starts].tolist(), starts.tolist(), ends.tolist()):
+                found[k] = pl[a:b]
         return found, last_phy, last_ts
 
     @property
