@@ -144,13 +144,14 @@ _BODIES = ([f'{{"at": "{t}"}}' for t in _TS] + [f'{{{v}}}' for v in _VALUES] + [
     '"text"', '5', 'null', '', '   ', '{"s": "tab\there"}', '{"s": "line\nbreak"}'] + [
     # values of other kinds (TRICKY_OTHER_DDL), each read by Spark's converter of its field
     '{"l": 1, "dec": 123.45, "day": "2026-11-01", "arr": [1, 2, null], "st": {"a": "x", "n": 2}, "m": {"a": 1.5}}',
-    '{"dec": 1234.5}', '{"dec": "12.5"}', '{"dec": 1e2}', '{"day": "2026-02-30"}', '{"day": 20000}', '{"arr": [1, "x"]}',
+    '{"dec": 1234.5}', '{"dec": "12.5"}', '{"dec": 1e2}', '{"day": 20000}', '{"arr": [1, "x"]}',
     '{"arr": [1.5]}', '{"arr": []}', '{"arr": {"a": 1}}', '{"st": {"a": {"x": [1, 2]}, "n": 2}}', '{"st": {"n": 2147483648}}',
     '{"st": [1]}', '{"m": {"a": 1, "b": "x"}}', '{"m": {}}', '{"f": 1.5}', '{"f": 3.4e39}', '{"f": "Infinity"}',
     '{"sh": 32767}', '{"sh": 32768}', '{"at": 1764000000}', '{"at": -5}', '{"at": 1.5}', '{"at": "2026-11-01T10:00:00.5+01:00"}'])
 # not UTF-8 (CAST(body AS STRING) would replace the bytes): bad records, whichever path reads them
-# (Jackson itself takes an overlong form, C0 80, and F4 90 80 80 beyond U+10FFFF: the fast path leaves those to it)
-_NOT_UTF8 = [b'{"s": "\xed\xa0\x80"}', b'{"s": "\xff"}', b'{"s": "\xe2\x9c"}']
+# (Jackson itself takes an overlong form, C0 80, F4 90 80 80 beyond U+10FFFF and, before Spark 4, an encoded
+# surrogate ED A0 80: the fast path leaves those to it)
+_NOT_UTF8 = [b'{"s": "\xff"}', b'{"s": "\xe2\x9c"}']
 
 
 @pytest.fixture(scope="module")
