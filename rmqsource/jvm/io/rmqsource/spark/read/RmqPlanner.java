@@ -654,18 +654,8 @@ public final class RmqPlanner {
         for (int i = 0; i < readers.size(); i++) {
             StoreReader reader = readers.get(i);
             StoreRef ref = refs.get(i);
-            Map<String, long[]> queueRanges = null;
             TreeSet<String> rangeTopics = new TreeSet<>();
-            if (selected != null) {
-                queueRanges = new HashMap<>();
-                for (QueueKey k : selected.get(i)) {
-                    long[] b = queueBounds(reader, k.topic, k.queueId, ref.root);
-                    if (b[0] < b[1]) {
-                        queueRanges.put(k.topic + "\0" + k.queueId, b);
-                        rangeTopics.add(k.topic);
-                    }
-                }
-            }
+            Map<String, long[]> queueRanges = selected == null ? null : queueRanges(reader, ref, selected.get(i), rangeTopics);
             List<String> fullKeys = new ArrayList<>();
             for (String topic : queueRanges != null ? new ArrayList<>(rangeTopics) : reader.topics()) {
                 if (pushed.topics != null && !pushed.topics.contains(topic)) continue;
@@ -704,23 +694,26 @@ public final class RmqPlanner {
         return out;
     }
 
+    /** The non-empty planned range of each selected queue ("topic\0queueId" to [start, end)); their topics to {@code topics}. */
+    private Map<String, long[]> queueRanges(StoreReader reader, StoreRef ref, List<QueueKey> queues, Set<String> topics) {
+        Map<String, long[]> out = new HashMap<>();
+        for (QueueKey k : queues) {
+            long[] b = queueBounds(reader, k.topic, k.queueId, ref.root);
+            if (b[0] < b[1]) {
+                out.put(k.topic + "\0" + k.queueId, b);
+                topics.add(k.topic);
+            }
+        }
+        return out;
+    }
+
     private List<RmqInputPartition> planLookups(List<List<QueueKey>> selected) {
         List<RmqInputPartition> out = new ArrayList<>();
         for (int i = 0; i < readers.size(); i++) {
             StoreReader reader = readers.get(i);
             StoreRef ref = refs.get(i);
-            Map<String, long[]> queueRanges = null;
             TreeSet<String> rangeTopics = new TreeSet<>();
-            if (selected != null) {
-                queueRanges = new HashMap<>();
-                for (QueueKey k : selected.get(i)) {
-                    long[] b = queueBounds(reader, k.topic, k.queueId, ref.root);
-                    if (b[0] < b[1]) {
-                        queueRanges.put(k.topic + "\0" + k.queueId, b);
-                        rangeTopics.add(k.topic);
-                    }
-                }
-            }
+            Map<String, long[]> queueRanges = selected == null ? null : queueRanges(reader, ref, selected.get(i), rangeTopics);
             TreeSet<Long> offsets = new TreeSet<>();
             if (pushed.msgIds != null) {
                 for (String mid : pushed.msgIds) {
