@@ -17,7 +17,7 @@ import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
  * (Jackson and Spark's converters) decodes it from scratch, rewriting every column of the row.
  */
 final class FlatJsonScanner {
-    static final int OTHER = 0, LONG = 1, INT = 2, DOUBLE = 3, STRING = 4, BOOLEAN = 5, TIMESTAMP = 6;
+    static final int OTHER = 0, LONG = 1, INT = 2, DOUBLE = 3, STRING = 4, BOOLEAN = 5, TIMESTAMP = 6, DATE = 7;
     private static final int GIVE_UP = -1;
     private static final int MAX_DEPTH = 200;
     private static final int MAX_STRING = 1 << 20;
@@ -39,6 +39,8 @@ final class FlatJsonScanner {
     }
 
     private final Values values;
+    /** How many values went to {@link Values#convert}, ever. */
+    long converted;
     private final byte[][] names;
     /** Per field: its name is printable ASCII without a quote or backslash (JSON writes it as its bytes). */
     private final boolean[] plain;
@@ -184,6 +186,16 @@ final class FlatJsonScanner {
                     return e;
                 }
             }
+            if (kind == DATE) {
+                int days = IsoTimestamps.parseDays(str, strAt, strLen);
+                if (days != Integer.MIN_VALUE) {
+                    if (o != null) {
+                        o.putNotNull(row);
+                        o.putInt(row, days);
+                    }
+                    return e;
+                }
+            }
             return other(f, b, i, e, o, row);
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
@@ -245,6 +257,7 @@ final class FlatJsonScanner {
 
     /** The value {@code b[i, e)} of field {@code f} by Spark's converter; {@code e}, or GIVE_UP when it refuses it. */
     private int other(int f, byte[] b, int i, int e, WritableColumnVector o, int row) {
+        converted++;
         return values.convert(f, b, i, e - i, o, row) ? e : GIVE_UP;
     }
 

@@ -1,7 +1,7 @@
 package io.rmqsource.spark.read.body;
 
 /**
- * The one timestamp form JSON bodies mostly hold, {@code yyyy-MM-ddTHH:mm:ss[.f{1,6}](Z|±hh:mm)}, read as
+ * The one timestamp form JSON bodies mostly hold (and the date form {@code yyyy-MM-dd}, {@link #parseDays}), {@code yyyy-MM-ddTHH:mm:ss[.f{1,6}](Z|±hh:mm)}, read as
  * Spark's default timestamp parsing (DateTimeUtils.stringToTimestamp: proleptic Gregorian, a fixed offset,
  * the fraction as microseconds) reads it.  Any other text, or a field out of range (a day the month lacks, a
  * second 60, an offset beyond 17:59), is {@link #NONE}: Spark's own parser decides those.
@@ -62,6 +62,19 @@ final class IsoTimestamps {
         if (mo < 1 || mo > 12 || d < 1 || d > lengthOfMonth(y, mo) || h > 23 || mi > 59 || sec > 59) return NONE;
         long seconds = epochDay(y, mo, d) * 86_400L + h * 3600 + mi * 60 + sec - offset;
         return seconds * 1_000_000L + frac;
+    }
+
+    /**
+     * The days since the epoch of the UTF-8 text {@code b[s, s + n)} when it is exactly {@code yyyy-MM-dd} of a real
+     * date (as Spark's default date parsing reads it), else {@code Integer.MIN_VALUE}.
+     */
+    static int parseDays(byte[] b, int s, int n) {
+        if (n != 10 || b[s + 4] != '-' || b[s + 7] != '-') return Integer.MIN_VALUE;
+        int y = d4(b, s);
+        int mo = d2(b, s + 5);
+        int d = d2(b, s + 8);
+        if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > lengthOfMonth(y, mo)) return Integer.MIN_VALUE;
+        return (int) epochDay(y, mo, d);
     }
 
     private static int d2(byte[] b, int at) {

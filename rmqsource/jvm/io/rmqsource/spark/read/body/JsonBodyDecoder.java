@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.json.JSONOptions;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
@@ -54,6 +55,11 @@ final class JsonBodyDecoder implements BodyDecoder {
     private final GenericInternalRow holder = new GenericInternalRow(1);
     /** The fast path over the body's bytes (null when the schema repeats a name). */
     private final FlatJsonScanner scanner;
+    /** Whether bodies go to the scanner first: judged on the first {@link #TRIAL} bodies. */
+    private boolean scanning;
+    private static final int TRIAL = 2048;
+    private int scanned;
+    private int gaveUp;
 
     @SuppressWarnings("unchecked")
     JsonBodyDecoder(StructType schema, String timeZone) {
@@ -79,6 +85,7 @@ final class JsonBodyDecoder implements BodyDecoder {
         }
         // the scanner's kinds: timestamps too, when Spark parses them its default way (no legacy parser policy)
         boolean isoTimestamps = options.timestampFormatInRead().isEmpty();
+        boolean isoDates = options.dateFormatInRead().isEmpty();
         int[] scanKinds = new int[fs.length];
         java.util.HashSet<String> distinct = new java.util.HashSet<>();
         for (int i = 0; i < fs.length; i++) {
@@ -87,9 +94,11 @@ final class JsonBodyDecoder implements BodyDecoder {
             scanKinds[i] = t instanceof LongType ? FlatJsonScanner.LONG : t instanceof IntegerType ? FlatJsonScanner.INT
                     : t instanceof DoubleType ? FlatJsonScanner.DOUBLE : t instanceof StringType ? FlatJsonScanner.STRING
                     : t instanceof BooleanType ? FlatJsonScanner.BOOLEAN
-                    : t instanceof TimestampType && isoTimestamps ? FlatJsonScanner.TIMESTAMP : FlatJsonScanner.OTHER;
+                    : t instanceof TimestampType && isoTimestamps ? FlatJsonScanner.TIMESTAMP
+                    : t instanceof DateType && isoDates ? FlatJsonScanner.DATE : FlatJsonScanner.OTHER;
         }
         scanner = distinct.size() == fs.length ? new FlatJsonScanner(names, scanKinds, this::convert) : null;
+        scanning = scanner != null;
     }
 
     /**
@@ -100,7 +109,16 @@ final class JsonBodyDecoder implements BodyDecoder {
      */
     @Override
     public boolean decodeInto(byte[] b, int off, int len, WritableColumnVector[] out, int row) {
-        if (scanner != null && scanner.scan(b, off, len, out, row)) return true;
+        if (scanning) {
+            boolean done = scanner.scan(b, off, len, out, row);
+            if (!done) gaveUp++;
+            if (++scanned == TRIAL) {
+                // the bodies' values mostly of other kinds (each read by a parser of its own), or bodies the scanner
+                // leaves to the exact path: the exact path alone is faster
+                scanning = scanner.converted < 3L * TRIAL && gaveUp < TRIAL / 2;
+            }
+            if (done) return true;
+        }
         checkNoByteOrderMark(b, off, len);
         JsonParser p;
         try {
