@@ -59,7 +59,7 @@ final class RmqTable implements SupportsRead, SupportsWrite, ReportsSinkMetrics 
     if (readSchema == null) {
       StructType s = schema;
       if (s.equals(Contract.SCHEMA)) {
-        io.rmqsource.spark.read.body.BodySpec body = io.rmqsource.spark.read.body.BodySpec.parse(tableOptions);
+        io.rmqsource.spark.bodies.BodySpec body = io.rmqsource.spark.bodies.BodySpec.parse(tableOptions);
         if (body != null) s = body.tableSchema();
       }
       readSchema = s;

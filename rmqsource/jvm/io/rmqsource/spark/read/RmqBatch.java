@@ -11,14 +11,14 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 final class RmqBatch implements Batch {
     private final ReadSpec spec;
     private final String[] groupBy;
-    private final io.rmqsource.spark.read.body.BodySpec body;
+    private final io.rmqsource.spark.bodies.BodySpec body;
     private InputPartition[] partitions;
 
     RmqBatch(ReadSpec spec, String[] groupBy) {
         this(spec, groupBy, null);
     }
 
-    RmqBatch(ReadSpec spec, String[] groupBy, io.rmqsource.spark.read.body.BodySpec body) {
+    RmqBatch(ReadSpec spec, String[] groupBy, io.rmqsource.spark.bodies.BodySpec body) {
         this.spec = spec;
         this.groupBy = groupBy;
         this.body = body;

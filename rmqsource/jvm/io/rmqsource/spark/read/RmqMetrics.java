@@ -56,7 +56,7 @@ public final class RmqMetrics {
     public static final class BadRecordsSkipped extends CustomSumMetric {
         @Override
         public String name() {
-            return io.rmqsource.spark.read.body.BodyDecodingReader.SKIPPED;
+            return io.rmqsource.spark.bodies.BodyDecodingReader.SKIPPED;
         }
 
         @Override

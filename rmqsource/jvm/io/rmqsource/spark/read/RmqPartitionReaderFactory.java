@@ -1,7 +1,7 @@
 package io.rmqsource.spark.read;
 
-import io.rmqsource.spark.read.body.BodyDecodingReader;
-import io.rmqsource.spark.read.body.BodySpec;
+import io.rmqsource.spark.bodies.BodyDecodingReader;
+import io.rmqsource.spark.bodies.BodySpec;
 import java.util.Iterator;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;

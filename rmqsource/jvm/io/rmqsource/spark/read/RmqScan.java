@@ -1,7 +1,7 @@
 package io.rmqsource.spark.read;
 
 import io.rmqsource.spark.RmqOptions;
-import io.rmqsource.spark.read.body.BodySpec;
+import io.rmqsource.spark.bodies.BodySpec;
 import io.rmqsource.spark.stream.RmqMicroBatchStream;
 import java.util.Arrays;
 import java.util.stream.Collectors;

@@ -4,7 +4,7 @@ import io.rmqsource.errors.OptionError;
 import io.rmqsource.errors.Repr;
 import io.rmqsource.spark.Contract;
 import io.rmqsource.spark.RmqOptions;
-import io.rmqsource.spark.read.body.BodySpec;
+import io.rmqsource.spark.bodies.BodySpec;
 import io.rmqsource.spark.stream.RmqMicroBatchStream;
 import io.rmqsource.store.MappedFaults;
 import java.util.ArrayList;

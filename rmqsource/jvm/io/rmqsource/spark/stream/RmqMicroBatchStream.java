@@ -58,7 +58,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
     private final StructType schema;
     private final RmqOptions lenient;
     /** Typed bodies (docs/bodies.md), else null. */
-    private final io.rmqsource.spark.read.body.BodySpec body;
+    private final io.rmqsource.spark.bodies.BodySpec body;
     private final StoreWatcher watcher;
     private Map<QueueKey, Long> target;                            // Trigger.AvailableNow
     private double lastTriggerMs = nowMs();
@@ -74,7 +74,7 @@ public final class RmqMicroBatchStream implements MicroBatchStream, SupportsTrig
         this.schema = schema;
         this.lenient = RmqStreamOptions.parse(options).read;
         lenient.failOnDataLoss = false;
-        this.body = io.rmqsource.spark.read.body.BodySpec.parse(options);
+        this.body = io.rmqsource.spark.bodies.BodySpec.parse(options);
         if (body != null) {            // bodies are decoded inflated (docs/bodies.md)
             opts.read.decompress = true;
             lenient.decompress = true;

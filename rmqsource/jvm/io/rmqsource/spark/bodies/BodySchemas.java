@@ -1,4 +1,4 @@
-package io.rmqsource.spark.read.body;
+package io.rmqsource.spark.bodies;
 
 import io.rmqsource.errors.OptionError;
 import io.rmqsource.errors.Repr;

@@ -1,4 +1,4 @@
-package io.rmqsource.spark.read.body;
+package io.rmqsource.spark.bodies;
 
 /**
  * The one timestamp form JSON bodies mostly hold (and the date form {@code yyyy-MM-dd}, {@link #parseDays}), {@code yyyy-MM-ddTHH:mm:ss[.f{1,6}](Z|±hh:mm)}, read as

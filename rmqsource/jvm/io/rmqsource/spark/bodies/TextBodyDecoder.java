@@ -1,4 +1,4 @@
-package io.rmqsource.spark.read.body;
+package io.rmqsource.spark.bodies;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;

@@ -1,4 +1,4 @@
-package io.rmqsource.spark.read.body;
+package io.rmqsource.spark.bodies;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;

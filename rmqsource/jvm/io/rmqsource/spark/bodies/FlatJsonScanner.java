@@ -1,4 +1,4 @@
-package io.rmqsource.spark.read.body;
+package io.rmqsource.spark.bodies;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;

@@ -1,4 +1,4 @@
-package io.rmqsource.spark.read.body;
+package io.rmqsource.spark.bodies;
 
 import io.rmqsource.spark.compat.AvroSupport;
 import java.util.Arrays;
