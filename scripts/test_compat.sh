@@ -43,6 +43,7 @@ for v in $versions; do
     "$venv/bin/python" -m pip install --quiet "pyspark==$v" "pyarrow>=18" py4j "numpy>=1.26" "tqdm>=4.60" pytest \
       "pandas>=2.2,<3"
   fi
+  "$venv/bin/python" -m pip install --quiet "fastavro>=1.9"     # the typed-body tests write Avro bodies
   echo "== pyspark $v: installing the wheel into $venv"
   "$venv/bin/python" -m pip uninstall --quiet --yes rmqsource >/dev/null 2>&1 || true
   "$venv/bin/python" -m pip install --quiet "$wheel"

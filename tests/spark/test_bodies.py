@@ -87,6 +87,7 @@ def check_equal_to_spark(judge, ours, names):
             assert error is None and got == fields, (offset, got, fields, error)
 
 
+@pytest.mark.compat
 def test_json_bodies_equal_from_json_and_bad_ones_are_the_ones_spark_calls_corrupt(spark, store):
     judge, names = spark_json_judge(spark, store, JSON_TOPIC, JSON_DDL)
     df = read(spark, store, JSON_TOPIC, bodyFormat="json", bodySchema=JSON_DDL, onBadRecord="null")
@@ -99,6 +100,7 @@ def test_json_bodies_equal_from_json_and_bad_ones_are_the_ones_spark_calls_corru
     assert df.columns[:3] == ["topic", "queueId", "queueOffset"] and df.columns[-1] == "_decodeError"
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("corpus", [pytest.param(c, id=c.name) for c in corpora()])
 def test_golden_json_bodies_equal_from_json(spark, corpus):
     """The JSON bodies RocketMQ's own engines stored ({"seq", "text"}, UTF-8 text of several scripts), beside
@@ -212,6 +214,7 @@ def avro_judge(spark, path, topic, body_expr):
             df.select("commitLogOffset", from_avro(F.expr(body_expr), json.dumps(AVRO_SCHEMA)).alias("a")).collect()}
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("topic, wire, body_expr", [(AVRO_TOPIC, "plain", "body"),
                                                     (AVRO_CONFLUENT_TOPIC, "confluent", "substring(body, 6)")])
 def test_avro_bodies_equal_from_avro(spark, store, topic, wire, body_expr):

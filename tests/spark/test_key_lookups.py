@@ -59,6 +59,7 @@ def sample_store(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("corpus", [pytest.param(c, id=c.name) for c in CORPORA])
 def test_a_few_keys_and_keys_of_no_message(spark, corpus):
     keys = corpus_keys(spark, corpus)

@@ -58,6 +58,7 @@ def test_the_session_has_the_extension(jvm):
     assert "io.rmqsource.spark.RmqExtensions" in jvm.conf.get("spark.sql.extensions")
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("condition, keys, keep", [
     ("array_contains(keys, 'order-17')", 1, lambda ks: "order-17" in ks),
     ("arrays_overlap(keys, array('order-17', 'user-3', 'order-999999'))", 3,
@@ -113,6 +114,7 @@ def test_index_lookups_off_checks_every_record(jvm, store, everything):
     assert offsets(df) == want(everything, lambda ks, tags, ts: bool(ks & {"order-7", "user-8"}))
 
 
+@pytest.mark.compat
 def test_results_equal_the_query_without_the_extension(jvm, store):
     cond = "arrays_overlap(keys, array('order-11', 'order-12', 'user-13'))"
     with_ext = offsets(jvm.read.format("rmq").load(store).where(cond))
