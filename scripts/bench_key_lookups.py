@@ -99,9 +99,11 @@ def main() -> None:
         return time.perf_counter() - t, tuple(out)
 
     times: dict = {(k, q): [] for k in formats for q in ("keys", "scan")}
+    floor: list = []           # Spark's own cost of a query of one in-memory row, in the same rounds
     answers: dict = {}
     failed: dict = {}
     for _ in range(args.repeat):
+        floor.append(timed(lambda: spark.range(1).selectExpr("count(*)").collect())[0])
         for kind, fmt in list(formats.items()):
             for query, fn in (("keys", by_keys), ("scan", by_scan)):
                 try:
@@ -113,7 +115,8 @@ def main() -> None:
                 times[(kind, query)].append(seconds)
                 answers.setdefault((kind, query), got)
     print(f"\n{args.messages:,} messages ({store}); {len(keys):,} keys; local[2]; medians of {args.repeat} "
-          f"interleaved runs; load {os.getloadavg()[0]:.1f}")
+          f"interleaved runs; load {os.getloadavg()[0]:.1f}; Spark's floor (one in-memory row) "
+          f"{statistics.median(floor) * 1000:.0f} ms")
     for kind, why in failed.items():
         print(f"{kind:<6}  FAILED  {why}")
     for kind in formats:
