@@ -10,8 +10,9 @@ Three kinds of partition:
   task that starts there checks the record's own PHYSICALOFFSET field.
 * :class:`QueueRange` - topic reads: ConsumeQueue offsets [start, end) of one
   queue, split by maxRecordsPerPartition / minPartitions.
-* :class:`Lookup` - msgId / uniqKey point reads: CommitLog offsets decoded
-  from msgIds or found in the IndexFiles.
+* :class:`Lookup` - msgId / uniqKey / keys point reads: CommitLog offsets decoded
+  from msgIds or found in the IndexFiles.  The CommitLog past what the IndexFiles
+  cover (:func:`_index_coverage`) is read by ranges next to them (:func:`_with_index_tail`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Optional
 
 from .compat import InputPartition        # a stand-in where pyspark has no Python data sources (3.5)
 
+from .. import limits
 from ..errors import DataLossError, OptionError, RmqError
 from ..format.consumequeue import PRE_BLANK_SIZE
 from ..format.msgid import decode_offset_msg_id
@@ -411,11 +413,15 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
             r.close()
 
 
-def _plan_queues(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
+def _plan_queues(opts, pushed, readers, refs, selected, floors: Optional[list] = None) -> list[RmqPartition]:
+    """``floors``: per store, the CommitLog offset below which units are left out (an IndexFile lookup's tail)."""
     ranges = []
     for reader, ref, keys in zip(readers, refs, selected):
         for topic, qid in keys:
             s, e = queue_bounds(opts, pushed, reader, topic, qid, ref.root)
+            if floors is not None and s < e:
+                q = reader.consume_queue(topic, qid)
+                s = e if q is None else max(s, first_index_with_phy_at_least(q, s, e, floors[ref.index]))
             for a, b in split_range(s, e, opts.max_records_per_partition):
                 ranges.append((ref, topic, qid, a, b))
 
@@ -468,7 +474,8 @@ def _pack_queue_ranges(ranges: list, opts) -> list[RmqPartition]:
     return out
 
 
-def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
+def _plan_commitlog(opts, pushed, readers, refs, floors: Optional[list] = None) -> list[RmqPartition]:
+    """``floors``: per store, a record start below which nothing is read (an IndexFile lookup's tail)."""
     spans = []                                   # (ref, start, end, segment start, segment end, boundary finder)
     for reader, ref in zip(readers, refs):
         queues = [reader.consume_queue(*k) for k in reader.queue_keys()]
@@ -514,6 +521,10 @@ def _plan_commitlog(opts, pushed, readers, refs) -> list[RmqPartition]:
                 if plo >= b:
                     continue
                 a = boundary_at_or_before(plo, seg.start_offset)
+            if floors is not None and floors[ref.index] > a:
+                a = floors[ref.index]
+                if a >= b:
+                    continue
             spans.append((ref, a, b, seg.start_offset, seg_end, boundary_at_or_before))
     step = opts.commit_log_bytes_per_partition(sum(b - a for _, a, b, *_ in spans), default_parallelism())
     out = []
@@ -580,8 +591,53 @@ def _lookup_reader(reader, ref) -> MessageStoreReader:
                               commit_log_end=ref.commit_log_max)
 
 
+def _index_coverage(reader: MessageStoreReader, ref: StoreRef, lookup_reader: MessageStoreReader) -> tuple:
+    """What the IndexFiles cover: ``(end, last)``.  Hits at offsets below ``end`` are answered by the IndexFiles;
+    the CommitLog from ``end`` to the planned valid end is not indexed yet (a live broker's dispatch lags behind
+    its CommitLog writes; a crashed broker rebuilds its index at recovery, which has not happened).
+
+    The newest IndexFile's endPhyOffset is the start of the last message indexed (read before any hash walk, so
+    every entry below it is seen); that message may have only some of its keys in the index (its keys are put one
+    by one), so ``last`` is that offset, to be read as a point read with the hits, and ``end`` is the record after
+    it.  No IndexFile entry, or an endPhyOffset that names no record: ``end`` is the CommitLog's min offset (all of
+    it is read as the tail) and ``last`` None."""
+    last_file = lookup_reader.index_service.last_file
+    t = last_file.header.end_phy_offset if last_file is not None else 0
+    lo, hi = ref.commit_log_min, ref.commit_log_max
+    if t >= hi:
+        return hi, None
+    if t <= 0 or t < lo:
+        return lo, None
+    cl = reader.commitlog
+    seg = cl.reader.find(t)
+    head = cl.reader.pread(seg, t - seg.start_offset, 8) if seg is not None else b""
+    if len(head) == 8:
+        total = int.from_bytes(head[:4], "big", signed=True)
+        magic = int.from_bytes(head[4:8], "big", signed=True)
+        if magic in (-626843481, -626843477) and total >= limits.MIN_RECORD_BYTES and t + total <= hi:
+            return t + total, t
+    log.warning("rmq: the newest IndexFile of %s says endPhyOffset %d, where no record starts: its lookups read "
+                "the whole CommitLog", ref.root, t)
+    return lo, None
+
+
+def _with_index_tail(opts, pushed, readers, refs, selected, lookups: list, coverage: list) -> list[RmqPartition]:
+    """An IndexFile lookup's partitions ``lookups`` (hits below each store's ``coverage[i][0]`` only) and the
+    partitions reading each store's CommitLog past what its IndexFiles cover: the ranges a whole-store read cuts
+    there, or for a topic read the planned queue ranges' units there (so the rows keep to them as the lookup's
+    do).  Every row of those gets the read's exact checks (uniqKey, keys, the other pushed filters)."""
+    floors = [end for end, _ in coverage]
+    if all(end >= ref.commit_log_max for end, ref in zip(floors, refs)):
+        return lookups
+    if selected is not None:
+        tail_keys = [keys if end < ref.commit_log_max else [] for keys, end, ref in zip(selected, floors, refs)]
+        return lookups + _plan_queues(opts, pushed, readers, refs, tail_keys, floors)
+    return lookups + _plan_commitlog(opts, pushed, readers, refs, floors)
+
+
 def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
     out = []
+    coverage = []
     for i, (reader, ref) in enumerate(zip(readers, refs)):
         queue_ranges = _lookup_queue_ranges(opts, pushed, reader, ref, selected[i] if selected is not None else None)
         offsets = set()
@@ -596,15 +652,22 @@ def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
         else:
             lookup_reader = _lookup_reader(reader, ref)
             try:
-                for topic in _lookup_topics(opts, pushed, reader, queue_ranges):
+                end, last = _index_coverage(reader, ref, lookup_reader)
+                coverage.append((end, last))
+                topics = _lookup_topics(opts, pushed, reader, queue_ranges)
+                for topic in topics:
                     for key in pushed.uniq_keys:
                         found, _, _ = lookup_reader.query_offsets(topic, key, LOOKUP_MAX_HITS, 0, (1 << 63) - 1)
-                        offsets.update(p for p in found if ref.commit_log_min <= p < ref.commit_log_max)
+                        offsets.update(p for p in found if ref.commit_log_min <= p < end)
+                if last is not None:
+                    offsets.add(last)
             finally:
                 lookup_reader.close()
         if offsets:
             out.append(Lookup(ref, tuple(offsets), queue_ranges))
-    return out
+    if pushed.msg_ids is not None:
+        return out
+    return _with_index_tail(opts, pushed, readers, refs, selected, out, coverage)
 
 
 # A key lookup with more hits than this is read by several tasks (pieces of its sorted offsets).
@@ -620,23 +683,29 @@ def _plan_key_lookups(opts, pushed, readers, refs, selected) -> Optional[list[Rm
     end_ms = hi - 1 if hi < (1 << 63) - 1 else hi
     keys = sorted(opts.keys)
     out: list[RmqPartition] = []
+    coverage = []
     for i, (reader, ref) in enumerate(zip(readers, refs)):
         queue_ranges = _lookup_queue_ranges(opts, pushed, reader, ref, selected[i] if selected is not None else None)
         topics = _lookup_topics(opts, pushed, reader, queue_ranges)
-        if not topics:
-            continue
         lookup_reader = _lookup_reader(reader, ref)
         try:
-            found, _, _ = lookup_reader.query_offsets_many([(t, k) for t in topics for k in keys], LOOKUP_MAX_HITS,
-                                                           begin_ms, end_ms, covering=True)
+            end, last = _index_coverage(reader, ref, lookup_reader)
+            coverage.append((end, last))
+            found = []
+            if topics:
+                found, _, _ = lookup_reader.query_offsets_many([(t, k) for t in topics for k in keys],
+                                                               LOOKUP_MAX_HITS, begin_ms, end_ms, covering=True)
         finally:
             lookup_reader.close()
         if any(len(f) >= LOOKUP_MAX_HITS for f in found):
             return None
-        offsets = sorted({p for f in found for p in f if ref.commit_log_min <= p < ref.commit_log_max})
+        offsets = {p for f in found for p in f if ref.commit_log_min <= p < end}
+        if last is not None:
+            offsets.add(last)
+        offsets = sorted(offsets)
         if not offsets:
             continue
         pieces = max(1, min(default_parallelism(), len(offsets) // MIN_LOOKUP_SPLIT_OFFSETS))
         step = -(-len(offsets) // pieces)
         out.extend(Lookup(ref, tuple(offsets[a:a + step]), queue_ranges) for a in range(0, len(offsets), step))
-    return out
+    return _with_index_tail(opts, pushed, readers, refs, selected, out, coverage)

@@ -128,6 +128,31 @@ def test_an_empty_key_list_reads_no_rows(spark, sample_store, tmp_path):
     assert load(spark, sample_store, keysFile=str(empty)).count() == 0
 
 
+@pytest.fixture(scope="module")
+def lagging_index_store(tmp_path_factory) -> Path:
+    from store_records import write_lagging_index_store
+    root = tmp_path_factory.mktemp("key-lookups-lagging-index") / "store"
+    write_lagging_index_store(root)
+    return root
+
+
+@pytest.mark.parametrize("options", [{}, {"topics": "OrderEvents,PaymentEvents"}], ids=["whole-store", "topics"])
+def test_keys_of_messages_past_the_index_end_are_found(spark, lagging_index_store, options):
+    """The CommitLog runs on past what the IndexFiles cover (a live broker's, or a crashed one's, whose index
+    has not caught up): the keys of those messages are found all the same, each message once."""
+    def df_of(**o):
+        return load(spark, lagging_index_store, **options, **o)
+
+    every = rows(df_of())
+    keys = sorted({k for _, ks in every for k in ks})
+    offsets = sorted(off for off, _ in every)
+    tail = [ks for off, ks in every if off >= offsets[-len(offsets) // 8]]     # the last messages: unindexed
+    picked = frozenset(random.Random(5).sample(keys, 30)) | {ks[0] for ks in tail[-20:]} | {tail[0][1]}
+    got = assert_keys_read(df_of, picked)
+    assert len({off for off, _ in got}) == len(got)
+    assert any(off >= offsets[-len(offsets) // 8] for off, _ in got)
+
+
 @pytest.mark.parametrize("value", ['"order-1"', "order-1", '{"a": 1}', "[1, 2]", '["a", null]', "[\"a\""])
 def test_a_bad_keys_value_is_refused_naming_the_option(spark, sample_store, value):
     with pytest.raises(Exception, match=r"option keys"):

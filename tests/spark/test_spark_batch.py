@@ -365,6 +365,38 @@ def test_uniqkey_pushdown_uses_index(spark):
                   for r in rmq(spark, corpus).where(f"uniqKey = '{key}'").collect()) == own
 
 
+@pytest.mark.parametrize("options", [{}, {"topics": "OrderEvents,PaymentEvents"}], ids=["whole-store", "topics"])
+def test_uniqkey_lookup_finds_messages_past_the_index_end(spark, tmp_path, options):
+    """The CommitLog runs on past what the IndexFiles cover (a live broker's, or a crashed one's, whose index
+    has not caught up): a uniqKey lookup finds those messages too, each once, as the scan does."""
+    from store_records import write_lagging_index_store
+    root = tmp_path / "store"
+    covered, _ = write_lagging_index_store(root)
+
+    def read(**o):
+        r = spark.read.format("rmq")
+        for k, v in {**options, **o}.items():
+            r = r.option(k, v)
+        return r.load(str(root))
+
+    every = read().select("commitLogOffset", "uniqKey").collect()
+    head = [r.uniqKey for r in every if r.commitLogOffset < covered]
+    tail = sorted((r.commitLogOffset, r.uniqKey) for r in every if r.commitLogOffset > covered)
+    assert head and tail
+    wanted = [head[0], head[-1], tail[0][1], tail[len(tail) // 2][1], tail[-1][1], "no-such-key"]
+
+    def got(where, **o):
+        return sorted((r.commitLogOffset, r.uniqKey) for r in read(**o).where(where)
+                      .select("commitLogOffset", "uniqKey").collect())
+
+    for key in wanted[2:]:
+        assert got(f"uniqKey = '{key}'") == got(f"uniqKey = '{key}'", indexLookups="false")
+    assert got(f"uniqKey = '{tail[-1][1]}'") == [tail[-1]]
+    where = "uniqKey IN (" + ", ".join(f"'{k}'" for k in wanted) + ")"
+    found = got(where)
+    assert found == got(where, indexLookups="false") and len(found) == 5 and len(set(found)) == 5
+
+
 def test_keys_array_contains(spark):
     corpus = CORPORA[0]
     expected = expected_messages(corpus / "expected")

@@ -129,7 +129,10 @@ def test_plan_of_keys_is_lookups(corpus):
     assert parts and all(isinstance(p, Lookup) for p in parts)
     topic = parse_options(corpus_options(corpus, topics="TopicTest", keys='["AaAa"]'))
     assert all(isinstance(p, Lookup) and p.queues for p in plan(topic, Pushed()))
-    assert plan(parse_options(corpus_options(corpus, keys='["no-such-key"]')), Pushed()) == []
+    # a key of no message: at most the point read of the last message indexed (its keys may be in the index
+    # only in part), no range: the IndexFiles cover the whole CommitLog
+    none = plan(parse_options(corpus_options(corpus, keys='["no-such-key"]')), Pushed())
+    assert all(isinstance(p, Lookup) for p in none) and sum(len(p.offsets) for p in none) <= 1
     assert plan(parse_options(corpus_options(corpus, keys="[]")), Pushed()) == []
 
 
@@ -171,3 +174,26 @@ def test_ten_thousand_keys_plan_with_one_walk(sample, monkeypatch):
     monkeypatch.setattr(MessageStoreReader, "query_offsets", lambda *a, **k: pytest.fail("a walk per key"))
     plan(parse_options({"path": str(sample), "keys": json.dumps(keys)}), Pushed())
     assert calls == [4 * 10_000]
+
+
+def test_plan_reads_past_the_index_end_as_a_range(tmp_path):
+    """IndexFiles that end before the CommitLog (a live broker, or a crashed one's index not rebuilt yet): the
+    hits below the end of the last message indexed, that message as a point read, and the rest of the CommitLog
+    as ranges (topic reads: the planned queue ranges' units there); no offset planned twice."""
+    from store_records import write_lagging_index_store
+    from rmqsource.spark.planning import CommitLogRange, QueueRange, QueueRanges
+    root = tmp_path / "store"
+    covered, end = write_lagging_index_store(root)
+    with MessageStoreReader(root) as r:
+        last_size = r.commitlog.decode_at(covered)[0].record.store_size
+    for pushed, options in ((Pushed(uniq_keys=frozenset(["no-such"])), {}), (Pushed(), {"keys": '["user-5"]'})):
+        parts = plan(parse_options({"path": str(root), **options}), pushed)
+        lookups = [p for p in parts if isinstance(p, Lookup)]
+        ranges = [p for p in parts if isinstance(p, CommitLogRange)]
+        assert lookups and all(o <= covered for p in lookups for o in p.offsets)
+        assert covered in {o for p in lookups for o in p.offsets}
+        assert sorted((p.start, p.end) for p in ranges)[0][0] == covered + last_size
+        assert max(p.end for p in ranges) == end and len(parts) == len(lookups) + len(ranges)
+        topics = plan(parse_options({"path": str(root), "topics": "OrderEvents", **options}), pushed)
+        assert topics and all(isinstance(p, (Lookup, QueueRange, QueueRanges)) for p in topics)
+        assert any(not isinstance(p, Lookup) for p in topics)

@@ -91,6 +91,14 @@ public final class IndexService {
         return count > 0 ? count : 1;
     }
 
+    /**
+     * The newest IndexFile's endPhyOffset: the CommitLog offset of the last message indexed (0 without an
+     * IndexFile).  Read before a lookup's hash walks, it bounds what they see: every entry of a message below it.
+     */
+    public long endPhyOffset() {
+        return paths.isEmpty() ? 0 : header(paths.size() - 1).getLong(24);
+    }
+
     /** CommitLog offsets whose entry has the key's hash, newest first (hash collisions included). */
     public long[] queryOffsets(String topic, String key, int maxNum, long beginMs, long endMs) {
         long[] out = new long[16];

@@ -373,11 +373,16 @@ public final class RmqPlanner {
         }
     }
 
-    private List<Piece> queuePieces(List<List<QueueKey>> selected) {
+    /** {@code floors}: per store, the CommitLog offset below which units are left out (an IndexFile lookup's tail), or null. */
+    private List<Piece> queuePieces(List<List<QueueKey>> selected, long[] floors) {
         List<Piece> ranges = new ArrayList<>();
         for (int i = 0; i < readers.size(); i++) {
             for (QueueKey k : selected.get(i)) {
                 long[] b = queueBounds(readers.get(i), k.topic, k.queueId, refs.get(i).root);
+                if (floors != null && b[0] < b[1]) {
+                    QueueUnits q = readers.get(i).consumeQueue(k.topic, k.queueId);
+                    b = new long[] {q == null ? b[1] : Math.max(b[0], firstIndexWithPhyAtLeast(q, b[0], b[1], floors[i])), b[1]};
+                }
                 for (long[] r : splitRange(b[0], b[1], opts.maxRecordsPerPartition)) {
                     ranges.add(new Piece(refs.get(i), new QueueRange(k.topic, k.queueId, r[0], r[1])));
                 }
@@ -387,7 +392,11 @@ public final class RmqPlanner {
     }
 
     private List<RmqInputPartition> planQueues(List<List<QueueKey>> selected) {
-        List<Piece> pieces = queuePieces(selected);
+        return planQueues(selected, null);
+    }
+
+    private List<RmqInputPartition> planQueues(List<List<QueueKey>> selected, long[] floors) {
+        List<Piece> pieces = queuePieces(selected, floors);
         boolean remote = !readers.isEmpty();
         for (StoreReader r : readers) remote &= !r.commitLog.segments.files.mapped();
         if (remote && queueCount(pieces) > 1) {
@@ -525,6 +534,11 @@ public final class RmqPlanner {
     }
 
     private List<RmqInputPartition> planCommitLog() {
+        return planCommitLog(null);
+    }
+
+    /** {@code floors}: per store, a record start below which nothing is read (an IndexFile lookup's tail), or null. */
+    private List<RmqInputPartition> planCommitLog(long[] floors) {
         List<long[]> spans = new ArrayList<>();          // {store, start, end, segmentStart}: what each segment gives
         List<List<QueueUnits>> queuesOf = new ArrayList<>();
         long total = 0;
@@ -557,6 +571,7 @@ public final class RmqPlanner {
                     if (plo >= b) continue;
                     a = boundaryAtOrBefore(queues, plo, seg.startOffset);
                 }
+                if (floors != null && floors[si] > a) a = floors[si];
                 // A DLedger file's first record follows its first entry header.
                 if (seg.dledger && a == seg.startOffset) a += DLedgerFormat.ENTRY_HEADER_BYTES;
                 if (a >= b) continue;
@@ -650,10 +665,13 @@ public final class RmqPlanner {
         long beginMs = lo == PushedFilters.MIN ? 0 : Math.max(0, lo - 1000);
         long endMs = hi == PushedFilters.MAX ? Long.MAX_VALUE : hi - 1;
         List<RmqInputPartition> out = new ArrayList<>();
+        long[][] coverage = new long[readers.size()][];
         long total = 0;
         for (int i = 0; i < readers.size(); i++) {
             StoreReader reader = readers.get(i);
             StoreRef ref = refs.get(i);
+            IndexService index = new IndexService(reader.layout, reader.config);
+            long[] cover = coverage[i] = indexCoverage(reader, ref, index);
             TreeSet<String> rangeTopics = new TreeSet<>();
             Map<String, long[]> queueRanges = selected == null ? null : queueRanges(reader, ref, selected.get(i), rangeTopics);
             List<String> fullKeys = new ArrayList<>();
@@ -664,10 +682,8 @@ public final class RmqPlanner {
                     if (!key.isEmpty()) fullKeys.add(io.rmqsource.format.IndexFile.indexKey(topic, key));
                 }
             }
-            if (fullKeys.isEmpty()) continue;
-            IndexService index = new IndexService(reader.layout, reader.config);
-            long[][] hits = index.queryOffsets(fullKeys, LOOKUP_MAX_HITS, beginMs, endMs);
-            int n = 0;
+            long[][] hits = fullKeys.isEmpty() ? new long[0][] : index.queryOffsets(fullKeys, LOOKUP_MAX_HITS, beginMs, endMs);
+            int n = cover[1] >= 0 ? 1 : 0;
             for (long[] h : hits) {
                 if (h.length >= LOOKUP_MAX_HITS) return null;
                 n += h.length;
@@ -677,8 +693,9 @@ public final class RmqPlanner {
             long[] offs = new long[n];
             int k = 0;
             for (long[] h : hits) {
-                for (long p : h) if (ref.commitLogMin <= p && p < ref.commitLogMax) offs[k++] = p;
+                for (long p : h) if (ref.commitLogMin <= p && p < cover[0]) offs[k++] = p;
             }
+            if (cover[1] >= 0) offs[k++] = cover[1];
             java.util.Arrays.sort(offs, 0, k);
             int m = 0;
             for (int j = 0; j < k; j++) if (m == 0 || offs[j] != offs[m - 1]) offs[m++] = offs[j];
@@ -690,6 +707,67 @@ public final class RmqPlanner {
                 int b = (int) (m * (p + 1) / pieces);
                 if (b > a) out.add(new Lookup(ref, java.util.Arrays.copyOfRange(offs, a, b), queueRanges));
             }
+        }
+        return withIndexTail(selected, out, coverage);
+    }
+
+    /**
+     * What the IndexFiles of a store cover: {end, last}.  Hits below {@code end} are answered by the IndexFiles;
+     * the CommitLog from {@code end} to the planned valid end is not indexed yet (a live broker's dispatch lags
+     * behind its CommitLog writes; a crashed broker rebuilds its index at recovery, which has not happened).
+     * The newest IndexFile's endPhyOffset (read before any hash walk) is the start of the last message indexed,
+     * which may have only some of its keys in the index (they are put one by one): {@code last} is that offset,
+     * read as a point read with the hits, and {@code end} the record after it.  No IndexFile entry, or an
+     * endPhyOffset naming no record: {@code end} is the CommitLog's min offset (all of it is the tail), {@code last}
+     * -1.  Twin of _index_coverage in planning.py.
+     */
+    private long[] indexCoverage(StoreReader reader, StoreRef ref, IndexService index) {
+        long t = index.endPhyOffset();
+        long lo = ref.commitLogMin;
+        long hi = ref.commitLogMax;
+        if (t >= hi) return new long[] {hi, -1};
+        if (t <= 0 || t < lo) return new long[] {lo, -1};
+        Segments segments = reader.commitLog.segments;
+        Segment seg = segments.find(t);
+        if (seg != null && t - seg.startOffset + 8 <= seg.sizeBytes) {
+            long pos = t - seg.startOffset;
+            Segments.Window w = segments.look(seg, pos, 8, 8);
+            if (pos + 8 <= w.fileLength && w.covers(pos, 8)) {
+                int total = w.buf.getInt(w.at(pos));
+                int magic = w.buf.getInt(w.at(pos) + 4);
+                if ((magic == io.rmqsource.format.Record.MAGIC_V1 || magic == io.rmqsource.format.Record.MAGIC_V2)
+                        && total >= io.rmqsource.format.Record.MIN_RECORD_BYTES && t + total <= hi) {
+                    return new long[] {t + total, t};
+                }
+            }
+        }
+        return new long[] {lo, -1};          // a damaged header: the whole CommitLog is the tail
+    }
+
+    /**
+     * An IndexFile lookup's partitions (hits below each store's coverage end only) and the partitions reading
+     * each store's CommitLog past what its IndexFiles cover: the ranges a whole-store read cuts there, or for a
+     * topic read the planned queue ranges' units there (the rows keep to them as the lookup's do).  Every row
+     * of those gets the read's exact checks (uniqKey, keys, the other pushed filters).
+     */
+    private List<RmqInputPartition> withIndexTail(List<List<QueueKey>> selected, List<RmqInputPartition> lookups,
+                                                  long[][] coverage) {
+        long[] floors = new long[readers.size()];
+        boolean any = false;
+        for (int i = 0; i < floors.length; i++) {
+            floors[i] = coverage[i][0];
+            any |= floors[i] < refs.get(i).commitLogMax;
+        }
+        if (!any) return lookups;
+        List<RmqInputPartition> out = new ArrayList<>(lookups);
+        if (selected != null) {
+            List<List<QueueKey>> tail = new ArrayList<>();
+            for (int i = 0; i < floors.length; i++) {
+                tail.add(floors[i] < refs.get(i).commitLogMax ? selected.get(i) : new ArrayList<>());
+            }
+            out.addAll(planQueues(tail, floors));
+        } else {
+            out.addAll(planCommitLog(floors));
         }
         return out;
     }
@@ -709,12 +787,14 @@ public final class RmqPlanner {
 
     private List<RmqInputPartition> planLookups(List<List<QueueKey>> selected) {
         List<RmqInputPartition> out = new ArrayList<>();
+        long[][] coverage = new long[readers.size()][];
         for (int i = 0; i < readers.size(); i++) {
             StoreReader reader = readers.get(i);
             StoreRef ref = refs.get(i);
             TreeSet<String> rangeTopics = new TreeSet<>();
             Map<String, long[]> queueRanges = selected == null ? null : queueRanges(reader, ref, selected.get(i), rangeTopics);
             TreeSet<Long> offsets = new TreeSet<>();
+            coverage[i] = null;
             if (pushed.msgIds != null) {
                 for (String mid : pushed.msgIds) {
                     long phy = MsgId.decodePhyOffset(mid);
@@ -722,13 +802,15 @@ public final class RmqPlanner {
                 }
             } else {
                 IndexService index = new IndexService(reader.layout, reader.config);
+                long[] cover = coverage[i] = indexCoverage(reader, ref, index);
+                if (cover[1] >= 0) offsets.add(cover[1]);
                 List<String> topics = queueRanges != null ? new ArrayList<>(rangeTopics) : reader.topics();
                 for (String topic : topics) {
                     if (pushed.topics != null && !pushed.topics.contains(topic)) continue;
                     if (opts.internalTopicsExcluded() && SystemTopics.isInternal(topic)) continue;
                     for (String key : pushed.uniqKeys) {
                         for (long p : index.queryOffsets(topic, key, LOOKUP_MAX_HITS, 0, Long.MAX_VALUE)) {
-                            if (ref.commitLogMin <= p && p < ref.commitLogMax) offsets.add(p);
+                            if (ref.commitLogMin <= p && p < cover[0]) offsets.add(p);
                         }
                     }
                 }
@@ -740,6 +822,6 @@ public final class RmqPlanner {
                 out.add(new Lookup(ref, offs, queueRanges));
             }
         }
-        return out;
+        return pushed.msgIds != null ? out : withIndexTail(selected, out, coverage);
     }
 }
