@@ -72,7 +72,8 @@ def test_spark_3_5_sessions_get_the_jar_and_its_catalog(tmp_path):
     assert done.returncode == 0, done.stderr
     conf, exported = json.loads(done.stdout)
     assert conf == {"spark.jars": jar_path(),
-                    "spark.sql.catalog.spark_catalog": "io.rmqsource.spark.RmqSessionCatalog"}
+                    "spark.sql.catalog.spark_catalog": "io.rmqsource.spark.RmqSessionCatalog",
+                    "spark.sql.extensions": "io.rmqsource.spark.RmqExtensions"}
     assert exported == []
 
 
