@@ -262,3 +262,60 @@ class InMemoryConsumeQueue(ConsumeQueueBase):
     def _read(self, start: int, count: int) -> np.ndarray:
         i = start - self.first_file_start_offset
         return self.units[max(0, i):max(0, i + count)]
+
+
+class TailedConsumeQueue(ConsumeQueueBase):
+    """A queue's file units followed by its units dispatched from the CommitLog past every queue (a stopped
+    store whose writer died between its CommitLog write and its dispatch: ``MessageStoreReader``'s
+    undispatched tail).  The tail (a :class:`~rmqsource.store.rocksdb_tail.TailQueue`) starts at the files'
+    max offset; units are served while they run without a gap.  Twin: TailedQueue.java."""
+
+    def __init__(self, files: ConsumeQueueBase, tail):
+        self.files = files
+        self.tail = tail
+        self.topic = files.topic
+        self.queue_id = files.queue_id
+        self.units_per_file = files.units_per_file
+
+    @property
+    def max_offset(self) -> int:
+        return max(self.files.max_offset, self.tail.end_offset)
+
+    @property
+    def max_physic_offset(self) -> int:
+        if len(self.tail.units) == 0:
+            return self.files.max_physic_offset
+        u = self.tail.units[-1]
+        return int(u["phy_offset"]) + int(u["size"])
+
+    @property
+    def first_file_start_offset(self) -> int:
+        if self.files.max_offset <= self.files.first_file_start_offset:
+            return min(self.files.first_file_start_offset, self.tail.first_offset)
+        return self.files.first_file_start_offset
+
+    def require_contiguous(self) -> None:
+        self.files.require_contiguous()
+
+    def has_file_for(self, offset: int) -> bool:
+        return offset >= self.tail.first_offset or self.files.has_file_for(offset)
+
+    def locate(self, offset: int) -> tuple[str, int]:
+        return self.files.locate(offset)
+
+    def close(self) -> None:
+        self.files.close()
+
+    def _read(self, start: int, count: int) -> np.ndarray:
+        end = start + count
+        t = self.tail
+        files_end = self.files.max_offset
+        head = self.files._read(start, min(end, files_end) - start) if start < files_end \
+            else np.empty(0, dtype=CQ_UNIT_DTYPE)
+        if end <= t.first_offset or start + len(head) < t.first_offset:
+            return head
+        lo = max(start, t.first_offset)
+        rest = t.units[lo - t.first_offset:end - t.first_offset]
+        if len(head) == 0:
+            return rest
+        return np.concatenate([head.astype(CQ_UNIT_DTYPE, copy=False), rest.astype(CQ_UNIT_DTYPE, copy=False)])

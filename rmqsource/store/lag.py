@@ -87,16 +87,16 @@ def group_lag_with_source(root: str | os.PathLike, config: Optional[StoreConfig]
     committed: dict[tuple[str, str], dict[int, int]] = {}
     for e in entries:
         committed.setdefault((e.group, e.topic), {})[e.queue_id] = e.offset
-    on_disk: dict[str, set[int]] = {}
-    for t, q in list_queues(layout):
-        on_disk.setdefault(t, set()).add(q)
-
     bounds: dict[tuple[str, int], tuple[int, int]] = {}
     reader = None
     if exact:
         from .reader import MessageStoreReader
         reader = MessageStoreReader(root, config)
     try:
+        on_disk: dict[str, set[int]] = {}
+        # exact: the reader's queues (a stopped store's records past its ConsumeQueues included)
+        for t, q in (reader.queue_keys() if reader is not None else list_queues(layout)):
+            on_disk.setdefault(t, set()).add(q)
         cl_min = reader.commitlog.min_offset if reader else _commit_log_min_offset(layout)
 
         def queue_bounds(topic: str, qid: int) -> tuple[int, int]:

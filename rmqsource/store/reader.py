@@ -5,7 +5,11 @@ would (spec §7.3): from the ConsumeQueues' max physical end after a clean
 shutdown, with the abnormal scan when an ``abort`` file says the last run
 crashed.  ConsumeQueue units at or past that end are ignored, and a store
 whose ``consumequeue/`` is missing is served from units re-derived from the
-CommitLog in memory, as dispatch would rebuild them.
+CommitLog in memory, as dispatch would rebuild them.  A stopped store whose
+CommitLog runs past its ConsumeQueues (a writer killed between its CommitLog
+write and its dispatch) has those records dispatched in memory, as the broker's
+recovery dispatches them (spec §7.3, §7.5): each queue is its file units
+followed by its tail units.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from ..format.record import Kind, MessageRecord
 from ..io.lock import LockState, describe_holder, store_lock_state
 from .commitlog import CommitLog
 from .config import StoreConfig
-from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue
+from .consumequeue import ConsumeQueue, ConsumeQueueBase, InMemoryConsumeQueue, TailedConsumeQueue
 from .index_service import IndexService, open_index_service_for_read
 from .layout import StoreLayout
-from .rocksdb_tail import CommitLogTail
+from .rocksdb_tail import CommitLogTail, TailQueue
 
 # Defaults of MessageStoreConfig used by getMessage that corpora never override.
 ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO = 40
@@ -144,6 +148,7 @@ class MessageStoreReader:
         # configured size only matters for a store with no segment yet.
         self.commitlog = CommitLog(self.layout)
         self._queues: dict[tuple[str, int], ConsumeQueueBase] = {}
+        self._disk_queues: dict[tuple[str, int], ConsumeQueueBase] = {}
         self._memory_bytes = int(_total_memory_bytes() * ACCESS_MESSAGE_IN_MEMORY_MAX_RATIO / 100)
 
     # -- lifecycle ------------------------------------------------------------
@@ -151,7 +156,7 @@ class MessageStoreReader:
         self.commitlog.close()
         if "index_service" in self.__dict__:
             self.index_service.close()
-        for q in self._queues.values():
+        for q in self._disk_queues.values():
             if isinstance(q, ConsumeQueue):
                 q.close()
 
@@ -210,13 +215,60 @@ class MessageStoreReader:
         """Whether consumequeue/ holds any queue (else queues are re-derived from the CommitLog)."""
         return bool(self._queue_keys_on_disk)
 
+    @cached_property
+    def _undispatched_tail(self) -> dict[tuple[str, int], TailQueue]:
+        """Units of the records past every ConsumeQueue, up to the CommitLog's valid end, for a stopped store
+        with file queues (empty otherwise).  A writer killed between its CommitLog write and its dispatch
+        leaves such records; the broker's recovery dispatches them (spec §7.3, §7.5: from the queues' max
+        physical end to the CommitLog's end), each exactly once.  :class:`CommitLogTail` does the same walk
+        as for a RocksDB database's tail, each queue's next offset its file max offset (a record below it
+        is in the files already).  A live store shows only what was dispatched: it gets none.
+        Twin: ``StoreReader.undispatchedTail``."""
+        cl = self.commitlog
+        if self.rocksdb_queue_store is not None or not self._queue_keys_on_disk or not cl.segments or self.live:
+            return {}
+        end = self.commit_log_max_offset
+        start = max(self._last_units[1], cl.min_offset)
+        if end <= start:
+            return {}
+        next_offsets = {key: self._queue_on_disk(key).max_offset for key in self._queue_keys_on_disk}
+        tail = CommitLogTail(start, next_offsets, self.config.message_delay_levels_ms,
+                             check_crc=self.config.check_crc_on_recover)
+        tail.extend(cl)
+        out = {}
+        for key, t in tail.view().items():
+            # Units of records at or past the valid end (a pinned end) are not served: capped as file units are.
+            n = int(np.searchsorted(t.units["phy_offset"], end, side="left"))
+            if n:
+                out[key] = TailQueue(t.first_offset, t.units[:n])
+        return out
+
     def queue_keys(self) -> list[tuple[str, int]]:
         if self._rederived_queues is not None:
             return sorted(self._rederived_queues)
+        if self._undispatched_tail:
+            return sorted(set(self._queue_keys_on_disk) | set(self._undispatched_tail))
         return list(self._queue_keys_on_disk)
 
     def topics(self) -> list[str]:
         return sorted({t for t, _ in self.queue_keys()})
+
+    @cached_property
+    def _queue_key_set_on_disk(self) -> frozenset:
+        return frozenset(self._queue_keys_on_disk)
+
+    def _queue_on_disk(self, key: tuple[str, int]) -> Optional[ConsumeQueueBase]:
+        """The queue as its files (or the RocksDB database) hold it; None when there is none."""
+        q = self._disk_queues.get(key)
+        if q is None:
+            if self.rocksdb_queue_store is not None:
+                q = self.rocksdb_queue_store.queue(key[0], key[1])
+            elif key in self._queue_key_set_on_disk:
+                q = ConsumeQueue(self.layout.queue_dir(key[0], key[1]), key[0], key[1])
+            if q is None:
+                return None
+            self._disk_queues[key] = q
+        return q
 
     def consume_queue(self, topic: str, queue_id: int) -> Optional[ConsumeQueueBase]:
         key = (topic, int(queue_id))
@@ -224,10 +276,13 @@ class MessageStoreReader:
         if q is None:
             if self._rederived_queues is not None:
                 q = self._rederived_queues.get(key)
-            elif self.rocksdb_queue_store is not None:
-                q = self.rocksdb_queue_store.queue(topic, int(queue_id))
-            elif key in set(self._queue_keys_on_disk):
-                q = ConsumeQueue(self.layout.queue_dir(topic, queue_id), topic, int(queue_id))
+            else:
+                q = self._queue_on_disk(key)
+                t = self._undispatched_tail.get(key)
+                if t is not None:
+                    q = TailedConsumeQueue(q, t) if q is not None else InMemoryConsumeQueue(
+                        topic, key[1], t.units, first_offset=t.first_offset,
+                        units_per_file=self.config.consume_queue_units_per_file)
             if q is None:
                 return None
             self._queues[key] = q
@@ -281,7 +336,7 @@ class MessageStoreReader:
         every queue on disk, -1 each when no queue has a unit."""
         last_start, max_cq_end = -1, -1
         for key in self._queue_keys_on_disk:
-            q = self.consume_queue(*key)
+            q = self._queue_on_disk(key)
             if q.max_offset > q.first_file_start_offset:
                 u = q.unit_at(q.max_offset - 1)
                 if u and u[1] != PRE_BLANK_SIZE:

@@ -88,6 +88,19 @@ public final class RocksDbTail {
         return new java.util.TreeMap<>(tail.queues);
     }
 
+    /**
+     * Each queue's units of the records from {@code start} (the file queues' max physical end) to the
+     * CommitLog's valid end, {@code nextOffsets} each file queue's max offset (a record below it is in the
+     * files already): the records a writer killed before its dispatch left, as the broker's recovery
+     * dispatches them; twin of _undispatched_tail in rmqsource/store/reader.py.
+     */
+    static Map<QueueKey, Frozen> dispatchPast(CommitLog commitLog, long start, Map<QueueKey, Long> nextOffsets,
+                                              long[] delays, boolean checkCrc, int unitsPerFile) {
+        RocksDbTail tail = new RocksDbTail(start, nextOffsets, delays, checkCrc, unitsPerFile);
+        tail.extend(commitLog);
+        return tail.view();
+    }
+
     /** Walks the records written since the last walk (from the checkpoint the first time). */
     synchronized void extend(CommitLog commitLog) {
         if (commitLog.list().isEmpty()) return;

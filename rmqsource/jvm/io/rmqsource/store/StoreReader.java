@@ -16,7 +16,10 @@ import java.util.Map;
  * Opening never writes.  The CommitLog's valid end is computed the way recovery would: from the
  * ConsumeQueues' last unit after a clean shutdown, by the abnormal scan when an abort file says
  * the last run crashed, and capped at what dispatch has seen while a writer holds the lock.
- * A store whose consumequeue/ holds no queue is served from units re-derived from the CommitLog.
+ * A store whose consumequeue/ holds no queue is served from units re-derived from the CommitLog, and a
+ * stopped store whose CommitLog runs past its ConsumeQueues (a writer killed between its CommitLog write and
+ * its dispatch) has those records dispatched as the broker's recovery does: each queue is its file units
+ * followed by its tail units ({@link #undispatchedTail}).
  */
 public final class StoreReader implements AutoCloseable {
     public final StoreLayout layout;
@@ -28,6 +31,10 @@ public final class StoreReader implements AutoCloseable {
     private boolean rederivedDone;
     private RocksDbQueues.Queues rocksQueueView;
     private final Map<QueueKey, QueueUnits> queues = new HashMap<>();
+    private final Map<QueueKey, QueueUnits> diskQueues = new HashMap<>();
+    private java.util.Set<QueueKey> keySetOnDisk;
+    private Map<QueueKey, RocksDbTail.Frozen> undispatched;
+    private long[] lastUnits;
     private Long maxOffset;
     private Boolean abort;
     private Boolean live;
@@ -109,9 +116,43 @@ public final class StoreReader implements AutoCloseable {
         return rederived;
     }
 
+    /**
+     * Units of the records past every ConsumeQueue, up to the CommitLog's valid end, for a stopped store with
+     * file queues (empty otherwise): the broker's recovery dispatches them (spec 7.3, 7.5), each exactly once;
+     * a live store shows only what was dispatched.  Twin of _undispatched_tail in rmqsource/store/reader.py.
+     */
+    private Map<QueueKey, RocksDbTail.Frozen> undispatchedTail() {
+        if (undispatched != null) return undispatched;
+        Map<QueueKey, RocksDbTail.Frozen> out = new HashMap<>();
+        if (!layout.rocksDbQueues() && !keysOnDisk().isEmpty() && !commitLog.list().isEmpty() && !live()) {
+            long end = commitLogMaxOffset();
+            long start = Math.max(lastUnits()[1], commitLog.minOffset());
+            if (end > start) {
+                Map<QueueKey, Long> next = new HashMap<>();
+                for (QueueKey k : keysOnDisk()) next.put(k, queueOnDisk(k).maxOffset());
+                Map<QueueKey, RocksDbTail.Frozen> tail = RocksDbTail.dispatchPast(commitLog, start, next,
+                        config.messageDelayLevelsMs(), config.checkCrcOnRecover(), config.consumeQueueUnitsPerFile());
+                for (Map.Entry<QueueKey, RocksDbTail.Frozen> e : tail.entrySet()) {
+                    RocksDbTail.Frozen t = e.getValue();
+                    int n = 0;          // units of records at or past the valid end (a pinned end) are not served
+                    while (n < t.count && t.phy[n] < end) n++;
+                    if (n > 0) out.put(e.getKey(), new RocksDbTail.Frozen(t.firstOffset, n, t.phy, t.size, t.code));
+                }
+            }
+        }
+        undispatched = out;
+        return out;
+    }
+
     public List<QueueKey> queueKeys() {
         Map<QueueKey, RederivedQueue> re = rederived();
         if (re != null) return new ArrayList<>(re.keySet());
+        Map<QueueKey, RocksDbTail.Frozen> tail = undispatchedTail();
+        if (!tail.isEmpty()) {
+            java.util.TreeSet<QueueKey> all = new java.util.TreeSet<>(keysOnDisk());
+            all.addAll(tail.keySet());
+            return new ArrayList<>(all);
+        }
         return keysOnDisk();
     }
 
@@ -121,6 +162,25 @@ public final class StoreReader implements AutoCloseable {
         return new ArrayList<>(s);
     }
 
+    /** The queue as its files (or the RocksDB database) hold it; null when there is none. */
+    private QueueUnits queueOnDisk(QueueKey key) {
+        QueueUnits q = diskQueues.get(key);
+        if (q == null) {
+            if (layout.rocksDbQueues()) {
+                q = rocksQueueView().queue(key.topic, key.queueId, config.consumeQueueUnitsPerFile());
+            } else {
+                if (keySetOnDisk == null) keySetOnDisk = new java.util.HashSet<>(keysOnDisk());
+                if (keySetOnDisk.contains(key)) {
+                    String dir = layout.queueDirPath(key.topic, key.queueId);
+                    q = new ConsumeQueueFiles(layout.files, dir, layout.listConsumeQueueDir(dir), key.topic, key.queueId);
+                }
+            }
+            if (q == null) return null;
+            diskQueues.put(key, q);
+        }
+        return q;
+    }
+
     public QueueUnits consumeQueue(String topic, int queueId) {
         QueueKey key = new QueueKey(topic, queueId);
         QueueUnits q = queues.get(key);
@@ -128,11 +188,10 @@ public final class StoreReader implements AutoCloseable {
             Map<QueueKey, RederivedQueue> re = rederived();
             if (re != null) {
                 q = re.get(key);
-            } else if (layout.rocksDbQueues()) {
-                q = rocksQueueView().queue(topic, queueId, config.consumeQueueUnitsPerFile());
-            } else if (keysOnDisk().contains(key)) {
-                String dir = layout.queueDirPath(topic, queueId);
-                q = new ConsumeQueueFiles(layout.files, dir, layout.listConsumeQueueDir(dir), topic, queueId);
+            } else {
+                q = queueOnDisk(key);
+                RocksDbTail.Frozen t = undispatchedTail().get(key);
+                if (t != null) q = new TailedQueue(topic, queueId, q, t, config.consumeQueueUnitsPerFile());
             }
             if (q == null) return null;
             queues.put(key, q);
@@ -193,13 +252,18 @@ public final class StoreReader implements AutoCloseable {
      * over every queue on disk, -1 each when no queue has a unit.
      */
     private long[] lastUnits() {
+        if (lastUnits == null) lastUnits = computeLastUnits();
+        return lastUnits;
+    }
+
+    private long[] computeLastUnits() {
         long lastStart = -1;
         long maxCqEnd = -1;
         long[] p = new long[1];
         int[] s = new int[1];
         long[] c = new long[1];
         for (QueueKey key : keysOnDisk()) {
-            QueueUnits q = consumeQueue(key.topic, key.queueId);
+            QueueUnits q = queueOnDisk(key);
             if (q.maxOffset() > q.firstFileStartOffset() && q.unit(q.maxOffset() - 1, p, s, c)
                     && s[0] != ConsumeQueue.PRE_BLANK_SIZE) {
                 lastStart = Math.max(lastStart, p[0]);

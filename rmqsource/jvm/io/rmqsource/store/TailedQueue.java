@@ -1,0 +1,88 @@
+package io.rmqsource.store;
+
+/**
+ * A queue's file units followed by its units dispatched from the CommitLog past every queue (a stopped store
+ * whose writer died between its CommitLog write and its dispatch: {@link StoreReader}'s undispatched tail);
+ * a queue only the tail holds has no files ({@code files} null).  Units are served while they run without a
+ * gap.  Twin of TailedConsumeQueue (and, tail only, InMemoryConsumeQueue) in rmqsource/store/consumequeue.py.
+ */
+final class TailedQueue extends QueueUnits {
+    private final QueueUnits files;                 // the queue's files, or null
+    private final RocksDbTail.Frozen tail;
+    private final int unitsPerFile;
+
+    TailedQueue(String topic, int queueId, QueueUnits files, RocksDbTail.Frozen tail, int unitsPerFile) {
+        super(topic, queueId);
+        this.files = files;
+        this.tail = tail;
+        this.unitsPerFile = files != null ? files.unitsPerFile() : unitsPerFile;
+    }
+
+    @Override
+    public long maxOffset() {
+        return files == null ? tail.endOffset() : Math.max(files.maxOffset(), tail.endOffset());
+    }
+
+    @Override
+    public long maxPhysicOffset() {
+        if (tail.count == 0) return files == null ? -1 : files.maxPhysicOffset();
+        return tail.phy[tail.count - 1] + tail.size[tail.count - 1];
+    }
+
+    @Override
+    public long firstFileStartOffset() {
+        if (files == null) return tail.firstOffset;
+        if (files.maxOffset() <= files.firstFileStartOffset()) {
+            return Math.min(files.firstFileStartOffset(), tail.firstOffset);
+        }
+        return files.firstFileStartOffset();
+    }
+
+    @Override
+    public void requireContiguous() {
+        if (files != null) files.requireContiguous();
+    }
+
+    @Override
+    public int unitsPerFile() {
+        return unitsPerFile;
+    }
+
+    @Override
+    public String where() {
+        return files != null ? files.where() : topic + "/" + queueId + " (dispatched from the CommitLog)";
+    }
+
+    @Override
+    public String fileOf(long offset) {
+        return files != null ? files.fileOf(offset) : where();
+    }
+
+    @Override
+    public long positionOf(long offset) {
+        return files != null ? files.positionOf(offset) : super.positionOf(offset);
+    }
+
+    @Override
+    public boolean hasFileFor(long offset) {
+        return files == null || offset >= tail.firstOffset || files.hasFileFor(offset);
+    }
+
+    @Override
+    public int read(long start, int count, long[] phy, int[] size, long[] code) {
+        long s = Math.max(0, start);
+        long e = Math.min(maxOffset(), start + Math.max(0, count));
+        if (e <= s) return 0;
+        long filesEnd = files == null ? 0 : files.maxOffset();
+        int n = s < filesEnd ? files.read(s, (int) (Math.min(e, filesEnd) - s), phy, size, code) : 0;
+        if (e <= tail.firstOffset || s + n < tail.firstOffset) return n;
+        long lo = Math.max(s, tail.firstOffset);
+        int from = (int) (lo - tail.firstOffset);
+        int take = (int) Math.min(e - lo, tail.count - from);
+        if (take <= 0) return n;
+        System.arraycopy(tail.phy, from, phy, n, take);
+        System.arraycopy(tail.size, from, size, n, take);
+        System.arraycopy(tail.code, from, code, n, take);
+        return n + take;
+    }
+}
