@@ -267,38 +267,49 @@ class InMemoryConsumeQueue(ConsumeQueueBase):
 class TailedConsumeQueue(ConsumeQueueBase):
     """A queue's file units followed by its units dispatched from the CommitLog past every queue (a stopped
     store whose writer died between its CommitLog write and its dispatch: ``MessageStoreReader``'s
-    undispatched tail).  The tail (a :class:`~rmqsource.store.rocksdb_tail.TailQueue`) starts at the files'
-    max offset; units are served while they run without a gap.  Twin: TailedQueue.java."""
+    undispatched tail).  ``tail()`` gives the queue's :class:`~rmqsource.store.rocksdb_tail.TailQueue` (None:
+    the files alone); it is asked only when a question reaches past the files (a read inside them, as a
+    planned range's task makes, never walks the CommitLog).  Units are served while they run without a gap.
+    Twin: TailedQueue.java."""
 
     def __init__(self, files: ConsumeQueueBase, tail):
         self.files = files
-        self.tail = tail
+        self._tail_of = tail
         self.topic = files.topic
         self.queue_id = files.queue_id
         self.units_per_file = files.units_per_file
 
+    @cached_property
+    def tail(self):
+        t = self._tail_of()
+        return t if t is not None and len(t.units) else None
+
     @property
     def max_offset(self) -> int:
-        return max(self.files.max_offset, self.tail.end_offset)
+        t = self.tail
+        return self.files.max_offset if t is None else max(self.files.max_offset, t.end_offset)
 
     @property
     def max_physic_offset(self) -> int:
-        if len(self.tail.units) == 0:
+        t = self.tail
+        if t is None:
             return self.files.max_physic_offset
-        u = self.tail.units[-1]
+        u = t.units[-1]
         return int(u["phy_offset"]) + int(u["size"])
 
     @property
     def first_file_start_offset(self) -> int:
-        if self.files.max_offset <= self.files.first_file_start_offset:
-            return min(self.files.first_file_start_offset, self.tail.first_offset)
+        t = self.tail
+        if t is not None and self.files.max_offset <= self.files.first_file_start_offset:
+            return min(self.files.first_file_start_offset, t.first_offset)
         return self.files.first_file_start_offset
 
     def require_contiguous(self) -> None:
         self.files.require_contiguous()
 
     def has_file_for(self, offset: int) -> bool:
-        return offset >= self.tail.first_offset or self.files.has_file_for(offset)
+        t = self.tail
+        return (t is not None and offset >= t.first_offset) or self.files.has_file_for(offset)
 
     def locate(self, offset: int) -> tuple[str, int]:
         return self.files.locate(offset)
@@ -306,13 +317,18 @@ class TailedConsumeQueue(ConsumeQueueBase):
     def close(self) -> None:
         self.files.close()
 
+    def read_units(self, start_offset: int, count: int) -> np.ndarray:
+        if 0 <= start_offset and start_offset + count <= self.files.max_offset:
+            return self.files.read_units(start_offset, count)       # inside the files: the tail is not asked
+        return super().read_units(start_offset, count)
+
     def _read(self, start: int, count: int) -> np.ndarray:
         end = start + count
-        t = self.tail
         files_end = self.files.max_offset
         head = self.files._read(start, min(end, files_end) - start) if start < files_end \
             else np.empty(0, dtype=CQ_UNIT_DTYPE)
-        if end <= t.first_offset or start + len(head) < t.first_offset:
+        t = self.tail
+        if t is None or end <= t.first_offset or start + len(head) < t.first_offset:
             return head
         lo = max(start, t.first_offset)
         rest = t.units[lo - t.first_offset:end - t.first_offset]

@@ -225,7 +225,7 @@ class MessageStoreReader:
         is in the files already).  A live store shows only what was dispatched: it gets none.
         Twin: ``StoreReader.undispatchedTail``."""
         cl = self.commitlog
-        if self.rocksdb_queue_store is not None or not self._queue_keys_on_disk or not cl.segments or self.live:
+        if not self._tail_possible or self.live:
             return {}
         end = self.commit_log_max_offset
         start = max(self._last_units[1], cl.min_offset)
@@ -242,6 +242,12 @@ class MessageStoreReader:
             if n:
                 out[key] = TailQueue(t.first_offset, t.units[:n])
         return out
+
+    @cached_property
+    def _tail_possible(self) -> bool:
+        """Whether the store may have an undispatched tail: file queues and a CommitLog (cheap to tell: whether a
+        writer holds it, and the tail itself, are found only when a question reaches past a queue's files)."""
+        return self.rocksdb_queue_store is None and bool(self._queue_keys_on_disk) and bool(self.commitlog.segments)
 
     def queue_keys(self) -> list[tuple[str, int]]:
         if self._rederived_queues is not None:
@@ -278,11 +284,13 @@ class MessageStoreReader:
                 q = self._rederived_queues.get(key)
             else:
                 q = self._queue_on_disk(key)
-                t = self._undispatched_tail.get(key)
-                if t is not None:
-                    q = TailedConsumeQueue(q, t) if q is not None else InMemoryConsumeQueue(
-                        topic, key[1], t.units, first_offset=t.first_offset,
-                        units_per_file=self.config.consume_queue_units_per_file)
+                if q is not None and self._tail_possible:
+                    q = TailedConsumeQueue(q, lambda: self._undispatched_tail.get(key))
+                elif q is None and self._tail_possible:
+                    t = self._undispatched_tail.get(key)
+                    if t is not None:
+                        q = InMemoryConsumeQueue(topic, key[1], t.units, first_offset=t.first_offset,
+                                                 units_per_file=self.config.consume_queue_units_per_file)
             if q is None:
                 return None
             self._queues[key] = q

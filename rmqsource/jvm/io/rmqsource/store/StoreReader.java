@@ -124,7 +124,7 @@ public final class StoreReader implements AutoCloseable {
     private Map<QueueKey, RocksDbTail.Frozen> undispatchedTail() {
         if (undispatched != null) return undispatched;
         Map<QueueKey, RocksDbTail.Frozen> out = new HashMap<>();
-        if (!layout.rocksDbQueues() && !keysOnDisk().isEmpty() && !commitLog.list().isEmpty() && !live()) {
+        if (tailPossible() && !live()) {
             long end = commitLogMaxOffset();
             long start = Math.max(lastUnits()[1], commitLog.minOffset());
             if (end > start) {
@@ -142,6 +142,14 @@ public final class StoreReader implements AutoCloseable {
         }
         undispatched = out;
         return out;
+    }
+
+    /**
+     * Whether the store may have an undispatched tail: file queues and a CommitLog (cheap to tell: whether a
+     * writer holds it, and the tail itself, are found only when a question reaches past a queue's files).
+     */
+    private boolean tailPossible() {
+        return !layout.rocksDbQueues() && !keysOnDisk().isEmpty() && !commitLog.list().isEmpty();
     }
 
     public List<QueueKey> queueKeys() {
@@ -190,8 +198,13 @@ public final class StoreReader implements AutoCloseable {
                 q = re.get(key);
             } else {
                 q = queueOnDisk(key);
-                RocksDbTail.Frozen t = undispatchedTail().get(key);
-                if (t != null) q = new TailedQueue(topic, queueId, q, t, config.consumeQueueUnitsPerFile());
+                if (q != null && tailPossible()) {
+                    q = new TailedQueue(topic, queueId, q, () -> undispatchedTail().get(key),
+                            config.consumeQueueUnitsPerFile());
+                } else if (q == null && tailPossible() && undispatchedTail().containsKey(key)) {
+                    RocksDbTail.Frozen t = undispatchedTail().get(key);
+                    q = new TailedQueue(topic, queueId, null, () -> t, config.consumeQueueUnitsPerFile());
+                }
             }
             if (q == null) return null;
             queues.put(key, q);
