@@ -279,15 +279,7 @@ public final class RocksDbQueues {
             long e = Math.min(max, start + Math.max(0, count));
             if (e <= s) return 0;
             int n = s < inDatabase ? readDatabase(s, Math.min(e, inDatabase), phy, size, code) : 0;
-            if (tail == null || e <= tail.firstOffset || s + n < tail.firstOffset) return n;
-            long lo = Math.max(s, tail.firstOffset);
-            int from = (int) (lo - tail.firstOffset);
-            int take = (int) Math.min(e - lo, tail.count - from);
-            if (take <= 0) return n;
-            System.arraycopy(tail.phy, from, phy, n, take);
-            System.arraycopy(tail.size, from, size, n, take);
-            System.arraycopy(tail.code, from, code, n, take);
-            return n + take;
+            return tail == null ? n : tail.readAfter(s, e, n, phy, size, code);
         }
 
         /** The database's units [s, e), present without a gap from s. */

@@ -44,6 +44,22 @@ public final class RocksDbTail {
         long endOffset() {
             return firstOffset + count;
         }
+
+        /**
+         * After {@code n} units of [s, e) read from what precedes the tail (a database, files), the tail's units
+         * of the rest, when they follow without a gap; returns the units now in the arrays.
+         */
+        int readAfter(long s, long e, int n, long[] phy, int[] size, long[] code) {
+            if (e <= firstOffset || s + n < firstOffset) return n;
+            long lo = Math.max(s, firstOffset);
+            int from = (int) (lo - firstOffset);
+            int take = (int) Math.min(e - lo, count - from);
+            if (take <= 0) return n;
+            System.arraycopy(this.phy, from, phy, n, take);
+            System.arraycopy(this.size, from, size, n, take);
+            System.arraycopy(this.code, from, code, n, take);
+            return n + take;
+        }
     }
 
     final long start;

@@ -101,14 +101,6 @@ final class TailedQueue extends QueueUnits {
         if (e <= s) return 0;
         long filesEnd = files == null ? 0 : files.maxOffset();
         int n = s < filesEnd ? files.read(s, (int) (Math.min(e, filesEnd) - s), phy, size, code) : 0;
-        if (e <= tail.firstOffset || s + n < tail.firstOffset) return n;
-        long lo = Math.max(s, tail.firstOffset);
-        int from = (int) (lo - tail.firstOffset);
-        int take = (int) Math.min(e - lo, tail.count - from);
-        if (take <= 0) return n;
-        System.arraycopy(tail.phy, from, phy, n, take);
-        System.arraycopy(tail.size, from, size, n, take);
-        System.arraycopy(tail.code, from, code, n, take);
-        return n + take;
+        return tail.readAfter(s, e, n, phy, size, code);
     }
 }
