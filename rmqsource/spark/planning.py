@@ -13,6 +13,11 @@ Three kinds of partition:
 * :class:`Lookup` - msgId / uniqKey / keys point reads: CommitLog offsets decoded
   from msgIds or found in the IndexFiles.  The CommitLog past what the IndexFiles
   cover (:func:`_index_coverage`) is read by ranges next to them (:func:`_with_index_tail`).
+  Planned in lookup_planning.py (:func:`_plan_lookups`, :func:`_plan_key_lookups`), which
+  does not import this module: :func:`plan` passes it what it needs.
+
+The partition classes are in partitions.py (imported here under the same names).
+Twin: rmqsource/jvm/io/rmqsource/spark/read/RmqPlanner.java (lookups: LookupPlanner.java).
 """
 
 from __future__ import annotations
@@ -20,23 +25,19 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, replace
 from typing import Optional
 
-from .compat import InputPartition        # a stand-in where pyspark has no Python data sources (3.5)
-
-from .. import limits
 from ..errors import DataLossError, OptionError, RmqError
 from ..format.consumequeue import PRE_BLANK_SIZE
-from ..format.msgid import decode_offset_msg_id
 from ..format.system_topics import is_internal_topic
 from ..store.config import StoreConfig
 from ..store.reader import MessageStoreReader
+from . import lookup_planning
+from .lookup_planning import QueuePlanning, _plan_key_lookups, _plan_lookups
 from .options import EARLIEST, LATEST, ReadOptions, no_offset_for_timestamp
+from .partitions import CommitLogRange, Lookup, QueueRange, QueueRanges, RmqPartition, StoreRef  # noqa: F401
 from .pushdown import Pushed
 
-# Reads of the IndexFile for uniqKey lookups are not capped at maxMsgsNumBatch.
-LOOKUP_MAX_HITS = 1 << 20
 log = logging.getLogger(__name__)
 
 # Parallelism (the JVM planner, RmqPlanner.java, applies the same rules): whole queues of a store
@@ -52,68 +53,6 @@ MIN_SPLIT_BYTES = 1 << 20
 def default_parallelism() -> int:
     """The Python planner runs in a Python worker, which cannot ask the session: cores of this machine."""
     return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class StoreRef:
-    index: int
-    root: str
-    broker: str
-    config: StoreConfig
-    commit_log_min: int
-    commit_log_max: int
-    cq_on_disk: bool
-
-
-class RmqPartition(InputPartition):
-    def __init__(self, store: StoreRef):
-        super().__init__(None)
-        self.store = store
-
-
-class CommitLogRange(RmqPartition):
-    def __init__(self, store: StoreRef, start: int, end: int, segment_start: int, segment_end: int):
-        super().__init__(store)
-        self.start, self.end = start, end
-        self.segment_start, self.segment_end = segment_start, segment_end
-
-    def __repr__(self):
-        return f"CommitLogRange({self.store.broker}, [{self.start}, {self.end}))"
-
-
-class QueueRange(RmqPartition):
-    def __init__(self, store: StoreRef, topic: str, queue_id: int, start: int, end: int):
-        super().__init__(store)
-        self.topic, self.queue_id, self.start, self.end = topic, queue_id, start, end
-
-    def __repr__(self):
-        return f"QueueRange({self.store.broker}, {self.topic}/{self.queue_id}, [{self.start}, {self.end}))"
-
-
-class QueueRanges(RmqPartition):
-    """Several whole-queue ranges read one after the other by one task (many small queues)."""
-
-    def __init__(self, store: StoreRef, ranges: tuple):
-        super().__init__(store)
-        self.ranges = tuple(ranges)          # ((topic, queue_id, start, end), ...)
-
-    def pieces(self) -> list[QueueRange]:
-        return [QueueRange(self.store, t, q, a, b) for t, q, a, b in self.ranges]
-
-    def __repr__(self):
-        return f"QueueRanges({self.store.broker}, {len(self.ranges)} queues)"
-
-
-class Lookup(RmqPartition):
-    """Point reads at CommitLog offsets; ``queues`` restricts rows to planned queue ranges (topic reads)."""
-
-    def __init__(self, store: StoreRef, offsets: tuple, queues: Optional[dict]):
-        super().__init__(store)
-        self.offsets = tuple(sorted(set(offsets)))
-        self.queues = queues
-
-    def __repr__(self):
-        return f"Lookup({self.store.broker}, {len(self.offsets)} offsets)"
 
 
 def open_store(root: str, config: StoreConfig) -> MessageStoreReader:
@@ -397,14 +336,16 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[RmqPartition]:
         selected = select_queues(opts, pushed, readers) if (queue_mode or opts.topic_mode) else None
         if pushed.empty or (opts.keys is not None and not opts.keys):
             return []
+        # the lookups (lookup_planning.py) get this module's queue bounds and queue / CommitLog partitions
+        base = QueuePlanning(queue_bounds, _plan_queues, _plan_commitlog, default_parallelism)
         if pushed.msg_ids is not None or (pushed.uniq_keys is not None and indexed):
-            return _plan_lookups(opts, pushed, readers, refs, selected)
+            return _plan_lookups(opts, pushed, readers, refs, selected, base)
         if by_keys:
-            parts = _plan_key_lookups(opts, pushed, readers, refs, selected)
+            parts = _plan_key_lookups(opts, pushed, readers, refs, selected, base)
             if parts is not None:
                 return parts
             log.warning("rmq: a key of the lookup has %d or more IndexFile hits in a topic: reading the store "
-                        "with the keys checked on every record instead", LOOKUP_MAX_HITS)
+                        "with the keys checked on every record instead", lookup_planning.LOOKUP_MAX_HITS)
         if queue_mode:
             return _plan_queues(opts, pushed, readers, refs, selected)
         return _plan_commitlog(opts, pushed, readers, refs)
@@ -560,152 +501,3 @@ def _plan_commitlog(opts, pushed, readers, refs, floors: Optional[list] = None) 
     out = _ensure_min_partitions(out, opts.min_partitions, size_of, split_one)
     out = _ensure_min_partitions(out, default_parallelism(), size_of, split_one, MIN_SPLIT_BYTES)
     return [CommitLogRange(*r) for r in out]
-
-
-def _lookup_queue_ranges(opts, pushed, reader, ref, selected) -> Optional[dict]:
-    """{(topic, queueId): [start, end)} of a topic read's planned queues (None: a whole-store read)."""
-    if selected is None:
-        return None
-    queue_ranges = {}
-    for topic, qid in selected:
-        s, e = queue_bounds(opts, pushed, reader, topic, qid, ref.root)
-        if s < e:
-            queue_ranges[(topic, qid)] = (s, e)
-    return queue_ranges
-
-
-def _lookup_topics(opts, pushed, reader, queue_ranges) -> list[str]:
-    """The topics an IndexFile lookup walks: those of the planned queues, else the store's (minus RocketMQ's
-    own when the read leaves them out)."""
-    topics = sorted({t for t, _ in queue_ranges}) if queue_ranges is not None else reader.topics()
-    if pushed.topics is not None:
-        topics = [t for t in topics if t in pushed.topics]
-    if opts.internal_topics_excluded:
-        topics = [t for t in topics if not is_internal_topic(t)]
-    return topics
-
-
-def _lookup_reader(reader, ref) -> MessageStoreReader:
-    """A reader of the store whose IndexFile walks are not capped at maxMsgsNumBatch."""
-    return MessageStoreReader(ref.root, replace(reader.config, max_msgs_num_batch=LOOKUP_MAX_HITS),
-                              commit_log_end=ref.commit_log_max)
-
-
-def _index_coverage(reader: MessageStoreReader, ref: StoreRef, lookup_reader: MessageStoreReader) -> tuple:
-    """What the IndexFiles cover: ``(end, last)``.  Hits at offsets below ``end`` are answered by the IndexFiles;
-    the CommitLog from ``end`` to the planned valid end is not indexed yet (a live broker's dispatch lags behind
-    its CommitLog writes; a crashed broker rebuilds its index at recovery, which has not happened).
-
-    The newest IndexFile's endPhyOffset is the start of the last message indexed (read before any hash walk, so
-    every entry below it is seen); that message may have only some of its keys in the index (its keys are put one
-    by one), so ``last`` is that offset, to be read as a point read with the hits, and ``end`` is the record after
-    it.  No IndexFile entry, or an endPhyOffset that names no record: ``end`` is the CommitLog's min offset (all of
-    it is read as the tail) and ``last`` None."""
-    last_file = lookup_reader.index_service.last_file
-    t = last_file.header.end_phy_offset if last_file is not None else 0
-    lo, hi = ref.commit_log_min, ref.commit_log_max
-    if t >= hi:
-        return hi, None
-    if t <= 0 or t < lo:
-        return lo, None
-    cl = reader.commitlog
-    seg = cl.reader.find(t)
-    head = cl.reader.pread(seg, t - seg.start_offset, 8) if seg is not None else b""
-    if len(head) == 8:
-        total = int.from_bytes(head[:4], "big", signed=True)
-        magic = int.from_bytes(head[4:8], "big", signed=True)
-        if magic in (-626843481, -626843477) and total >= limits.MIN_RECORD_BYTES and t + total <= hi:
-            return t + total, t
-    log.warning("rmq: the newest IndexFile of %s says endPhyOffset %d, where no record starts: its lookups read "
-                "the whole CommitLog", ref.root, t)
-    return lo, None
-
-
-def _with_index_tail(opts, pushed, readers, refs, selected, lookups: list, coverage: list) -> list[RmqPartition]:
-    """An IndexFile lookup's partitions ``lookups`` (hits below each store's ``coverage[i][0]`` only) and the
-    partitions reading each store's CommitLog past what its IndexFiles cover: the ranges a whole-store read cuts
-    there, or for a topic read the planned queue ranges' units there (so the rows keep to them as the lookup's
-    do).  Every row of those gets the read's exact checks (uniqKey, keys, the other pushed filters)."""
-    floors = [end for end, _ in coverage]
-    if all(end >= ref.commit_log_max for end, ref in zip(floors, refs)):
-        return lookups
-    if selected is not None:
-        tail_keys = [keys if end < ref.commit_log_max else [] for keys, end, ref in zip(selected, floors, refs)]
-        return lookups + _plan_queues(opts, pushed, readers, refs, tail_keys, floors)
-    return lookups + _plan_commitlog(opts, pushed, readers, refs, floors)
-
-
-def _plan_lookups(opts, pushed, readers, refs, selected) -> list[RmqPartition]:
-    out = []
-    coverage = []
-    for i, (reader, ref) in enumerate(zip(readers, refs)):
-        queue_ranges = _lookup_queue_ranges(opts, pushed, reader, ref, selected[i] if selected is not None else None)
-        offsets = set()
-        if pushed.msg_ids is not None:
-            for mid in pushed.msg_ids:
-                try:
-                    phy = decode_offset_msg_id(mid).phy_offset
-                except RmqError:
-                    continue          # not an offset msgId: matches nothing
-                if ref.commit_log_min <= phy < ref.commit_log_max:
-                    offsets.add(phy)
-        else:
-            lookup_reader = _lookup_reader(reader, ref)
-            try:
-                end, last = _index_coverage(reader, ref, lookup_reader)
-                coverage.append((end, last))
-                topics = _lookup_topics(opts, pushed, reader, queue_ranges)
-                for topic in topics:
-                    for key in pushed.uniq_keys:
-                        found, _, _ = lookup_reader.query_offsets(topic, key, LOOKUP_MAX_HITS, 0, (1 << 63) - 1)
-                        offsets.update(p for p in found if ref.commit_log_min <= p < end)
-                if last is not None:
-                    offsets.add(last)
-            finally:
-                lookup_reader.close()
-        if offsets:
-            out.append(Lookup(ref, tuple(offsets), queue_ranges))
-    if pushed.msg_ids is not None:
-        return out
-    return _with_index_tail(opts, pushed, readers, refs, selected, out, coverage)
-
-
-# A key lookup with more hits than this is read by several tasks (pieces of its sorted offsets).
-MIN_LOOKUP_SPLIT_OFFSETS = 4096
-
-
-def _plan_key_lookups(opts, pushed, readers, refs, selected) -> Optional[list[RmqPartition]]:
-    """Options keys / keysFile: the IndexFile hits of ``topic#key`` for every key in every topic of the read,
-    all keys walked together (``query_offsets_many``); the pushed storeTimestamp range prunes the IndexFiles.
-    None when some key reaches LOOKUP_MAX_HITS in a topic (the caller scans instead of truncating)."""
-    lo, hi = pushed.store_ts
-    begin_ms = max(0, lo)
-    end_ms = hi - 1 if hi < (1 << 63) - 1 else hi
-    keys = sorted(opts.keys)
-    out: list[RmqPartition] = []
-    coverage = []
-    for i, (reader, ref) in enumerate(zip(readers, refs)):
-        queue_ranges = _lookup_queue_ranges(opts, pushed, reader, ref, selected[i] if selected is not None else None)
-        topics = _lookup_topics(opts, pushed, reader, queue_ranges)
-        lookup_reader = _lookup_reader(reader, ref)
-        try:
-            end, last = _index_coverage(reader, ref, lookup_reader)
-            coverage.append((end, last))
-            found = []
-            if topics:
-                found, _, _ = lookup_reader.query_offsets_many([(t, k) for t in topics for k in keys],
-                                                               LOOKUP_MAX_HITS, begin_ms, end_ms, covering=True)
-        finally:
-            lookup_reader.close()
-        if any(len(f) >= LOOKUP_MAX_HITS for f in found):
-            return None
-        offsets = {p for f in found for p in f if ref.commit_log_min <= p < end}
-        if last is not None:
-            offsets.add(last)
-        offsets = sorted(offsets)
-        if not offsets:
-            continue
-        pieces = max(1, min(default_parallelism(), len(offsets) // MIN_LOOKUP_SPLIT_OFFSETS))
-        step = -(-len(offsets) // pieces)
-        out.extend(Lookup(ref, tuple(offsets[a:a + step]), queue_ranges) for a in range(0, len(offsets), step))
-    return _with_index_tail(opts, pushed, readers, refs, selected, out, coverage)

@@ -13,7 +13,7 @@ import pytest
 
 from golden import corpora
 from rmqsource.errors import OptionError
-from rmqsource.spark import planning
+from rmqsource.spark import lookup_planning, planning
 from rmqsource.spark.options import parse_options
 from rmqsource.spark.planning import Lookup, plan
 from rmqsource.spark.pushdown import Pushed
@@ -141,7 +141,7 @@ def test_plan_prunes_by_store_time_and_splits_large_lookups(sample, monkeypatch)
     keys = sorted({ks[0] for _, _, ks, _ in records})
     opts = parse_options({"path": str(sample), "keys": json.dumps(keys)})
     monkeypatch.setattr(planning, "default_parallelism", lambda: 4)
-    monkeypatch.setattr(planning, "MIN_LOOKUP_SPLIT_OFFSETS", 1000)
+    monkeypatch.setattr(lookup_planning, "MIN_LOOKUP_SPLIT_OFFSETS", 1000)
     parts = plan(opts, Pushed())
     assert len(parts) == 4 and all(isinstance(p, Lookup) for p in parts)
     assert sorted(o for p in parts for o in p.offsets) == sorted(phy for *_, phy in records)
@@ -155,7 +155,7 @@ def test_plan_prunes_by_store_time_and_splits_large_lookups(sample, monkeypatch)
 def test_plan_reads_the_store_past_the_cap_or_without_index(sample, monkeypatch, tmp_path):
     opts = parse_options({"path": str(sample), "keys": '["user-5", "order-1"]'})
     assert all(isinstance(p, Lookup) for p in plan(opts, Pushed()))
-    monkeypatch.setattr(planning, "LOOKUP_MAX_HITS", 3)        # user-5 has more hits than that
+    monkeypatch.setattr(lookup_planning, "LOOKUP_MAX_HITS", 3)        # user-5 has more hits than that
     parts = plan(opts, Pushed())
     assert parts and not any(isinstance(p, Lookup) for p in parts)
     monkeypatch.undo()

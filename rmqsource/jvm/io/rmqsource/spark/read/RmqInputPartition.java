@@ -5,7 +5,7 @@ import java.util.Map;
 import org.apache.spark.sql.connector.read.InputPartition;
 
 /**
- * The units of work (twin of the partitions in rmqsource/spark/planning.py): plain values, no
+ * The units of work (twin of the partitions in rmqsource/spark/partitions.py): plain values, no
  * open handles.  One of CommitLog range, ConsumeQueue ranges, point lookups, or ConsumeQueue
  * counts (aggregate pushdown).
  */
