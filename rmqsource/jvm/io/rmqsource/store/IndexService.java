@@ -99,6 +99,12 @@ public final class IndexService {
         return paths.isEmpty() ? 0 : header(paths.size() - 1).getLong(24);
     }
 
+    /** IndexFile.isTimeMatched: the file's [begin, end] store times overlap the query's [beginMs, endMs]. */
+    private static boolean timeMatched(long begin, long end, long beginMs, long endMs) {
+        return (beginMs < begin && endMs > end) || (begin <= beginMs && beginMs <= end)
+                || (begin <= endMs && endMs <= end);
+    }
+
     /** CommitLog offsets whose entry has the key's hash, newest first (hash collisions included). */
     public long[] queryOffsets(String topic, String key, int maxNum, long beginMs, long endMs) {
         long[] out = new long[16];
@@ -108,8 +114,7 @@ public final class IndexService {
             ByteBuffer f = header(i);
             long b = f.getLong(0);
             long e = f.getLong(8);
-            boolean timeMatched = (beginMs < b && endMs > e) || (b <= beginMs && beginMs <= e)
-                    || (b <= endMs && endMs <= e);
+            boolean timeMatched = timeMatched(b, e, beginMs, endMs);
             if (timeMatched) out = select(i, f, paths.get(i), out, n, fullKey, maxNum, beginMs, endMs);
             if (b < beginMs || n[0] >= maxNum) break;
         }
@@ -129,8 +134,7 @@ public final class IndexService {
             ByteBuffer f = header(i);
             long b = f.getLong(0);
             long e = f.getLong(8);
-            boolean timeMatched = (beginMs < b && endMs > e) || (b <= beginMs && beginMs <= e)
-                    || (b <= endMs && endMs <= e);
+            boolean timeMatched = timeMatched(b, e, beginMs, endMs);
             if (timeMatched) {
                 for (int j = 0; j < k; j++) {
                     if (n[j][0] < maxNum) out[j] = select(i, f, paths.get(i), out[j], n[j], fullKeys.get(j), maxNum, beginMs, endMs);

@@ -2,7 +2,6 @@ package io.rmqsource.spark.compat;
 
 import io.rmqsource.errors.OptionError;
 import java.lang.reflect.Constructor;
-import java.lang.reflect.InvocationTargetException;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.types.DataType;
@@ -54,17 +53,8 @@ public final class AvroSupport {
 
     /** from_avro(input column 0 as binary, avroSchema, FAILFAST) as an expression ready to eval. */
     public static Expression fromAvro(String avroSchema) {
-        Constructor<?> k = constructor();
-        try {
-            Object options = ScalaMaps.of("mode", "FAILFAST");
-            return (Expression) k.newInstance(new BoundReference(0, DataTypes.BinaryType, true), avroSchema, options);
-        } catch (InvocationTargetException e) {
-            Throwable c = e.getCause();
-            if (c instanceof RuntimeException) throw (RuntimeException) c;
-            throw new IllegalStateException(c);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
+        return (Expression) Constructors.create(constructor(), new BoundReference(0, DataTypes.BinaryType, true),
+                avroSchema, ScalaMaps.of("mode", "FAILFAST"));
     }
 
     /** The Spark type from_avro gives an Avro schema; an invalid schema is an OptionError naming {@code option}. */

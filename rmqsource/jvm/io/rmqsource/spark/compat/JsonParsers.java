@@ -1,7 +1,6 @@
 package io.rmqsource.spark.compat;
 
 import java.lang.reflect.Constructor;
-import java.lang.reflect.InvocationTargetException;
 import org.apache.spark.sql.catalyst.json.JSONOptions;
 import org.apache.spark.sql.catalyst.json.JacksonParser;
 import org.apache.spark.sql.types.StructType;
@@ -23,22 +22,14 @@ public final class JsonParsers {
 
     /** {@code new JacksonParser(schema, options, allowArrayAsStructs=false, Nil)}. */
     public static JacksonParser create(StructType schema, JSONOptions options) {
-        try {
-            for (Constructor<?> k : JacksonParser.class.getConstructors()) {
-                Class<?>[] p = k.getParameterTypes();
-                if (p.length == 4 && p[2] == boolean.class) {
-                    return (JacksonParser) k.newInstance(schema, options, false, emptySeq());
-                }
+        for (Constructor<?> k : JacksonParser.class.getConstructors()) {
+            Class<?>[] p = k.getParameterTypes();
+            if (p.length == 4 && p[2] == boolean.class) {
+                return (JacksonParser) Constructors.create(k, schema, options, false, emptySeq());
             }
-            throw new IllegalStateException("this Spark's JacksonParser has no constructor (schema, options, "
-                    + "allowArrayAsStructs, filters)");
-        } catch (InvocationTargetException e) {
-            Throwable c = e.getCause();
-            if (c instanceof RuntimeException) throw (RuntimeException) c;
-            throw new IllegalStateException(c);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
         }
+        throw new IllegalStateException("this Spark's JacksonParser has no constructor (schema, options, "
+                + "allowArrayAsStructs, filters)");
     }
 
     @SuppressWarnings("unchecked")
@@ -47,8 +38,11 @@ public final class JsonParsers {
     }
 
     /** Nil: a List, both a scala.collection.Seq and an immutable one. */
-    private static Object emptySeq() throws ReflectiveOperationException {
-        Class<?> nil = Class.forName("scala.collection.immutable.Nil$");
-        return nil.getField("MODULE$").get(null);
+    private static Object emptySeq() {
+        try {
+            return Class.forName("scala.collection.immutable.Nil$").getField("MODULE$").get(null);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 }
