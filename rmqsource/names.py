@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from pathlib import Path
 
 from . import limits
@@ -75,6 +76,18 @@ def validate_queue_id(queue_id) -> int:
 
 
 _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")   # two characters at least: C:\ is a path
+
+
+def local_file_path(text: str, name: str) -> str:
+    """A file named by an option: a plain path or a ``file:`` URI on this machine (a URI naming another host is
+    refused, naming ``name``), ``~`` expanded."""
+    p = str(text).strip()
+    if re.match(r"^file:", p, re.IGNORECASE):
+        u = urllib.parse.urlparse(p)
+        if u.netloc not in ("", "localhost"):
+            raise OptionError(f"{name} {p!r} names host {u.netloc!r}; file URIs must be file:///path")
+        p = urllib.parse.unquote(u.path)
+    return os.path.expanduser(p)
 
 
 def remote_scheme(path) -> str | None:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from .. import limits
 from ..errors import OptionError
-from ..names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, remote_scheme, topic_problem, validate_queue_id
+from ..names import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, local_file_path, remote_scheme, topic_problem,
+                     validate_queue_id)
 from ..store.config import _KEYS as STORE_CONFIG_KEYS  # RocketMQ key names (read only)
 from ..store.config import StoreConfig
 
@@ -391,13 +392,7 @@ def check_lookup_keys(name: str, keys) -> frozenset:
 def read_keys_file(path: str, name: str = "option keysFile") -> list[str]:
     """The keys of a local keys file (a path or ``file:`` URI), one a line, surrounding whitespace dropped,
     blank lines ignored, first occurrence order (also ``rmq query --keys-from``); errors name ``name``."""
-    p = str(path).strip()
-    if re.match(r"^file:", p, re.IGNORECASE):
-        u = urllib.parse.urlparse(p)
-        if u.netloc not in ("", "localhost"):
-            raise OptionError(f"{name} {p!r} names host {u.netloc!r}; file URIs must be file:///path")
-        p = urllib.parse.unquote(u.path)
-    p = os.path.expanduser(p)
+    p = local_file_path(path, name)
     try:
         with open(p, encoding="utf-8") as f:
             keys = [line.strip() for line in f]

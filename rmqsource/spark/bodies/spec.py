@@ -4,14 +4,11 @@ prefix, wire format, policy) that pickle to the read tasks, which build their de
 from __future__ import annotations
 
 import json
-import os
-import re
-import urllib.parse
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from ...errors import OptionError
-from ...names import remote_scheme
+from ...names import local_file_path, remote_scheme
 from .columns import body_columns
 
 from .constants import BODY_OPTIONS, FORMATS, POLICIES, TEXT_COLUMN, WIRE_FORMATS
@@ -84,9 +81,7 @@ def _read_schema_file(value: str) -> str:
         raise OptionError(f"option bodySchemaFile {path!r}: the Python rmq source reads schema files from local "
                           f"or mounted paths, not {scheme}: URIs (the JVM scan reads them); give the schema's "
                           f"text in bodySchema instead")
-    if re.match(r"^file:", path, re.I):
-        path = urllib.parse.unquote(urllib.parse.urlparse(path).path)
-    path = os.path.expanduser(path)
+    path = local_file_path(path, "option bodySchemaFile")
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
