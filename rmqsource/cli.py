@@ -38,6 +38,7 @@ from .commands.output import (DEFAULT_GROUP, EXIT_INTERRUPTED, EXIT_NOT_FOUND, E
 from .commands.put import cmd_put
 from .commands.read import cmd_get, cmd_queues, cmd_topics
 from .commands.recover import cmd_recover
+from .commands.snapshot import add_parser as add_snapshot_parser
 from .commands.tools import cmd_demo, cmd_jar
 from .commands.verify import cmd_verify
 from .errors import OptionError, RmqError
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_verify)
 
     add_export_parsers(sub, common, _int_arg)
+    add_snapshot_parser(sub, common)
 
     p = sub.add_parser("topics", parents=[common], help="list topics with message counts")
     p.add_argument("store", metavar="STORE")

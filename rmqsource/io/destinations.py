@@ -1,0 +1,291 @@
+"""Where ``rmq snapshot`` puts bytes: a local directory, or any file system ``pyarrow.fs`` opens.
+
+A destination is written one whole file at a time.  :meth:`Destination.stage` gives a local temporary file
+(:class:`StagedFile`) that the caller fills; :meth:`Destination.publish` then makes it visible under its
+name in one step: on a local directory a ``rename`` over the old file after an ``fsync`` (through
+:data:`rmqsource.io.files.ops`, the fault-injection seam), on an object store one whole PUT of the staged
+bytes (``open_output_stream``), so a reader never sees a half-written file either way.
+
+Local destinations stage in ``DEST/.rmq-snapshot-staging/`` (the same file system, so the rename is atomic);
+the folder is emptied at the next open.  Remote ones (``s3://``, ``gs://``, ``hdfs://``, ``file://`` ...)
+stage in a local temporary folder.  A local destination can also start a staged file with the first bytes
+of its own current copy (:meth:`Destination.clone_prefix`, ``copy_file_range``), which is how a growing
+file is extended without reading those bytes from the source again; remote ones cannot (objects are whole).
+
+Libraries: local paths need nothing; URIs go through ``pyarrow.fs.FileSystem.from_uri`` (S3 settings from
+the usual AWS environment, ``AWS_ENDPOINT_URL`` among them, or ``options`` given to ``S3FileSystem``; HDFS
+needs libhdfs and a Hadoop client, as pyarrow documents).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from typing import Mapping, Optional
+
+from ..errors import OptionError, StoreError
+from . import files
+from .durable import fsync_dir
+
+STAGING_DIR = ".rmq-snapshot-staging"
+COPY_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+class StagedFile:
+    """A local temporary file being filled for one destination file (``rel``, a ``/`` path)."""
+
+    def __init__(self, rel: str, path: str):
+        self.rel = rel
+        self.path = path
+        self.fd: Optional[int] = files.ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.length = 0
+
+    def write(self, data) -> None:
+        files.pwrite_all(self.fd, data, self.length)
+        self.length += len(data)
+
+    def pad_to(self, size: int) -> None:
+        """Zeros up to ``size`` bytes (a hole where the file system has them: nothing is written)."""
+        if size > self.length:
+            files.ops.ftruncate(self.fd, size)
+            self.length = size
+
+    def finish(self, durable: bool) -> None:
+        if self.fd is not None:
+            if durable:
+                files.ops.fsync(self.fd)
+            files.ops.close(self.fd)
+            self.fd = None
+
+    def discard(self) -> None:
+        self.finish(durable=False)
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class Destination:
+    """Base: a place holding one snapshot, addressed by ``/``-separated relative names."""
+
+    uri: str
+    local_root: Optional[str] = None     # set for a local directory
+
+    def read_bytes(self, rel: str) -> Optional[bytes]:
+        raise NotImplementedError
+
+    def stage(self, rel: str) -> StagedFile:
+        raise NotImplementedError
+
+    def publish(self, staged: StagedFile) -> None:
+        raise NotImplementedError
+
+    def put_bytes(self, rel: str, data: bytes) -> None:
+        staged = self.stage(rel)
+        try:
+            staged.write(data)
+        except BaseException:
+            staged.discard()
+            raise
+        self.publish(staged)
+
+    def delete(self, rel: str) -> None:
+        raise NotImplementedError
+
+    def clone_prefix(self, rel: str, staged: StagedFile, length: int) -> bool:
+        """Start ``staged`` with the first ``length`` bytes of this destination's ``rel``; False when not
+        possible here (the caller copies them from the source instead)."""
+        return False
+
+    def holds_store_files(self) -> bool:
+        """Whether the destination already holds a store (a CommitLog folder)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class LocalDestination(Destination):
+    def __init__(self, root: str):
+        self.uri = root
+        self.local_root = os.path.abspath(root)
+        if os.path.exists(self.local_root) and not os.path.isdir(self.local_root):
+            raise OptionError(f"DEST {root!r} exists and is not a directory")
+        os.makedirs(self.local_root, exist_ok=True)
+        self.staging = os.path.join(self.local_root, STAGING_DIR)
+        shutil.rmtree(self.staging, ignore_errors=True)     # left by a run that was stopped
+        os.makedirs(self.staging)
+        self._count = 0
+
+    def _path(self, rel: str) -> str:
+        return os.path.join(self.local_root, *rel.split("/"))
+
+    def read_bytes(self, rel: str) -> Optional[bytes]:
+        try:
+            with open(self._path(rel), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def stage(self, rel: str) -> StagedFile:
+        self._count += 1
+        return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"))
+
+    def publish(self, staged: StagedFile) -> None:
+        staged.finish(durable=True)
+        target = self._path(staged.rel)
+        parent = os.path.dirname(target)
+        os.makedirs(parent, exist_ok=True)
+        files.ops.replace(staged.path, target)
+        fsync_dir(parent)
+
+    def delete(self, rel: str) -> None:
+        try:
+            files.ops.unlink(self._path(rel))
+        except FileNotFoundError:
+            pass
+
+    def clone_prefix(self, rel: str, staged: StagedFile, length: int) -> bool:
+        source = self._path(rel)
+        try:
+            fd = os.open(source, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            if os.fstat(fd).st_size < length:
+                return False
+            _copy_range(fd, staged.fd, 0, length)
+        finally:
+            os.close(fd)
+        staged.length = length
+        return True
+
+    def holds_store_files(self) -> bool:
+        return os.path.isdir(self._path("commitlog"))
+
+    def close(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _copy_range(src_fd: int, dst_fd: int, position: int, length: int) -> None:
+    """Copy ``length`` bytes at ``position`` of ``src_fd`` to the same place of ``dst_fd`` (in the kernel
+    when it can: ``copy_file_range``; a reflink on file systems that share blocks)."""
+    done = 0
+    use_kernel = hasattr(os, "copy_file_range")
+    for _ in range(length // 4096 + 2 + length // COPY_CHUNK_BYTES):
+        if done >= length:
+            return
+        n = 0
+        if use_kernel:
+            try:
+                n = os.copy_file_range(src_fd, dst_fd, length - done, position + done, position + done)
+            except OSError as e:
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+                use_kernel = False
+        if not use_kernel:
+            data = os.pread(src_fd, min(COPY_CHUNK_BYTES, length - done), position + done)
+            if data:
+                files.pwrite_all(dst_fd, data, position + done)
+            n = len(data)
+        if n <= 0:
+            raise OSError(errno.EIO, f"copy stopped {length - done} bytes short")
+        done += n
+    if done < length:
+        raise OSError(errno.EIO, f"copy stopped {length - done} bytes short")
+
+
+class ArrowDestination(Destination):
+    """A folder of any ``pyarrow.fs`` file system: every file is one whole PUT of a locally staged copy."""
+
+    def __init__(self, uri: str, options: Optional[Mapping[str, str]] = None):
+        try:
+            import pyarrow.fs as pafs
+        except ImportError as e:       # pragma: no cover - pyarrow is a dependency
+            raise OptionError(f"DEST {uri!r}: pyarrow is needed for URI destinations") from e
+        self.uri = uri
+        self._pafs = pafs
+        try:
+            if options and uri.startswith(("s3://", "s3a://")):
+                bucket_path = uri.split("://", 1)[1]
+                self.fs = pafs.S3FileSystem(**_typed_options(options))
+                self.base = bucket_path.rstrip("/")
+            else:
+                if options:
+                    raise OptionError(f"DEST {uri!r}: options (-O) are read for s3:// destinations only")
+                self.fs, path = pafs.FileSystem.from_uri(uri)
+                self.base = path.rstrip("/")
+        except OptionError:
+            raise
+        except Exception as e:         # pyarrow raises ArrowInvalid, OSError, ... for a URI it cannot open
+            raise OptionError(f"DEST {uri!r}: cannot open it with pyarrow.fs: {' '.join(str(e).split())}") from e
+        self.staging = tempfile.mkdtemp(prefix="rmq-snapshot-")
+        self._count = 0
+
+    def _path(self, rel: str) -> str:
+        return f"{self.base}/{rel}" if self.base else rel
+
+    def read_bytes(self, rel: str) -> Optional[bytes]:
+        info = self.fs.get_file_info(self._path(rel))
+        if info.type != self._pafs.FileType.File:
+            return None
+        with self.fs.open_input_stream(self._path(rel)) as f:
+            return f.read()
+
+    def stage(self, rel: str) -> StagedFile:
+        self._count += 1
+        return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"))
+
+    def publish(self, staged: StagedFile) -> None:
+        staged.finish(durable=False)
+        target = self._path(staged.rel)
+        parent = target.rsplit("/", 1)[0] if "/" in target else ""
+        try:
+            if parent:
+                self.fs.create_dir(parent, recursive=True)
+            with open(staged.path, "rb") as src, self.fs.open_output_stream(target) as out:
+                for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
+                    chunk = src.read(COPY_CHUNK_BYTES)
+                    if not chunk:
+                        break
+                    out.write(chunk)
+        except OSError as e:
+            raise StoreError(f"{self.uri}: writing {staged.rel} failed: {' '.join(str(e).split())}") from e
+        finally:
+            staged.discard()
+
+    def delete(self, rel: str) -> None:
+        try:
+            self.fs.delete_file(self._path(rel))
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            if "not found" not in str(e).lower() and "does not exist" not in str(e).lower():
+                raise
+
+    def holds_store_files(self) -> bool:
+        info = self.fs.get_file_info(self._path("commitlog"))
+        return info.type != self._pafs.FileType.NotFound
+
+    def close(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _typed_options(options: Mapping[str, str]) -> dict:
+    """S3FileSystem keyword arguments from ``key=value`` strings (true/false become booleans)."""
+    out = {}
+    for k, v in options.items():
+        lowered = v.lower()
+        out[k] = True if lowered == "true" else False if lowered == "false" else v
+    return out
+
+
+def open_destination(dest: str, options: Optional[Mapping[str, str]] = None) -> Destination:
+    """A local directory (a path) or a ``pyarrow.fs`` folder (a ``scheme://`` URI)."""
+    if "://" in dest:
+        return ArrowDestination(dest, options)
+    if options:
+        raise OptionError(f"DEST {dest!r}: options (-O) are read for s3:// destinations only")
+    return LocalDestination(dest)
