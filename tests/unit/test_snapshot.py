@@ -1,0 +1,270 @@
+"""``rmq snapshot``: a snapshot of a stopped store, written by the project's writer or by a real engine
+(the golden corpora, read in place), verifies clean and reads equal to its source up to the manifest's end;
+a second run copies exactly the new bytes; DLedger and RocksDB-queue stores are refused by name.
+The live-writer and killed-run tests are in test_snapshot_live.py and tests/crash/test_snapshot_kill.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rmqsource import cli
+from rmqsource.errors import OptionError, UnsupportedLayoutError
+from rmqsource.format.consumequeue import CQ_UNIT_SIZE
+from rmqsource.format.indexfile import HASH_SLOT_SIZE, INDEX_HEADER_SIZE
+from rmqsource.store.config import StoreConfig
+from rmqsource.store.snapshot import snapshot_store
+from rmqsource.store.snapshot_manifest import MANIFEST_NAME, check_snapshot
+from rmqsource.store.verify import verify_store
+from rmqsource.store.writer import MessageStoreWriter
+
+from golden import GOLDEN_BROKER_ROOT, case_id, dledger_corpora, default_layout_corpora, engine_json, \
+    expected_get_files, load_config, read_jsonl
+from snapshot_checks import assert_snapshot_matches, manifest_of, store_view
+from workload import make_message, matches
+
+pytestmark = pytest.mark.unit
+
+SEED = 7
+SMALL = {"mappedFileSizeCommitLog": 64 * 1024, "mappedFileSizeConsumeQueue": 6000, "maxHashSlotNum": 512,
+         "maxIndexNum": 2048}
+
+
+def small_config() -> StoreConfig:
+    return StoreConfig.from_mapping(SMALL)
+
+
+def write(store: Path, first: int, count: int, config: StoreConfig, batch: int = 64) -> None:
+    with MessageStoreWriter(store, config) as writer:
+        for start in range(first, first + count, batch):
+            results = writer.put_messages([make_message(SEED, i) for i in range(start, min(first + count,
+                                                                                          start + batch))])
+            assert all(r.ok for r in results)
+
+
+def run_cli(argv) -> tuple[int, str]:
+    out = io.StringIO()
+    code = cli.main([str(a) for a in argv], stdout=out)
+    return code, out.getvalue()
+
+
+def test_snapshot_of_a_written_store_reads_equal(tmp_path):
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 3000, config)
+    code, text = run_cli(["snapshot", "--json", *sum((["-C", f"{k}={v}"] for k, v in SMALL.items()), []),
+                          store, dest])
+    assert code == 0, text
+    summary = json.loads(text)
+    manifest = manifest_of(dest)
+    assert summary["manifest"] == os.path.join(str(dest), MANIFEST_NAME)
+    assert summary["validEnd"] == manifest["validEnd"] == store_view(store, config)["end"]
+    assert summary["bytesCopied"] == manifest["bytesCopied"] > manifest["validEnd"]
+    holding = [n for n in os.listdir(store / "commitlog") if int(n) < manifest["validEnd"]]   # not a spare
+    assert summary["counts"]["commitlog"]["files"] == len(holding) > 1
+    got = assert_snapshot_matches(store, dest, config, manifest)
+    records = [m for _, _, msgs in got["queues"].values() for m in msgs]
+    assert len(records) == 3000 == len(got["walk"])
+    # The CommitLog's active segment and the queues' last files keep RocketMQ's full file sizes.
+    assert {os.path.getsize(p) for p in (dest / "commitlog").iterdir()} == {SMALL["mappedFileSizeCommitLog"]}
+    assert not (dest / ".rmq-snapshot-staging").exists()
+    assert run_cli(["verify", "--engine", "python", *sum((["-C", f"{k}={v}"] for k, v in SMALL.items()), []),
+                    dest])[0] == 0
+
+
+def test_second_run_copies_exactly_the_new_bytes(tmp_path):
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 1500, config)
+    first = snapshot_store(store, str(dest), config)
+    sealed = {p.name: p.stat().st_ino for p in (dest / "commitlog").iterdir()
+              if first["files"][f"commitlog/{p.name}"]["sealed"]}
+    assert sealed
+    write(store, 1500, 1700, config)
+    second = snapshot_store(store, str(dest), config)
+    assert_snapshot_matches(store, dest, config, second)
+    counts = second["counts"]
+    assert counts["commitlog"]["bytes"] == second["validEnd"] - first["validEnd"]
+    units_before = sum(q["maxOffset"] for q in first["queues"])
+    units_after = sum(q["maxOffset"] for q in second["queues"])
+    assert counts["consumequeue"]["bytes"] == CQ_UNIT_SIZE * (units_after - units_before)
+    # IndexFiles that changed are written whole (header, rebuilt hash slots, entries); the rest is a hole.
+    changed_index = [e for rel, e in second["files"].items()
+                     if e["kind"] == "index" and first["files"].get(rel) != e]
+    assert counts["index"]["copied"] == len(changed_index) >= 1
+    assert counts["index"]["bytes"] == sum(INDEX_HEADER_SIZE + e["hashSlotNum"] * HASH_SLOT_SIZE + e["validBytes"]
+                                           for e in changed_index)
+    changed_other = [e for rel, e in second["files"].items()
+                     if e["kind"] in ("config", "checkpoint") and first["files"].get(rel) != e]
+    assert counts["config"]["bytes"] + counts["checkpoint"]["bytes"] == sum(e["size"] for e in changed_other)
+    assert second["bytesCopied"] == sum(c["bytes"] for c in counts.values())
+    # Sealed segments were copied once: the same files, never rewritten.
+    assert {n: (dest / "commitlog" / n).stat().st_ino for n in sealed} == sealed
+    # Nothing new: nothing copied.
+    third = snapshot_store(store, str(dest), config)
+    assert third["bytesCopied"] == 0
+    assert third["validEnd"] == second["validEnd"]
+    assert_snapshot_matches(store, dest, config, third)
+
+
+def test_file_uri_destination_goes_through_pyarrow_fs(tmp_path):
+    """A URI destination (pyarrow's LocalFileSystem for file://): whole files PUT, nothing cloned, so a grown
+    file is copied whole from the source again."""
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 1000, config)
+    first = snapshot_store(store, dest.as_uri(), config)
+    assert_snapshot_matches(store, dest, config, first)
+    write(store, 1000, 700, config)
+    second = snapshot_store(store, dest.as_uri(), config)
+    assert_snapshot_matches(store, dest, config, second)
+    changed_cl = [e for rel, e in second["files"].items() if e["kind"] == "commitlog" and first["files"].get(rel) != e]
+    assert second["counts"]["commitlog"]["bytes"] == sum(e["validBytes"] for e in changed_cl)
+    assert second["counts"]["commitlog"]["bytes"] > second["validEnd"] - first["validEnd"]
+
+
+def test_every_record_is_the_workload_message(tmp_path):
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 800, config)
+    snapshot_store(store, str(dest), config)
+    view = store_view(dest, config)
+    from rmqsource.format.record import decode_record
+    seen = set()
+    for _, raw in view["walk"]:
+        record = decode_record(raw, 0, len(raw)).record
+        assert matches(SEED, record)
+        seen.add(int(record.properties["seq"]))
+    assert seen == set(range(800))
+
+
+def test_index_entries_past_the_queues_are_cut(tmp_path):
+    """An IndexFile ahead of the ConsumeQueues (the writer indexes a batch before writing its units): the
+    snapshot keeps only entries below its end, with slots and header rebuilt, and verifies without warnings."""
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 600, config)
+    # Units of the last 40 records are lost (zeroed), as if the writer was stopped before writing them.
+    view = store_view(store, config)
+    last = sorted(view["walk"])[-40][0]
+    for folder in (store / "consumequeue").glob("*/*"):
+        for f in folder.iterdir():
+            data = bytearray(f.read_bytes())
+            for pos in range(0, len(data), CQ_UNIT_SIZE):
+                if int.from_bytes(data[pos:pos + 8], "big") >= last and int.from_bytes(data[pos + 8:pos + 12], "big"):
+                    data[pos:pos + CQ_UNIT_SIZE] = bytes(CQ_UNIT_SIZE)
+            f.write_bytes(bytes(data))
+    manifest = snapshot_store(store, str(dest), config)
+    assert manifest["validEnd"] == last
+    report = verify_store(dest, config)
+    assert report.ok and report.warnings == 0, [p.to_json() for p in report.problems]
+    got = store_view(dest, config)
+    assert len(got["walk"]) == 560
+    # What the snapshot holds reads as the source pinned at its end.
+    assert_snapshot_matches(store, dest, config, manifest)
+
+
+def test_torn_config_file_is_taken_from_its_bak(tmp_path):
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 100, config)
+    good = b'{\n\t"offsetTable":{\n\t\t"Clicks@g1":{0:3,1:2}\n\t}\n}'
+    (store / "config").mkdir(exist_ok=True)
+    (store / "config" / "consumerOffset.json").write_bytes(good[:20])        # caught mid-write
+    (store / "config" / "consumerOffset.json.bak").write_bytes(good)
+    snapshot_store(store, str(dest), config)
+    assert (dest / "config" / "consumerOffset.json").read_bytes() == good
+    assert not (dest / "config" / "consumerOffset.json.bak").exists()
+    assert check_snapshot(dest) == []
+
+
+def test_dest_holding_something_else_is_refused(tmp_path):
+    config = small_config()
+    a, b, dest = tmp_path / "a", tmp_path / "b", tmp_path / "snap"
+    write(a, 0, 50, config)
+    write(b, 0, 50, config)
+    with pytest.raises(OptionError, match="holds a store but no snapshot manifest"):
+        snapshot_store(a, str(b), config)
+    snapshot_store(a, str(dest), config)
+    with pytest.raises(OptionError, match="holds a snapshot of"):
+        snapshot_store(b, str(dest), config)
+    code, _ = run_cli(["snapshot", b, dest])
+    assert code == 2
+
+
+@pytest.mark.parametrize("corpus", default_layout_corpora(), ids=case_id)
+def test_golden_corpus_snapshot_equals_source(corpus, tmp_path):
+    config = load_config(corpus)
+    dest = tmp_path / "snap"
+    manifest = snapshot_store(corpus / "store", str(dest), config)
+    assert_snapshot_matches(corpus / "store", dest, config, manifest)
+    assert manifest["validEnd"] == store_view(corpus / "store", config)["end"]
+    # The real engine's own answers, from the snapshot: every queue's get --loop.
+    for topic, queue_id, path in expected_get_files(corpus / "expected"):
+        code, text = run_cli(["get", "--json", "--config", corpus / "store.properties", "--loop", "--", dest,
+                              topic, queue_id, 0, 100000])
+        assert code in (0, 3), text[-300:]
+        got = [json.loads(line) for line in text.splitlines()]
+        assert got == engine_json(read_jsonl(path)), (topic, queue_id)
+    # Every CommitLog, ConsumeQueue and IndexFile of a stopped, consistent store is copied byte for byte.
+    for kind in ("commitlog", "consumequeue", "index"):
+        for src in (corpus / "store" / kind).rglob("*"):
+            if src.is_file():
+                assert (dest / src.relative_to(corpus / "store")).read_bytes() == src.read_bytes(), src
+
+
+def broker_corpus(name: str) -> Path:
+    path = GOLDEN_BROKER_ROOT / name
+    if not (path / "store").is_dir():
+        pytest.skip(f"no {path}")
+    return path
+
+
+def test_real_broker_store_snapshot_names_its_broker(tmp_path):
+    corpus = broker_corpus("rmq550-b1")
+    config = StoreConfig.from_properties_file(corpus / "broker.properties")
+    dest = tmp_path / "snap"
+    manifest = snapshot_store(corpus / "store", str(dest), config)
+    assert manifest["source"]["brokerClusterName"] == "RbCluster"
+    assert "brokerName" in manifest["source"]
+    assert (dest / "config" / "consumerOffset.json").is_file() and (dest / "config" / "timercheck").is_file()
+    assert not (dest / "lock").exists() and not (dest / "abort").exists()
+    assert_snapshot_matches(corpus / "store", dest, config, manifest, strict_verify=False)
+
+
+def test_rocksdb_queue_store_is_refused(tmp_path):
+    corpus = broker_corpus("rmq550-b2-rocksdb-v2-lmq")
+    config = StoreConfig.from_properties_file(corpus / "broker.properties")
+    with pytest.raises(UnsupportedLayoutError, match="RocksDB ConsumeQueues") as e:
+        snapshot_store(corpus / "store", str(tmp_path / "snap"), config)
+    assert e.value.file.endswith("consumequeue")
+    assert not (tmp_path / "snap" / MANIFEST_NAME).exists()
+
+
+@pytest.mark.parametrize("corpus", dledger_corpora(), ids=case_id)
+def test_dledger_store_is_refused(corpus, tmp_path):
+    with pytest.raises(UnsupportedLayoutError, match="DLedger"):
+        snapshot_store(corpus / "store", str(tmp_path / "snap"), load_config(corpus))
+    code, _ = run_cli(["snapshot", "--config", corpus / "store.properties", corpus / "store", tmp_path / "snap2"])
+    assert code == 1
+
+
+def test_source_is_never_written(tmp_path):
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 300, config)
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in store.rglob("*")}
+    for p in store.rglob("*"):
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        snapshot_store(store, str(dest), config)
+    finally:
+        for p in store.rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+    assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in store.rglob("*")} == before
+    shutil.rmtree(dest)
