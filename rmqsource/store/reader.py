@@ -246,11 +246,8 @@ class MessageStoreReader:
     @cached_property
     def _tail_possible(self) -> bool:
         """Whether the store may have an undispatched tail: file queues and a CommitLog (cheap to tell: whether a
-        writer holds it, and the tail itself, are found only when a question reaches past a queue's files).
-        Not a DLedger store: the two readers' tail walks answered differently on DLedger entries (the long fuzz
-        run, seed 511763705 cases 3425 and 17426), so both leave them out, as before."""
-        return (self.rocksdb_queue_store is None and bool(self._queue_keys_on_disk) and bool(self.commitlog.segments)
-                and self.commitlog.divided_offset is None)
+        writer holds it, and the tail itself, are found only when a question reaches past a queue's files)."""
+        return self.rocksdb_queue_store is None and bool(self._queue_keys_on_disk) and bool(self.commitlog.segments)
 
     def queue_keys(self) -> list[tuple[str, int]]:
         if self._rederived_queues is not None:

@@ -25,10 +25,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -37,6 +35,7 @@ import pytest
 
 from fuzz_stores import verify_facts
 from golden import GOLDEN_BROKER_ROOT, copy_store, tree_bytes
+from jvm_twins import jvm_queue_view
 from rmqsource.cli import main
 from rmqsource.commands.verify_jvm import jvm_command, verify_store_jvm
 from rmqsource.store.verify import verify_store
@@ -114,26 +113,6 @@ def python_view(store: Path, *, rocksdb: bool = True) -> tuple[dict, dict]:
     return queues, units
 
 
-def jvm_view(store: Path) -> tuple[dict, dict]:
-    from rmqsource.commands.verify_jvm import find_java
-    from rmqsource.spark.jar import jar_path, pyspark_jars_dir
-    jar, java = jar_path(), find_java()
-    if jar is None or java is None:
-        pytest.skip("the JVM store layer needs the rmq jar (rmq jar --build) and java")
-    cp = os.pathsep.join([str(jar), str(pyspark_jars_dir() / "*")])
-    proc = subprocess.run([java, "-cp", cp, "io.rmqsource.tools.QueueDumpMain", str(store)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    queues, units = {}, {}
-    for rec in map(json.loads, proc.stdout.splitlines()):
-        key = (rec["topic"], rec["queueId"])
-        if rec["record"] == "queue":
-            queues[key] = (rec["minOffset"], rec["maxOffset"])
-        else:
-            units[key + (rec["queueOffset"],)] = (rec["cqPos"], rec["cqSize"], rec["cqTagsCode"])
-    return queues, units
-
-
 def snapshot(folder: Path):
     """Every file's bytes, every path and every file's mtime: a read leaves no trace."""
     return (tree_bytes(folder), sorted(str(p.relative_to(folder)) for p in folder.rglob("*")),
@@ -158,7 +137,7 @@ def test_python_store_layer_reproduces_the_broker_view(run_dir, copies):
 @needs_runs
 @run_param
 def test_jvm_store_layer_reproduces_the_broker_view_and_the_python_one(run_dir, copies):
-    jvm = jvm_view(copies[run_dir])
+    jvm = jvm_queue_view(copies[run_dir])
     assert_reproduces_storeview(run_dir, *jvm)
     assert jvm == python_view(copies[run_dir])
 
@@ -221,7 +200,7 @@ def test_units_past_the_database_are_dispatched_from_the_commitlog(run_dir, copi
     cut_queues, cut_units = python_view(store)
     assert_reproduces_storeview(run_dir, cut_queues, cut_units)
     assert (cut_queues, cut_units) == python_view(copies[run_dir])
-    assert jvm_view(store) == (cut_queues, cut_units)
+    assert jvm_queue_view(store) == (cut_queues, cut_units)
 
 
 @needs_runs
@@ -253,7 +232,7 @@ def test_reads_never_write_the_database(run_dir, tmp_path):
     for argv in (["queues", store], ["topics", store], ["get", store, "rb_topic_0", "0", "0", "8"]):
         code, _, err = run_cli(argv)
         assert code == 0, err
-    jvm_view(store)
+    jvm_queue_view(store)
     assert snapshot(store) == before
 
 

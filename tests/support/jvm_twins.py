@@ -393,3 +393,26 @@ def jvm_timers(store: Path, *args: str) -> list[dict]:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def jvm_queue_view(store: Path) -> tuple[dict, dict]:
+    """Every queue of ``store`` as the JVM store layer reads it (``io.rmqsource.tools.QueueDumpMain``, default
+    store settings): ({(topic, queueId): (min, max)}, {(topic, queueId, offset): (phy, size, tagsCode)});
+    skips without the rmq jar or java."""
+    import pyspark
+    from rmqsource.spark.jar import find_java, jar_path
+    jar, java = jar_path(), find_java()
+    if jar is None or java is None:
+        pytest.skip("the JVM store layer needs the rmq jar (rmq jar --build) and java")
+    cp = os.pathsep.join([jar, os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+    proc = subprocess.run([java, "-XX:+UseSerialGC", "-cp", cp, "io.rmqsource.tools.QueueDumpMain", str(store)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    queues, units = {}, {}
+    for rec in map(json.loads, proc.stdout.splitlines()):
+        key = (rec["topic"], rec["queueId"])
+        if rec["record"] == "queue":
+            queues[key] = (rec["minOffset"], rec["maxOffset"])
+        else:
+            units[key + (rec["queueOffset"],)] = (rec["cqPos"], rec["cqSize"], rec["cqTagsCode"])
+    return queues, units

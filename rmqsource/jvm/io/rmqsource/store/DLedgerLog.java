@@ -148,12 +148,27 @@ public final class DLedgerLog {
         }
 
         /**
+         * Where a walk from {@code pos} starts: the entry header 48 bytes before it when one is there (pos is
+         * a record's offset), else the file's start, the records before {@code pos} walked but not visited (pos
+         * is an entry's start, e.g. the end of the last record a queue holds).  Twin of
+         * CommitLog._dledger_walk_start in rmqsource/store/commitlog.py.
+         */
+        private long walkStart(Segment seg, ByteBuffer b, long pos, long limit) {
+            if (pos < DLedgerFormat.ENTRY_HEADER_BYTES) return 0;
+            long e = pos - DLedgerFormat.ENTRY_HEADER_BYTES;
+            DLedgerFormat.decodeEntry(b, e, limit, h);
+            boolean entry = h.kind != DLedgerFormat.END && h.kind != DLedgerFormat.BLANK
+                    && DLedgerFormat.headerProblem(h, seg.startOffset + e, null) == null;
+            return entry ? e : 0;
+        }
+
+        /**
          * Visits the records of one data file from {@code pos} (its start, or a record's position);
          * returns -1 when the walk goes on in the next file, else the CommitLog offset where it stopped
          * ({@code c.kind} END at the end of the valid data).
          */
         long segment(Segment seg, ByteBuffer b, long pos, long limit, CommitLog.Visitor visitor, Record.Check c) {
-            long e = pos >= DLedgerFormat.ENTRY_HEADER_BYTES ? pos - DLedgerFormat.ENTRY_HEADER_BYTES : pos;
+            long e = walkStart(seg, b, pos, limit);
             while (true) {
                 DLedgerFormat.decodeEntry(b, e, limit, h);
                 if (h.kind == DLedgerFormat.END) {
@@ -174,9 +189,13 @@ public final class DLedgerLog {
                 }
                 chain.follow(h);
                 long rec = e + DLedgerFormat.ENTRY_HEADER_BYTES;
-                String bad = recordProblem(seg, b, rec, h.bodyLen, limit, checkCrc, c);
-                if (bad != null) throw corruptRecord(seg, rec, bad);
-                if (!visitor.visit(Record.MESSAGE, seg, b, (int) rec, seg.startOffset + rec, c.size)) return seg.startOffset + rec;
+                if (rec >= pos) {           // a record before the walk's start is passed over unread
+                    String bad = recordProblem(seg, b, rec, h.bodyLen, limit, checkCrc, c);
+                    if (bad != null) throw corruptRecord(seg, rec, bad);
+                    if (!visitor.visit(Record.MESSAGE, seg, b, (int) rec, seg.startOffset + rec, c.size)) {
+                        return seg.startOffset + rec;
+                    }
+                }
                 e = rec + h.bodyLen;
             }
         }

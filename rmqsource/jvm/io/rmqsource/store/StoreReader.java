@@ -149,9 +149,7 @@ public final class StoreReader implements AutoCloseable {
      * writer holds it, and the tail itself, are found only when a question reaches past a queue's files).
      */
     private boolean tailPossible() {
-        // not a DLedger store: the twins' tail walks answered differently on DLedger entries (long fuzz run)
-        return !layout.rocksDbQueues() && !keysOnDisk().isEmpty() && !commitLog.list().isEmpty()
-                && commitLog.firstDLedgerSegment < 0;
+        return !layout.rocksDbQueues() && !keysOnDisk().isEmpty() && !commitLog.list().isEmpty();
     }
 
     public List<QueueKey> queueKeys() {
