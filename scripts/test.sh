@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command. Creates the environment (and the JVM scan's jar when a JDK is present), then:
-#   scripts/test.sh            the default run: every tier but `e2e`, `slow`, `objectstore` and `broker`
+#   scripts/test.sh            the default run: every tier but `e2e`, `slow`, `objectstore`, `broker` and `lake`
 #   scripts/test.sh --unit     the inner loop: tests/unit and tests/golden less what starts a JVM or Spark
 #   scripts/test.sh --e2e      the end-to-end tier: Spark applications of their own with killed tasks and
 #                              drivers, full disks and restarts; a standalone cluster, Spark Connect, notebooks
@@ -34,7 +34,7 @@ else
   # Options alone (e.g. --durations=20, -x) still mean the default run; a -m or a path picks tests itself.
   picks=0
   for a in "$@"; do case $a in -m|-m*|tests*|*.py|*::*) picks=1 ;; esac; done
-  [ "$picks" -eq 1 ] || set -- -m "not e2e and not slow and not objectstore and not broker" "$@"
+  [ "$picks" -eq 1 ] || set -- -m "not e2e and not slow and not objectstore and not broker and not lake" "$@"
 fi
 if [ -n "${RMQ_SPARK_MODE:-}" ] || ! rmq jar >/dev/null 2>&1; then
   exec python -m pytest "${parallel[@]}" "$@"
