@@ -1,11 +1,12 @@
 """Stores on object storage: the JVM scan reading ``s3a://`` URIs from a real S3 API server on loopback.
 
-moto's server mode serves a bucket holding every golden corpus (``../shared/golden``), its crash cases and
-the DLedger corpora (``../shared/golden-dledger``); Spark reads it through Hadoop's S3A connector
-(tests/objectstore.py). The judges: the real engines' ``expected/get`` answers, and the same read of the
-same bytes from the local disk (rows, or the same error with the local path replaced by the object's URI).
-Marker ``objectstore``: not in the default run; scripts/test_objectstore.sh runs this tier (moto, boto3
-and the S3A jars are installed or fetched there).
+s3proxy (a real S3 API server: a child JVM over a temp folder) serves a bucket holding every golden corpus
+(``../shared/golden``), its crash cases and the DLedger corpora (``../shared/golden-dledger``); Spark reads
+it through Hadoop's S3A connector of pyspark's own Hadoop version (tests/support/objectstore.py). The
+judges: the real engines' ``expected/get`` answers, and the same read of the same bytes from the local disk
+(rows, or the same error with the local path replaced by the object's URI). Marker ``objectstore``: not in
+the default run; scripts/test_objectstore.sh runs this tier (boto3 is installed there; the s3proxy and S3A
+jars are fetched from Maven Central once).
 """
 
 from __future__ import annotations
@@ -62,9 +63,8 @@ def store_id(pair) -> str:
 def s3():
     try:
         import boto3  # noqa: F401
-        import moto.server  # noqa: F401
     except ImportError as e:       # a failure, not a skip: the tier would pass without reading a byte
-        pytest.fail(f"{e.name} is missing: scripts/test_objectstore.sh installs moto[server] and boto3")
+        pytest.fail(f"{e.name} is missing: scripts/test_objectstore.sh installs boto3")
     from objectstore import S3Server
     server = S3Server()
     try:

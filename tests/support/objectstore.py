@@ -1,125 +1,123 @@
 """A real S3 API server on loopback and a Spark session that reads it through Hadoop's S3A connector.
 
-The server is moto's server mode (``moto.server.ThreadedMotoServer``, PyPI ``moto[server]``), started in
-this process on 127.0.0.1 with a free port; stores are uploaded with boto3. Spark reads it with
-``hadoop-aws-3.3.1.jar`` and ``aws-java-sdk-bundle-1.11.901.jar`` (fetched once by scripts/s3_jars.sh)
-next to the rmq jar on ``spark.jars``. Used by tests/test_objectstore.py (marker ``objectstore``, run by
-scripts/test_objectstore.sh) and scripts/bench_objectstore.py. moto and boto3 are installed by that
-script, not by the package's extras: only this tier needs them.
+The server is s3proxy (``org.gaul:s3proxy``, its jar with dependencies fetched once from Maven Central into
+``~/.cache/rmqsource/s3proxy``), a child JVM on 127.0.0.1 with a free port over a temp folder; stores are
+uploaded with boto3. Spark reads it with the ``hadoop-aws`` of pyspark's own Hadoop version and the AWS SDK
+bundle it names (fetched once by scripts/s3_jars.sh) next to the rmq jar on ``spark.jars``. Used by
+tests/spark/test_objectstore.py (marker ``objectstore``, run by scripts/test_objectstore.sh) and
+scripts/bench_objectstore.py. boto3 is installed by that script, not by the package's extras: only this
+tier needs it.
 """
 
 from __future__ import annotations
 
-import logging
 import os
+import re
+import shutil
+import socket
 import subprocess
 import sys
-import threading
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-BUCKET = "rmq-stores"           # a valid S3 name (3+ characters; moto refuses 'b')
+BUCKET = "rmq-stores"           # a valid S3 name (3+ characters)
 ACCESS_KEY = SECRET_KEY = "rmq-test"
 REGION = "us-east-1"
+S3PROXY = ("org.gaul", "s3proxy", "4.1.0", "jar-with-dependencies")   # runs on Java 17
+S3PROXY_CACHE = Path(os.environ.get("RMQ_S3PROXY_CACHE", Path.home() / ".cache" / "rmqsource" / "s3proxy"))
 
-# pyspark 4.3 carries the Hadoop 3.5 client, whose core-default.xml gives these S3A durations with units
-# ("60s"); hadoop-aws 3.3.1 parses them as plain numbers, so they are given as numbers here. Hadoop 3.5's
-# default credential chain names AWS SDK v2 classes the v1 bundle lacks: the simple key/secret provider.
-S3A_COMPAT_SETTINGS = {
-    "fs.s3a.threads.keepalivetime": "60",
-    "fs.s3a.connection.establish.timeout": "30000",
-    "fs.s3a.connection.timeout": "200000",
-    "fs.s3a.multipart.purge.age": "86400",
-    "fs.s3a.connection.request.timeout": "0",
-    "fs.s3a.connection.acquisition.timeout": "60000",
-    "fs.s3a.connection.idle.time": "60000",
-    "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-}
+
+def maven_jar(coordinates: tuple[str, ...], cache: Path) -> str:
+    """A jar from Maven Central, fetched once into ``cache`` and checked (scripts/maven_jar.sh)."""
+    out = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "maven_jar.sh"), *coordinates], check=True,
+                         stdout=subprocess.PIPE, text=True, env={**os.environ, "RMQ_MAVEN_CACHE": str(cache)})
+    return out.stdout.strip()
 
 
 def s3a_jars() -> list[str]:
-    """Paths of the S3A connector's two jars (scripts/s3_jars.sh fetches them on first use)."""
+    """Paths of the S3A connector's two jars, matching pyspark's Hadoop (scripts/s3_jars.sh fetches them)."""
     out = subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "s3_jars.sh")], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
+                         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHON": sys.executable}).stdout
     return [line for line in out.splitlines() if line.strip()]
 
 
 def hadoop_settings(endpoint: str) -> dict[str, str]:
     """The ``spark.hadoop.*`` settings that point S3A at ``endpoint`` (credentials included)."""
-    settings = dict(S3A_COMPAT_SETTINGS)
-    settings.update({
+    settings = {
         "fs.s3a.endpoint": endpoint,
+        "fs.s3a.endpoint.region": REGION,
         "fs.s3a.access.key": ACCESS_KEY,
         "fs.s3a.secret.key": SECRET_KEY,
         "fs.s3a.path.style.access": "true",
         "fs.s3a.connection.ssl.enabled": "false",
-    })
+    }
     return {f"spark.hadoop.{k}": v for k, v in settings.items()}
 
 
-class RequestLog:
-    """WSGI middleware counting the requests the server answers and the bytes of their bodies.
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    Keys: ``GET`` (object reads, ranged or whole), ``LIST`` (bucket listings), ``HEAD``, other methods
-    by name. The server's side of the traffic, whatever client or connector sent it.
-    """
 
-    def __init__(self, app):
-        self.app = app
-        self._lock = threading.Lock()
-        self.requests: dict[str, int] = {}
-        self.bytes: dict[str, int] = {}
-        # (kind, object key, Range header, bytes sent, seconds) per request while set to a list
-        self.trace: list[tuple[str, str, str, int, float]] | None = None
-
-    def __call__(self, environ, start_response):
-        method = environ.get("REQUEST_METHOD", "")
-        path = environ.get("PATH_INFO", "").strip("/")
-        kind = "LIST" if method == "GET" and "/" not in path else method
-        sent = 0
-        began = time.perf_counter()
-        try:
-            for chunk in self.app(environ, start_response):
-                sent += len(chunk)
-                yield chunk
-        finally:
-            with self._lock:
-                self.requests[kind] = self.requests.get(kind, 0) + 1
-                self.bytes[kind] = self.bytes.get(kind, 0) + sent
-                if self.trace is not None:
-                    self.trace.append((kind, path, environ.get("HTTP_RANGE", ""), sent, time.perf_counter() - began))
-
-    def snapshot(self) -> tuple[dict[str, int], dict[str, int]]:
-        with self._lock:
-            return dict(self.requests), dict(self.bytes)
-
-    def since(self, snap) -> tuple[dict[str, int], dict[str, int]]:
-        """Requests and bytes per kind since ``snap`` (a ``snapshot()``)."""
-        reqs, sent = self.snapshot()
-        return ({k: v - snap[0].get(k, 0) for k, v in reqs.items() if v - snap[0].get(k, 0)},
-                {k: v - snap[1].get(k, 0) for k, v in sent.items() if v - snap[1].get(k, 0)})
+def java_command() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else (shutil.which("java") or "java")
 
 
 class S3Server:
-    """moto's S3 server on 127.0.0.1 (free port) with one bucket, and boto3 to fill it."""
+    """s3proxy (a real S3 API server, Java) on 127.0.0.1 over a temp folder, with one bucket, and boto3 to fill it.
+
+    Its jclouds ``filesystem`` backend keeps each object as a file, so a ranged GET reads the bytes it
+    serves (as S3: a GET costs no more for a larger object). Its Prometheus endpoint counts the requests
+    it answers by S3 operation (:meth:`requests`): the server's side of the traffic.
+    """
 
     def __init__(self, bucket: str = BUCKET):
         import boto3
-        from moto.server import ThreadedMotoServer
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)     # no line per request
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._server.start()
-        # Count what the server answers: its WSGI app is only called per request, so wrapping it
-        # before the first request sees every one (werkzeug's server keeps the app as `.app`).
-        self.log = RequestLog(self._server._server.app)
-        self._server._server.app = self.log
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
-        self.bucket = bucket
-        self.client = boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
-                                   aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
-        self.client.create_bucket(Bucket=bucket)
+        jar = maven_jar(S3PROXY, S3PROXY_CACHE)
+        self._dir = Path(tempfile.mkdtemp(prefix="rmq-s3proxy-"))
+        (self._dir / "blobs").mkdir()
+        port, metrics_port = free_port(), free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self._metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+        props = self._dir / "s3proxy.properties"
+        props.write_text(f"s3proxy.endpoint={self.endpoint}\n"
+                         "s3proxy.authorization=aws-v2-or-v4\n"
+                         f"s3proxy.identity={ACCESS_KEY}\ns3proxy.credential={SECRET_KEY}\n"
+                         "jclouds.provider=filesystem\n"
+                         f"jclouds.filesystem.basedir={self._dir / 'blobs'}\n"
+                         "s3proxy.metrics.enabled=true\ns3proxy.metrics.host=127.0.0.1\n"
+                         f"s3proxy.metrics.port={metrics_port}\n")
+        self._log = open(self._dir / "s3proxy.log", "wb")
+        self._proc = subprocess.Popen([java_command(), "-Xmx512m", "-jar", jar, "--properties", str(props)],
+                                      stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            self._wait_ready(port)
+            self.bucket = bucket
+            self.client = boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
+                                       aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+            self.client.create_bucket(Bucket=bucket)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, port: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                break
+            try:
+                urllib.request.urlopen(self._metrics, timeout=2).read()
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        log = (self._dir / "s3proxy.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"s3proxy did not start on {self.endpoint} (exit code {self._proc.poll()}):\n{log}")
 
     def uri(self, key: str) -> str:
         return f"s3a://{self.bucket}/{key.strip('/')}"
@@ -143,8 +141,26 @@ class S3Server:
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
+    def requests(self) -> dict[str, int]:
+        """Requests answered so far, by S3 operation (``GetObject``, ``ListObjectsV2``, ``HeadObject``, ...)."""
+        text = urllib.request.urlopen(self._metrics, timeout=10).read().decode()
+        out: dict[str, int] = {}
+        for m in re.finditer(r'^http_server_request_duration_seconds_count\{([^}]*)\} (\S+)$', text, re.M):
+            op = re.search(r's3_operation="([^"]*)"', m.group(1))
+            key = op.group(1) if op else "other"
+            out[key] = out.get(key, 0) + int(float(m.group(2)))
+        return out
+
     def stop(self) -> None:
-        self._server.stop()
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def spark_session(endpoint: str, app_name: str, rmq_jar: str, **conf):
