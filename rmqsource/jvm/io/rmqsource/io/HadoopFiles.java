@@ -271,6 +271,17 @@ public final class HadoopFiles extends StoreFiles {
         return ByteBuffer.wrap(buf, 0, got).slice();
     }
 
+    /** Through {@link VectoredReads} where this Hadoop client has them; null (read one by one) where not or where they fail to start. */
+    @Override
+    public List<java.util.concurrent.CompletableFuture<ByteBuffer>> readRanges(String path, long[] pos, int[] len) {
+        if (!VectoredReads.available() || pos.length == 0) return null;
+        try {
+            return VectoredReads.start(stream(path), pos, len);
+        } catch (IOException | RuntimeException e) {
+            return null;                    // the reads one by one report what is wrong, with their errors
+        }
+    }
+
     @Override
     public ByteBuffer whole(String path, long listedLength) {
         return whole(path, listedLength, 0);

@@ -107,6 +107,16 @@ public abstract class StoreFiles implements Serializable {
     public abstract ByteBuffer read(String path, long pos, int len);
 
     /** The whole content of a small file (checkpoint, configs), or null when it does not exist. */
+    /**
+     * Starts reading ranges [pos[i], pos[i] + len[i]) of {@code path} (sorted, not overlapping, inside the
+     * file) together, where the file system fetches several ranges at once (Hadoop's vectored reads):
+     * one future per range. Null where it does not (mapped files, older Hadoop clients): read them one by
+     * one with {@link #read}.
+     */
+    public List<java.util.concurrent.CompletableFuture<ByteBuffer>> readRanges(String path, long[] pos, int[] len) {
+        return null;
+    }
+
     public abstract byte[] readSmall(String path, long maxBytes);
 
     /** The path on this machine's file system, or null when the file is elsewhere (lock checks). */

@@ -249,6 +249,16 @@ public final class Segments {
         return last;
     }
 
+    /**
+     * A window of {@code seg} from bytes already read at file position {@code pos} (a vectored read of
+     * [pos, pos + b.capacity())), kept as the last window as {@link #readWindow} keeps its own.
+     */
+    public Window windowOf(Segment seg, long pos, ByteBuffer b) {
+        last = new Window(b, pos, seg.sizeBytes);
+        lastPath = seg.path;
+        return last;
+    }
+
     private String lastPath;
     private java.util.concurrent.Future<ByteBuffer> pending;     // a read ahead of the last window
     private String pendingPath;

@@ -27,7 +27,10 @@ import org.apache.spark.sql.types.StructType;
  * most {@link #MERGE_GAP} (below that a gap costs less to fetch than a request, as Parquet's and
  * ORC's readers merge), up to a window.  Where records are so dense that such reads would take
  * more requests than windows over their span, the gap rule gives way to whole windows, as a
- * whole-store read fetches them (the selectivity switch, {@link #mergeDistance}).
+ * whole-store read fetches them (the selectivity switch, {@link #mergeDistance}).  Where the file
+ * system has vectored reads (Hadoop 3.3.5+), the chunk's ranged reads are started together, up to
+ * {@link #FETCH_AHEAD_WINDOWS} windows of bytes ahead of the record decoded: the file system fetches
+ * them concurrently (S3A: one bounded GET each, on its thread pool) while earlier ones are decoded.
  *
  * Reusable by a stream: {@link #of} takes a planned store, one queue range, the columns and a tag
  * filter, and defers decoding the costly columns to their first access (Spark prunes no columns
@@ -40,6 +43,8 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
     /** Units of one CommitLog span held at once (CommitLog order): bounds a task's memory. */
     static final int MAX_SLICE_UNITS = 1 << 18;
     private static final int PEEK_UNITS = 1024;
+    /** Bytes of started vectored reads not yet decoded, in windows: bounds a task's memory as the read-ahead does. */
+    static final int FETCH_AHEAD_WINDOWS = 2;
     private final List<QueueRange> ranges;
     private final Segments segments;
     private final long lastSegmentEnd;
@@ -70,6 +75,15 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
     private Segment windowSeg;          // the segment of the window records were last read from
     private Segments.Window window;
     private long touchSink;
+    // Vectored reads of the chunk's ranged reads: started ones in record order, and the wanted index
+    // up to which reads are started; false once the file system answered that it has none.
+    private final java.util.ArrayDeque<Fetch> fetches = new java.util.ArrayDeque<>();
+    private int fetchedTo;
+    private long fetchBytes;
+    private boolean vectored;
+
+    /** One started ranged read: [pos, pos + len) of seg's file, beginning with wanted record {@code first}. */
+    private record Fetch(int first, Segment seg, long pos, int len, java.util.concurrent.CompletableFuture<ByteBuffer> data) {}
 
     ConsumeQueueRangeReader(ReadSpec spec, StoreRef store, List<QueueRange> ranges, StructType schema) {
         super(spec, store, schema);
@@ -79,6 +93,7 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         lastSegmentEnd = list.isEmpty() ? 0 : list.get(list.size() - 1).startOffset
                 + segments.lengthOf(list.get(list.size() - 1));
         commitLogOrder = !segments.files.mapped() && ranges.size() > 1;
+        vectored = !segments.files.mapped();
         sliceBytes = 8L * segments.files.windowBytes();
         int n = ranges.size();
         queues = new QueueUnits[n];
@@ -234,6 +249,12 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         offset = offset2;
     }
 
+    @Override
+    public void close() {
+        dropFetches();
+        super.close();
+    }
+
     /** Applies the data-loss and valid-end checks to units [0, n) of the chunk and picks the wanted ones. */
     private void checkChunk(int n) {
         long clMin = store.commitLogMin;
@@ -277,6 +298,125 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         }
         wantedPos = 0;
         maxGap = mergeDistance();
+        dropFetches();
+    }
+
+    /** Forgets the started reads (a new chunk, or the reader closing): their bytes are not waited for. */
+    private void dropFetches() {
+        for (Fetch f : fetches) f.data.cancel(false);
+        fetches.clear();
+        fetchedTo = 0;
+        fetchBytes = 0;
+    }
+
+    /**
+     * Starts the ranged reads of the wanted records from {@link #fetchedTo} on, as {@link #coalescedEnd}
+     * cuts them, while fewer than {@link #FETCH_AHEAD_WINDOWS} windows of bytes are started and not
+     * decoded; one vectored read per run of reads in one segment in file order. A record the reads do
+     * not cover (no segment, too long, past the file's end) stops the starts: it is read as without them.
+     */
+    private void startFetches() {
+        long budget = (long) FETCH_AHEAD_WINDOWS * segments.files.windowBytes();
+        while (vectored && fetchedTo < wantedLen && fetchBytes < budget) {
+            Segment batchSeg = null;
+            List<long[]> batch = new java.util.ArrayList<>();
+            long batchEnd = -1;
+            boolean unread = false;
+            int k = fetchedTo;
+            while (k < wantedLen && fetchBytes < budget) {
+                int j = wantedUnits[k];
+                Segment seg = segments.find(phy[j]);
+                if (seg == null || size[j] <= 0 || size[j] > segments.files.maxRecordBytes()) {
+                    unread = true;                   // read as without vectored reads, with their errors
+                    break;
+                }
+                if (batchSeg != null && (seg != batchSeg || phy[j] < batchEnd)) break;   // next vectored read
+                int end = groupEnd(k, seg);
+                long start = phy[j];
+                long stop = Math.min(phy[wantedUnits[end - 1]] + size[wantedUnits[end - 1]], seg.startOffset + seg.sizeBytes);
+                if (stop <= start) {
+                    unread = true;
+                    break;
+                }
+                batchSeg = seg;
+                batch.add(new long[] {start - seg.startOffset, stop - start, k});
+                batchEnd = stop;
+                fetchBytes += stop - start;
+                k = end;
+            }
+            if (batch.isEmpty()) {
+                if (unread) fetchedTo = wantedLen;
+                return;
+            }
+            long[] pos = new long[batch.size()];
+            int[] len = new int[batch.size()];
+            for (int i = 0; i < pos.length; i++) {
+                pos[i] = batch.get(i)[0];
+                len[i] = (int) batch.get(i)[1];
+            }
+            List<java.util.concurrent.CompletableFuture<ByteBuffer>> data = segments.files.readRanges(batchSeg.path, pos, len);
+            if (data == null) {
+                vectored = false;                 // no vectored reads here: ranged reads one by one
+                dropFetches();
+                return;
+            }
+            for (int i = 0; i < pos.length; i++) {
+                fetches.add(new Fetch((int) batch.get(i)[2], batchSeg, pos[i], len[i], data.get(i)));
+            }
+            fetchedTo = unread ? wantedLen : k;
+        }
+    }
+
+    /** The wanted index after the last record that the ranged read of wanted record k takes in ({@link #coalescedEnd}). */
+    private int groupEnd(int k, Segment seg) {
+        int first = wantedUnits[k];
+        long start = phy[first];
+        long end = start + size[first];
+        long segEnd = seg.startOffset + segments.lengthOf(seg);
+        long limit = start + Math.max(end - start, segments.files.windowBytes());
+        int m = k + 1;
+        for (; m < wantedLen; m++) {
+            int j = wantedUnits[m];
+            long nextStart = phy[j];
+            long nextEnd = nextStart + size[j];
+            if (nextStart < end || nextEnd > segEnd || nextEnd > limit || nextStart - end > maxGap) break;
+            end = nextEnd;
+        }
+        return m;
+    }
+
+    /**
+     * The window of the started read beginning with the record being read (wanted record wantedPos - 1,
+     * at file position {@code pos} of {@code seg}) once fetched, or null (none started there, or it
+     * failed: the caller reads the window itself, and reports what is wrong).
+     */
+    private Segments.Window fetched(Segment seg, long pos) {
+        startFetches();
+        int current = wantedPos - 1;
+        while (!fetches.isEmpty() && fetches.peekFirst().first < current) {
+            Fetch f = fetches.removeFirst();     // a read whose records came from another window
+            fetchBytes -= f.len;
+            f.data.cancel(false);
+        }
+        Fetch f = fetches.peekFirst();
+        if (f == null || f.first != current || f.seg != seg || f.pos != pos) return null;
+        fetches.removeFirst();
+        fetchBytes -= f.len;
+        ByteBuffer b;
+        try {
+            b = f.data.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.CancellationException e) {
+            return null;
+        }
+        ByteBuffer bytes = b.duplicate();
+        bytes.position(0);
+        if (bytes.limit() < f.len) return null;
+        bytes.limit(f.len);
+        startFetches();                          // keep the next reads going while this one is decoded
+        return segments.windowOf(seg, pos, bytes.slice());
     }
 
     @Override
@@ -388,8 +528,8 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         Segments.Window w = seg == windowSeg ? window : null;
         if (s > segments.files.maxRecordBytes()) throw Segments.tooLong(seg, pos, s, segments.files);
         if (w == null || !w.covers(pos, s)) {
-            w = segments.files.mapped() ? segments.window(seg, pos, s)
-                    : segments.readWindow(seg, pos, coalescedEnd(seg, p, p + s) - p);
+            w = segments.files.mapped() ? segments.window(seg, pos, s) : vectored ? fetched(seg, pos) : null;
+            if (w == null) w = segments.readWindow(seg, pos, coalescedEnd(seg, p, p + s) - p);
             window = w;
             windowSeg = seg;
         }
