@@ -78,10 +78,22 @@ public abstract class RmqInputPartition implements InputPartition {
     public static final class QueueRanges extends RmqInputPartition {
         private static final long serialVersionUID = 1L;
         public final List<QueueRange> ranges;
+        /** Hosts holding the CommitLog span whose records the ranges select (HDFS blocks); none elsewhere. */
+        private final String[] hosts;
 
         public QueueRanges(StoreRef store, List<QueueRange> ranges) {
+            this(store, ranges, new String[0]);
+        }
+
+        public QueueRanges(StoreRef store, List<QueueRange> ranges, String[] hosts) {
             super(store);
             this.ranges = ranges;
+            this.hosts = hosts;
+        }
+
+        @Override
+        public String[] preferredLocations() {
+            return hosts.clone();
         }
 
         @Override

@@ -454,6 +454,8 @@ public final class RmqPlanner {
             long[] from = new long[ranges.size()];
             for (int k = 0; k < from.length; k++) from[k] = ranges.get(k).start;
             for (long j = 1; j <= spans; j++) {
+                long spanStart = lo + (long) ((double) bytes * (j - 1) / spans);
+                long spanEnd = lo + (long) ((double) bytes * j / spans);
                 List<QueueRange> task = new ArrayList<>();
                 for (int k = 0; k < from.length; k++) {
                     QueueRange r = ranges.get(k);
@@ -466,10 +468,19 @@ public final class RmqPlanner {
                     if (to > from[k]) task.add(new QueueRange(r.topic, r.queueId, from[k], to));
                     from[k] = to;
                 }
-                if (!task.isEmpty()) out.add(new QueueRanges(ref, task));
+                if (!task.isEmpty()) out.add(new QueueRanges(ref, task, commitLogHosts(reader, spanStart, spanEnd)));
             }
         }
         return out;
+    }
+
+    /** The hosts of the blocks holding most of CommitLog bytes [start, end) (file systems that report block hosts). */
+    private static String[] commitLogHosts(StoreReader reader, long start, long end) {
+        Segments segments = reader.commitLog.segments;
+        Segment seg = segments.find(start);
+        if (seg == null || end <= start) return new String[0];
+        long segEnd = seg.startOffset + segments.lengthOf(seg);
+        return segments.files.hosts(seg.path, start - seg.startOffset, Math.min(end, segEnd) - start);
     }
 
     /**
