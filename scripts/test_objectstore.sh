@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Object-store tier: the tests marked `objectstore` (tests/spark/test_objectstore.py): every golden, crash and
-# DLedger store uploaded to a bucket of a real S3 API server on loopback (moto's server mode, started by
-# the tests) and read by the JVM scan through Hadoop's S3A connector, judged by the engines' answers and
-# by the same reads from disk; and the batch and stream tests run again on local files through the positioned
-# reader that object stores take (the copies in tests/spark/test_positioned_reader.py). Needs the jar (a JDK).
-# Test-only dependencies, installed here into the project's .venv rather than by the package's `test`
-# extra, since no other tier uses them: moto[server] and boto3 (the server and the uploads); the S3A
-# connector's jars are fetched once into ${RMQ_S3_CACHE:-~/.cache/rmqsource/s3} by scripts/s3_jars.sh.
-# Extra arguments go to pytest.
+# Object-store tier: the tests marked `objectstore`. tests/spark/test_objectstore.py: every golden, crash and
+# DLedger store uploaded to a bucket of a real S3 API server on loopback (s3proxy over a temp folder, a child
+# JVM started by the tests) and read by the JVM scan through Hadoop's S3A connector, judged by the engines'
+# answers and by the same reads from disk. tests/spark/test_hdfs.py: the golden stores on a real HDFS (Hadoop's
+# mini cluster, a child JVM) read through hdfs:// URIs, and their partitions' preferred hosts. And the batch
+# and stream tests run again on local files through the positioned reader that object stores take (the
+# copies in tests/spark/test_positioned_reader.py). Needs the jar (a JDK).
+# Test-only dependency, installed here into the project's .venv rather than by the package's `test` extra,
+# since no other tier uses it: boto3 (the uploads). The jars come from Maven Central once, checked against
+# its SHA-1: s3proxy into ~/.cache/rmqsource/s3proxy, the S3A connector of pyspark's Hadoop version into
+# ${RMQ_S3_CACHE:-~/.cache/rmqsource/s3} (scripts/s3_jars.sh), Hadoop's mini cluster into
+# ~/.cache/rmqsource/hdfs (scripts/hdfs_jars.sh). Extra arguments go to pytest.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 start=$SECONDS
-python -m pip install --quiet "moto[server]>=5,<6" "boto3>=1.28"
+python -m pip install --quiet "boto3>=1.28"
 bash scripts/s3_jars.sh >/dev/null
+bash scripts/hdfs_jars.sh >/dev/null
 rc=0
-RMQ_SPARK_MODE=jvm python -m pytest -m objectstore tests/spark/test_objectstore.py tests/spark/test_positioned_reader.py "$@" || rc=$?
+RMQ_SPARK_MODE=jvm python -m pytest -m objectstore tests/spark/test_objectstore.py tests/spark/test_hdfs.py \
+  tests/spark/test_positioned_reader.py "$@" || rc=$?
 echo "== object-store tier ($(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s)"
 exit "$rc"
