@@ -23,6 +23,7 @@ import errno
 import os
 import shutil
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Mapping, Optional
 
 from ..errors import OptionError, StoreError
@@ -36,11 +37,14 @@ COPY_CHUNK_BYTES = 8 * 1024 * 1024
 class StagedFile:
     """A local temporary file being filled for one destination file (``rel``, a ``/`` path)."""
 
-    def __init__(self, rel: str, path: str):
+    def __init__(self, rel: str, path: str, durable: bool, syncer: Optional[ThreadPoolExecutor] = None):
         self.rel = rel
         self.path = path
+        self.durable = durable           # fsync when finished (a local DEST renames it in)
         self.fd: Optional[int] = files.ops.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.length = 0
+        self._syncer = syncer
+        self._synced: Optional[Future] = None
 
     def write(self, data) -> None:
         files.pwrite_all(self.fd, data, self.length)
@@ -52,15 +56,37 @@ class StagedFile:
             files.ops.ftruncate(self.fd, size)
             self.length = size
 
-    def finish(self, durable: bool) -> None:
-        if self.fd is not None:
-            if durable:
-                files.ops.fsync(self.fd)
-            files.ops.close(self.fd)
-            self.fd = None
+    def finish(self) -> None:
+        """Done writing: fsynced (in the background when a syncer thread is given, while the next file is
+        copied) and closed.  Not all at publish time: a long run of dirty pages slows every write."""
+        if self.fd is None or self._synced is not None:
+            return
+        if self.durable and self._syncer is not None:
+            self._synced = self._syncer.submit(self._sync_and_close)
+        else:
+            self._sync_and_close()
+
+    def _sync_and_close(self) -> None:
+        if self.durable:
+            files.ops.fsync(self.fd)
+        files.ops.close(self.fd)
+        self.fd = None
+
+    def wait(self) -> None:
+        """finish(), and wait for its fsync."""
+        self.finish()
+        if self._synced is not None:
+            self._synced.result()
 
     def discard(self) -> None:
-        self.finish(durable=False)
+        if self._synced is not None:
+            try:
+                self._synced.result()
+            except OSError:
+                pass
+        if self.fd is not None:
+            files.ops.close(self.fd)
+            self.fd = None
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -79,8 +105,13 @@ class Destination:
     def stage(self, rel: str) -> StagedFile:
         raise NotImplementedError
 
-    def publish(self, staged: StagedFile) -> None:
+    def publish(self, staged: StagedFile, *, sync_dir: bool = True) -> None:
+        """Make ``staged`` visible under its name; ``sync_dir=False`` leaves the directory's fsync to
+        :meth:`sync_dirs` (files of one kind, whose relative order does not matter)."""
         raise NotImplementedError
+
+    def sync_dirs(self) -> None:
+        """Make the renames :meth:`publish` left unsynced durable."""
 
     def put_bytes(self, rel: str, data: bytes) -> None:
         staged = self.stage(rel)
@@ -118,6 +149,8 @@ class LocalDestination(Destination):
         shutil.rmtree(self.staging, ignore_errors=True)     # left by a run that was stopped
         os.makedirs(self.staging)
         self._count = 0
+        self._syncer = ThreadPoolExecutor(1, thread_name_prefix="rmq-snapshot-fsync")
+        self._unsynced_dirs: set[str] = set()
 
     def _path(self, rel: str) -> str:
         return os.path.join(self.local_root, *rel.split("/"))
@@ -131,15 +164,22 @@ class LocalDestination(Destination):
 
     def stage(self, rel: str) -> StagedFile:
         self._count += 1
-        return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"))
+        return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"), durable=True, syncer=self._syncer)
 
-    def publish(self, staged: StagedFile) -> None:
-        staged.finish(durable=True)
+    def publish(self, staged: StagedFile, *, sync_dir: bool = True) -> None:
+        staged.wait()
         target = self._path(staged.rel)
         parent = os.path.dirname(target)
         os.makedirs(parent, exist_ok=True)
         files.ops.replace(staged.path, target)
-        fsync_dir(parent)
+        self._unsynced_dirs.add(parent)
+        if sync_dir:
+            self.sync_dirs()
+
+    def sync_dirs(self) -> None:
+        for parent in sorted(self._unsynced_dirs):
+            fsync_dir(parent)
+        self._unsynced_dirs.clear()
 
     def delete(self, rel: str) -> None:
         try:
@@ -166,6 +206,7 @@ class LocalDestination(Destination):
         return os.path.isdir(self._path("commitlog"))
 
     def close(self) -> None:
+        self._syncer.shutdown(wait=True)
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
@@ -236,10 +277,10 @@ class ArrowDestination(Destination):
 
     def stage(self, rel: str) -> StagedFile:
         self._count += 1
-        return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"))
+        return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"), durable=False)
 
-    def publish(self, staged: StagedFile) -> None:
-        staged.finish(durable=False)
+    def publish(self, staged: StagedFile, *, sync_dir: bool = True) -> None:
+        staged.wait()
         target = self._path(staged.rel)
         parent = target.rsplit("/", 1)[0] if "/" in target else ""
         try:

@@ -39,11 +39,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
+import numpy as np
 from ..errors import FormatError, OptionError, StoreError, UnsupportedLayoutError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
 from ..format.configjson import loads_fastjson
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, units_from_bytes, valid_unit_mask
-from ..format.record import Kind
+from ..format.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind
 from ..io.destinations import Destination, StagedFile, open_destination
 from ..io.rocksdb import is_rocksdb
 from ..io.segments import list_segments, offset_to_file_name
@@ -88,6 +89,7 @@ class _Queue:
     files: list = field(default_factory=list)       # _Planned, in file order
     max_offset: int = 0
     units_per_file: int = 0
+    new_units: list = field(default_factory=list)   # (phy, size) arrays of the units copied this run
 
 
 class Snapshot:
@@ -144,6 +146,13 @@ class Snapshot:
             self.segment_bytes = cl.segment_size
             self.valid_end, last_phy = self._find_valid_end(cl)
             self._copy_queues()
+            missing = self._first_record_without_unit(cl)
+            if missing is not None:
+                # A writer stopped between two queues of a batch: the snapshot ends before that record.
+                self.valid_end = missing
+                self._discard_queues()
+                self._copy_queues()
+                last_phy = self._last_unit_phy()
             self.progress("commitlog")
             self._copy_commitlog(cl)
             self._cut_index_files(index_reads, cl)
@@ -287,6 +296,7 @@ class Snapshot:
             for part in (cut.header, cut.slots, cut.entries):
                 p.staged.write(part)
             p.staged.pad_to(cut.file_size)
+            p.staged.finish()
             p.copied = len(cut.header) + len(cut.slots) + len(cut.entries)
             self.planned[rel] = p
 
@@ -299,13 +309,17 @@ class Snapshot:
         end, last_phy = cl.min_offset, None
         for key, folder in self._queue_folders().items():
             for seg in reversed(list_segments(folder)):
-                units = units_from_bytes(_read_whole(seg.path) or b"")
+                written = _units_written(seg.path, 0, seg.size_bytes // CQ_UNIT_SIZE)
+                units = units_from_bytes(_pread(seg.path, max(0, written - 8) * CQ_UNIT_SIZE, 8 * CQ_UNIT_SIZE))
+                units = units[:written - max(0, written - 8)]
                 ok = valid_unit_mask(units) & (units["size"] != PRE_BLANK_SIZE)
                 if ok.any():
                     u = units[int(ok.nonzero()[0][-1])]
                     if int(u["phy_offset"]) + int(u["size"]) > end:
                         end, last_phy = int(u["phy_offset"]) + int(u["size"]), int(u["phy_offset"])
                     break
+                if written:
+                    break                 # only pre-blank units: a queue with no message yet
         if self.previous and end < self.previous["validEnd"]:
             raise StoreError(f"the store's ConsumeQueues end at CommitLog offset {end}, before the snapshot in "
                              f"{self.dest.uri} (validEnd {self.previous['validEnd']}): not the store it was taken of, "
@@ -331,6 +345,54 @@ class Snapshot:
             time.sleep(0.01 * (attempt + 1))
         raise StoreError(f"ConsumeQueues kept missing units below CommitLog offset {self.valid_end} after "
                          f"{QUEUE_READ_TRIES} reads: {', '.join(f'{t}/{q}' for (t, q), _ in stale[:5])}")
+
+    def _discard_queues(self) -> None:
+        for q in self.queues.values():
+            for p in q.files:
+                if p.staged is not None:
+                    p.staged.discard()
+                self.planned.pop(p.rel, None)
+        self.queues = {}
+
+    def _new_units(self) -> tuple[np.ndarray, np.ndarray]:
+        """(phy, size) of every unit copied this run, by phy, one per record (an LMQ copy shares its phy)."""
+        parts = [u for q in self.queues.values() for u in q.new_units]
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        phy = np.concatenate([p for p, _ in parts])
+        size = np.concatenate([s for _, s in parts])
+        order = np.argsort(phy, kind="stable")
+        phy, size = phy[order], size[order]
+        first = np.ones(len(phy), dtype=bool)
+        first[1:] = phy[1:] != phy[:-1]
+        return phy[first], size[first]
+
+    def _last_unit_phy(self) -> Optional[int]:
+        phy, _ = self._new_units()
+        return int(phy[-1]) if len(phy) else None
+
+    def _first_record_without_unit(self, cl: CommitLog) -> Optional[int]:
+        """The first record below the end, and past the previous snapshot, that should have a ConsumeQueue unit
+        and has none (None: every one has).  The units copied this run tile the CommitLog from the previous
+        end; only the gaps between them (segment-end blanks, transaction records without units, or a batch
+        a writer left half-dispatched) are walked record by record."""
+        start = self.previous["validEnd"] if self.previous else cl.min_offset
+        phy, size = self._new_units()
+        ends = phy + size
+        gap_from = np.concatenate(([start], ends))
+        gap_to = np.concatenate((phy, [self.valid_end]))
+        for a, b in zip(gap_from[gap_from < gap_to].tolist(), gap_to[gap_from < gap_to].tolist()):
+            for step in cl.walk(a, stop_offset=b):
+                kind = step.decoded.kind
+                if kind is Kind.MESSAGE:
+                    if step.decoded.record.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE,
+                                                                           TRANSACTION_COMMIT_TYPE):
+                        return step.phy_offset
+                elif kind is not Kind.BLANK:
+                    raise FormatError(f"no valid record at CommitLog offset {step.phy_offset}, below the end "
+                                      f"{self.valid_end} the ConsumeQueues point at: {step.decoded.reason}",
+                                      file=step.segment.path, offset=step.phy_offset - step.segment.start_offset)
+        return None
 
     def _next_unit_below_end(self, q: _Queue) -> bool:
         if not q.units_per_file:
@@ -364,7 +426,8 @@ class Snapshot:
                 q.max_offset = (seg.start_offset + file_size) // CQ_UNIT_SIZE
                 continue
             kept = prev["validBytes"] if prev is not None else 0
-            tail = _pread(seg.path, kept, file_size - kept)
+            written = _units_written(seg.path, kept // CQ_UNIT_SIZE, file_size // CQ_UNIT_SIZE)
+            tail = _pread(seg.path, kept, written * CQ_UNIT_SIZE - kept)
             units = units_from_bytes(tail)
             bad = ~valid_unit_mask(units) | (units["phy_offset"] >= self.valid_end)
             n = int(bad.nonzero()[0][0]) if bad.any() else len(units)
@@ -373,6 +436,8 @@ class Snapshot:
                 break                     # no unit below the end: neither here nor in later files
             q.max_offset = seg.start_offset // CQ_UNIT_SIZE + valid // CQ_UNIT_SIZE
             new = tail[:n * CQ_UNIT_SIZE]
+            messages = units[:n][units["size"][:n] != PRE_BLANK_SIZE]
+            q.new_units.append((messages["phy_offset"].astype(np.int64), messages["size"].astype(np.int64)))
             if n == 0:
                 q.files.append(self._keep(rel, prev))
             else:
@@ -420,6 +485,7 @@ class Snapshot:
         staged, crc, copied = self._start_staged(rel, src_path, prev, kept)
         crc = _copy_from(src_path, staged, kept, valid, crc)
         staged.pad_to(size)
+        staged.finish()
         return _Planned(rel, kind, size, valid, crc, valid == size, staged, copied + valid - kept)
 
     def _stage_grown(self, rel: str, kind: str, src_path: str, size: int, prev: Optional[dict], kept: int,
@@ -427,6 +493,7 @@ class Snapshot:
         staged, crc, copied = self._start_staged(rel, src_path, prev, kept)
         staged.write(new)
         staged.pad_to(size)
+        staged.finish()
         valid = kept + len(new)
         p = _Planned(rel, kind, size, valid, zlib.crc32(new, crc), valid == size, staged, copied + len(new))
         self.planned[rel] = p
@@ -440,6 +507,7 @@ class Snapshot:
             return
         p = _Planned(rel, kind, len(data), len(data), crc, True, self.dest.stage(rel), len(data))
         p.staged.write(data)
+        p.staged.finish()
         self.planned[rel] = p
 
     # ------------------------------------------------------------------ publish
@@ -451,8 +519,11 @@ class Snapshot:
         if to_publish:
             self.dest.put_bytes(PENDING_NAME, manifest_bytes({"format": FORMAT, "startedAt": _now_iso(),
                                                              "validEnd": self.valid_end}))
-        for p in to_publish:
-            self.dest.publish(p.staged)
+        for i, p in enumerate(to_publish):
+            # CommitLog segments become visible oldest first, each durably (a later one alone would be walked
+            # past a gap); the files of the other kinds in any order, their directories synced once per kind.
+            last_of_kind = i + 1 == len(to_publish) or to_publish[i + 1].kind != p.kind
+            self.dest.publish(p.staged, sync_dir=p.kind == "commitlog" or last_of_kind)
             p.staged = None
         counts = {k: {"files": 0, "copied": 0, "bytes": 0} for k in KINDS}
         for p in self.planned.values():
@@ -528,6 +599,26 @@ def _pread(path: str, position: int, length: int) -> bytes:
             parts.append(chunk)
             done += len(chunk)
         return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _units_written(path: str, first: int, limit: int) -> int:
+    """How many units of the ConsumeQueue file precede its first invalid one, searching [first, limit) (units
+    are written in order: the valid ones are a prefix; a binary search reads ~20 of them, not the file)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        lo, hi = first, min(limit, os.fstat(fd).st_size // CQ_UNIT_SIZE)
+        for _ in range(64):
+            if lo >= hi:
+                break
+            mid = (lo + hi) // 2
+            unit = units_from_bytes(os.pread(fd, CQ_UNIT_SIZE, mid * CQ_UNIT_SIZE))
+            if len(unit) and valid_unit_mask(unit)[0]:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
     finally:
         os.close(fd)
 

@@ -83,18 +83,18 @@ def cut_index(read: IndexRead, end: int, store_time_at: Callable[[int], Optional
     entries, hash_slot_num = read.entries, read.hash_slot_num
     header = dataclasses.replace(read.header)
     source_count = header.index_count
-    phy = entries["phy"][1:]
+    phy = entries["phy"][1:].astype(np.int64)        # native order: one conversion for the searches below
     # Entries are in CommitLog order: those below the end are a prefix.
     count = 1 + int(np.searchsorted(phy, end, side="left")) if len(phy) else 1
-    if count > 2 and np.any(np.diff(phy[:count - 1]) < 0):
+    if count > 2 and np.any(phy[1:count - 1] < phy[:count - 2]):
         raise CorruptRecordError("IndexFile entries are not in CommitLog order", file=read.path,
                                  offset=INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE)
     kept = entries[:count]
-    slots = np.zeros(hash_slot_num, dtype=np.int64)
-    numbers = np.arange(count, dtype=np.int64)
-    key_hash = kept["hash"][1:].astype(np.int64)
+    slots = np.zeros(hash_slot_num, dtype=np.int32)
+    key_hash = kept["hash"][1:].astype(np.int32)
     ok = key_hash >= 0
-    np.maximum.at(slots, key_hash[ok] % hash_slot_num, numbers[1:][ok])
+    # The newest entry of each slot (entry numbers grow: the largest).
+    np.maximum.at(slots, key_hash[ok] % np.int32(hash_slot_num), np.arange(1, count, dtype=np.int32)[ok])
     prev = kept["prev"][1:]
     if count > 1:
         header.begin_phy_offset = int(kept["phy"][1])

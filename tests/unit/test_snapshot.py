@@ -169,6 +169,29 @@ def test_index_entries_past_the_queues_are_cut(tmp_path):
     assert_snapshot_matches(store, dest, config, manifest)
 
 
+def test_a_batch_left_half_dispatched_ends_the_snapshot_before_it(tmp_path):
+    """A writer killed between two queues of one batch: one queue lacks units for records below the furthest
+    unit of the others.  The snapshot ends at the first record without its unit, so no queue has a gap."""
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 600, config)
+    view = store_view(store, config)
+    lagging = next(iter(sorted(view["queues"])))
+    lost = view["queues"][lagging][2][-3:]                  # its last 3 units were never written
+    first_lost = lost[0][0]
+    folder = store / "consumequeue" / lagging[0] / str(lagging[1])
+    for f in folder.iterdir():
+        data = bytearray(f.read_bytes())
+        for pos in range(0, len(data), CQ_UNIT_SIZE):
+            if int.from_bytes(data[pos:pos + 8], "big") >= first_lost and int.from_bytes(data[pos + 8:pos + 12], "big"):
+                data[pos:pos + CQ_UNIT_SIZE] = bytes(CQ_UNIT_SIZE)
+        f.write_bytes(bytes(data))
+    assert max(phy for _, _, msgs in view["queues"].values() for phy, *_ in msgs) > first_lost
+    manifest = snapshot_store(store, str(dest), config)
+    assert manifest["validEnd"] == first_lost
+    assert_snapshot_matches(store, dest, config, manifest)
+
+
 def test_torn_config_file_is_taken_from_its_bak(tmp_path):
     config = small_config()
     store, dest = tmp_path / "store", tmp_path / "snap"
