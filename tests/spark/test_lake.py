@@ -31,11 +31,30 @@ from rmqsource.store.writer import MessageStoreWriter
 
 pytestmark = pytest.mark.lake
 
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "lake.ipynb"
 IVY = os.environ.get("RMQ_LAKE_IVY") or str(Path.home() / ".cache" / "rmqsource" / "ivy")
 ORDER_SCHEMA = "seq BIGINT, `order` BIGINT, event STRING, amount DOUBLE"
 MINUTE_MS = 60_000
 FIRST, MORE = 1_500, 600          # messages before the first run, and written between the runs
 SPACING_MS = 4 * MINUTE_MS        # 2,100 messages over about 6 days: several day partitions, runs share one
+
+
+def test_lake_notebook_runs(tmp_path, monkeypatch):
+    """notebooks/lake.ipynb top to bottom in a fresh kernel (first here: before this module's own session)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from test_notebooks import noisy_lines
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("RMQ_LAKE_IVY", IVY)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert not noisy_lines(printed), noisy_lines(printed)
+    assert "second run: 3000 rows" in printed, printed[-2000:]
 
 
 @pytest.fixture(scope="module")
