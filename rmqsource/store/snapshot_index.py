@@ -4,7 +4,8 @@ header made to match them (spec §5).
 A live IndexFile changes while it is read: the broker writes an entry, then its hash slot, then the header's
 ``indexCount``.  So the header is read first and only the entries it counts are taken (each was whole before
 the count covered it); entries pointing at or past the snapshot's CommitLog end are dropped too (entries are
-appended in CommitLog order, so they are a tail).  The hash slots are not copied but rebuilt from the kept
+appended in CommitLog order, so they are a tail).  The hash slots, read after the entries, are kept when
+none points past the counted entries; else (a torn read, or entries dropped) they are rebuilt from the kept
 entries: each slot holds the newest entry whose ``keyHash % hashSlotNum`` is that slot, which is what the
 broker's chain heads are; ``hashSlotCount`` is the number of chains (entries starting one) and
 ``beginPhyOffset``/``endPhyOffset`` are the first and last kept entries' offsets.  The result is the file a
@@ -34,16 +35,18 @@ class IndexRead:
     path: str
     header: IndexHeader
     entries: np.ndarray          # entries 0 .. indexCount-1 (entry 0 is never used: zeros)
+    raw: bytearray               # their bytes
     hash_slot_num: int
     file_size: int
+    slots: bytearray             # the hash slots, read after the entries
 
 
 @dataclass
 class CutIndex:
     """The bytes of a snapshot's IndexFile up to its last entry (zeros follow, to ``file_size``)."""
     header: bytes
-    slots: bytes
-    entries: bytes
+    slots: memoryview
+    entries: memoryview      # entries 0 .. count-1, as read
     count: int               # indexCount: the next entry number
     source_count: int        # indexCount the source file's header had when read
     file_size: int
@@ -55,7 +58,7 @@ class CutIndex:
 
 
 def read_index_file(path: str, hash_slot_num: int, index_num: int) -> IndexRead:
-    """The header of the IndexFile at ``path``, then the entries it counts (never its hash slots)."""
+    """The header of the IndexFile at ``path``, then the entries it counts, then its hash slots."""
     size = index_file_size(hash_slot_num, index_num)
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -70,9 +73,10 @@ def read_index_file(path: str, hash_slot_num: int, index_num: int) -> IndexRead:
                                      file=path, offset=36)
         base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         raw = _pread_exact(fd, path, header.index_count * INDEX_ENTRY_SIZE, base)
+        slots = _pread_exact(fd, path, hash_slot_num * HASH_SLOT_SIZE, INDEX_HEADER_SIZE)
     finally:
         os.close(fd)
-    return IndexRead(path, header, np.frombuffer(raw, dtype=ENTRY_DTYPE), hash_slot_num, size)
+    return IndexRead(path, header, np.frombuffer(raw, dtype=ENTRY_DTYPE), raw, hash_slot_num, size, slots)
 
 
 def cut_index(read: IndexRead, end: int, store_time_at: Callable[[int], Optional[int]]) -> CutIndex:
@@ -90,11 +94,18 @@ def cut_index(read: IndexRead, end: int, store_time_at: Callable[[int], Optional
         raise CorruptRecordError("IndexFile entries are not in CommitLog order", file=read.path,
                                  offset=INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE)
     kept = entries[:count]
-    slots = np.zeros(hash_slot_num, dtype=np.int32)
-    key_hash = kept["hash"][1:].astype(np.int32)
-    ok = key_hash >= 0
-    # The newest entry of each slot (entry numbers grow: the largest).
-    np.maximum.at(slots, key_hash[ok] % np.int32(hash_slot_num), np.arange(1, count, dtype=np.int32)[ok])
+    # Read after the entries, a slot below the count is the newest entry of its chain that was already
+    # counted (a slot only moves to a newer entry); slots at or past it were moved by entries written since.
+    read_slots = np.frombuffer(read.slots, dtype=">i4")
+    if count == source_count and int(read_slots.max(initial=0)) < count and int(read_slots.min(initial=0)) >= 0:
+        slots = memoryview(read.slots)
+    else:
+        rebuilt = np.zeros(hash_slot_num, dtype=np.int32)
+        key_hash = kept["hash"][1:].astype(np.int32)
+        ok = key_hash >= 0
+        # The newest entry of each slot (entry numbers grow: the largest).
+        np.maximum.at(rebuilt, key_hash[ok] % np.int32(hash_slot_num), np.arange(1, count, dtype=np.int32)[ok])
+        slots = memoryview(rebuilt.astype(">i4")).cast("B")
     prev = kept["prev"][1:]
     if count > 1:
         header.begin_phy_offset = int(kept["phy"][1])
@@ -105,19 +116,20 @@ def cut_index(read: IndexRead, end: int, store_time_at: Callable[[int], Optional
                 header.end_timestamp_ms = ts
     header.hash_slot_count = int(np.count_nonzero(prev == 0))
     header.index_count = count
-    return CutIndex(header.encode(), slots.astype(">i4").tobytes(), kept.tobytes(), count, source_count,
-                    read.file_size)
+    return CutIndex(header.encode(), slots,
+                    memoryview(read.raw)[:count * INDEX_ENTRY_SIZE], count, source_count, read.file_size)
 
 
-def _pread_exact(fd: int, path: str, length: int, position: int) -> bytes:
-    parts = []
+def _pread_exact(fd: int, path: str, length: int, position: int) -> bytearray:
+    """``length`` bytes at ``position``, read straight into one buffer."""
+    buf = bytearray(length)
+    view = memoryview(buf)
     done = 0
     for _ in range(length // READ_BLOCK_BYTES + 2):
         if done >= length:
             break
-        chunk = os.pread(fd, min(READ_BLOCK_BYTES, length - done), position + done)
-        if not chunk:
+        n = os.preadv(fd, [view[done:done + READ_BLOCK_BYTES]], position + done)
+        if n <= 0:
             raise CorruptRecordError(f"IndexFile ends {length - done} bytes early", file=path, offset=position + done)
-        parts.append(chunk)
-        done += len(chunk)
-    return b"".join(parts)
+        done += n
+    return buf
