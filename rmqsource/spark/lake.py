@@ -116,6 +116,8 @@ def backfill(spark, store: str, table: str, *, format: str, checkpoint: str,
     reads from the earliest offsets; later runs from the checkpoint, up to what is present when they start.
     """
     format = _checked_formats([format])[0]
+    if _is_path(table) and format != "delta":
+        raise OptionError(f"{table}: an Iceberg table is named in its catalog (catalog.db.table), not by path")
     reader = spark.readStream.format("rmq").option("startingOffsets", "earliest")
     if topics is None:
         reader = reader.option("topicPattern", ".*")
@@ -130,12 +132,7 @@ def backfill(spark, store: str, table: str, *, format: str, checkpoint: str,
     writer = (with_day(reader.load(store)).writeStream.format(format).outputMode("append")
               .partitionBy(DAY_COLUMN).option("checkpointLocation", checkpoint)
               .trigger(availableNow=True))
-    if _is_path(table):
-        if format != "delta":
-            raise OptionError(f"{table}: an Iceberg table is named in its catalog (catalog.db.table), not by path")
-        query = writer.start(table)
-    else:
-        query = writer.toTable(table)
+    query = writer.start(table) if _is_path(table) else writer.toTable(table)
     query.awaitTermination(timeout_s)
     if query.isActive:
         query.stop()
