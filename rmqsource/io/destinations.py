@@ -32,6 +32,7 @@ from .durable import fsync_dir
 
 STAGING_DIR = ".rmq-snapshot-staging"
 COPY_CHUNK_BYTES = 8 * 1024 * 1024
+OBJECT_STORES = ("s3", "gcs")           # pyarrow.fs type names
 
 
 class StagedFile:
@@ -284,7 +285,7 @@ class ArrowDestination(Destination):
         target = self._path(staged.rel)
         parent = target.rsplit("/", 1)[0] if "/" in target else ""
         try:
-            if parent:
+            if parent and self.fs.type_name not in OBJECT_STORES:      # object stores have no folders to make
                 self.fs.create_dir(parent, recursive=True)
             with open(staged.path, "rb") as src, self.fs.open_output_stream(target) as out:
                 for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
