@@ -206,6 +206,28 @@ def test_torn_config_file_is_taken_from_its_bak(tmp_path):
     assert check_snapshot(dest) == []
 
 
+def test_config_v2_rocksdb_folder_is_copied(tmp_path):
+    """config/rdb/ of a config-v2 store (a RocksDB database: topics, groups, offsets) is copied file by file and
+    opens in DEST with the same records."""
+    pytest.importorskip("rocksdict")
+    from rmqsource.io.rocksdb import ReadOnlyRocksDb
+    config = StoreConfig.from_mapping({**SMALL, "configManagerVersion": "v2", "engineVersion": "5.3.3"})
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 300, config)
+    assert (store / "config" / "rdb" / "CURRENT").is_file()
+    manifest = snapshot_store(store, str(dest), config)
+    assert manifest["counts"]["config"]["copied"] >= 3
+    assert not (dest / "config" / "rdb" / "LOCK").exists()
+
+    def records(folder):
+        with ReadOnlyRocksDb(folder) as db:
+            return {cf: list(db.items(cf)) for cf in db.column_families}
+    want = records(store / "config" / "rdb")
+    assert any(want.values())
+    assert records(dest / "config" / "rdb") == want
+    assert_snapshot_matches(store, dest, config, manifest)
+
+
 def test_dest_holding_something_else_is_refused(tmp_path):
     config = small_config()
     a, b, dest = tmp_path / "a", tmp_path / "b", tmp_path / "snap"
