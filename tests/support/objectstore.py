@@ -151,6 +151,12 @@ class S3Server:
             out[key] = out.get(key, 0) + int(float(m.group(2)))
         return out
 
+    def bytes_sent(self) -> int:
+        """Bytes the server process has written so far (Linux ``/proc/<pid>/io`` wchar): its responses,
+        headers included, plus a few log lines; its filesystem backend writes no file while serving GETs."""
+        with open(f"/proc/{self._proc.pid}/io") as f:
+            return int(next(line for line in f if line.startswith("wchar:")).split()[1])
+
     def stop(self) -> None:
         if self._proc.poll() is None:
             self._proc.terminate()
