@@ -178,6 +178,29 @@ def test_tag_filters_equal_engine_and_local_reads(s3_spark, s3, corpus):
                 sorted(tuple(r) for r in local.select("commitLogOffset", "tagsCode").collect())
 
 
+def s3a_counter(spark, uri: str, name: str) -> int:
+    """One counter of S3A's IOStatistics for the bucket of ``uri`` (the executors run in this JVM)."""
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri)
+    counters = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).getIOStatistics().counters()
+    return int(counters.get(name) or 0)
+
+
+def test_tag_filter_records_come_by_vectored_reads_of_merged_ranges(s3_spark, s3):
+    """pyspark's Hadoop has vectored reads: the records a tag filter selects over several queues are
+    fetched by them, in merged ranges: far fewer GETs than records."""
+    corpus = CORPORA[0]
+    uri = uri_of(s3, corpus / "store")
+    expected = expected_messages(corpus / "expected")
+    tag, n = Counter(v["tags"] for v in expected.values() if v["tags"]).most_common(1)[0]
+    df = rmq(s3_spark, corpus, uri, topicPattern=".*", excludeInternalTopics="false").where(f"tags = '{tag}'") \
+        .select("commitLogOffset", "body")
+    assert len(df.collect()) == n            # the executor keeps the ConsumeQueue files it read: the next
+    vectored, gets = s3a_counter(s3_spark, uri, "stream_read_vectored_operations"), s3.requests().get("GetObject", 0)
+    assert len(df.collect()) == n            # run's GETs are the CommitLog's and the planning's
+    assert s3a_counter(s3_spark, uri, "stream_read_vectored_operations") > vectored
+    assert s3.requests().get("GetObject", 0) - gets < n / 10, (n, s3.requests())
+
+
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_msgid_and_uniqkey_lookups_equal_local(s3_spark, s3, corpus):
     uri = uri_of(s3, corpus / "store")
