@@ -141,11 +141,14 @@ class Snapshot:
         self.progress("index")
         index_reads = self._read_index_files()
         self.progress("queues")
+        listed_before = CommitLog(self.layout)
+        listed_before.close()
+        self.valid_end, last_phy = self._find_valid_end(listed_before.min_offset)
+        self._copy_queues()
+        # Segments listed now, after the queues: the ones holding what they point at exist by now.
         cl = CommitLog(self.layout)
         try:
             self.segment_bytes = cl.segment_size
-            self.valid_end, last_phy = self._find_valid_end(cl)
-            self._copy_queues()
             missing = self._first_record_without_unit(cl)
             if missing is not None:
                 # A writer stopped between two queues of a batch: the snapshot ends before that record.
@@ -304,9 +307,9 @@ class Snapshot:
     def _queue_folders(self) -> dict[tuple[str, int], str]:
         return {key: str(self.layout.queue_dir(*key)) for key in self.layout.list_queues()}
 
-    def _find_valid_end(self, cl: CommitLog) -> tuple[int, Optional[int]]:
+    def _find_valid_end(self, min_offset: int) -> tuple[int, Optional[int]]:
         """The furthest end of a record a queue's last unit points at (and that record's offset)."""
-        end, last_phy = cl.min_offset, None
+        end, last_phy = min_offset, None
         for key, folder in self._queue_folders().items():
             for seg in reversed(list_segments(folder)):
                 written = _units_written(seg.path, 0, seg.size_bytes // CQ_UNIT_SIZE)
@@ -450,9 +453,14 @@ class Snapshot:
     def _copy_commitlog(self, cl: CommitLog) -> None:
         end = self.valid_end
         z = self.segment_bytes
+        covered = cl.min_offset
         for seg in cl.segments:
+            if seg.start_offset != covered and seg.start_offset < end:
+                raise StoreError(f"CommitLog segment {seg.path} starts at {seg.start_offset}, not {covered}: a "
+                                 f"segment below the end {end} is missing")
             if seg.start_offset >= end:
                 break
+            covered = seg.start_offset + z
             rel = f"commitlog/{os.path.basename(seg.path)}"
             valid = min(end - seg.start_offset, z)
             prev = self._prev(rel, z)
@@ -461,6 +469,9 @@ class Snapshot:
                 continue
             kept = prev["validBytes"] if prev is not None and prev["validBytes"] < valid else 0
             self.planned[rel] = self._stage_copy(rel, "commitlog", seg.path, z, prev, kept, valid)
+        if end > cl.min_offset and covered < end:
+            raise StoreError(f"the CommitLog has no segment holding offset {covered} (below the end {end} the "
+                             f"ConsumeQueues point at)")
 
     # ------------------------------------------------------------------ staging
     def _keep(self, rel: str, prev: dict) -> _Planned:
