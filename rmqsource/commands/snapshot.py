@@ -19,7 +19,7 @@ def add_parser(sub, common) -> None:
     p.add_argument("dest", metavar="DEST")
     p.add_argument("-O", dest="dest_options", metavar="KEY=VALUE", action="append", default=[],
                    help="a pyarrow S3FileSystem setting for an s3:// DEST (repeatable), e.g. "
-                        "-O endpoint_override=http://127.0.0.1:9000 -O region=us-east-1")
+                        "-O endpoint_override=127.0.0.1:9000 -O scheme=http")
     p.add_argument("--check", action="store_true",
                    help="then read DEST back and compare it with its manifest (a local DEST)")
     p.set_defaults(func=cmd_snapshot)
