@@ -24,14 +24,16 @@ DAY_COLUMN = "day"
 # session puts a message in the same partition, and Iceberg's days() transform agrees.
 DAY_EXPR = "date_from_unix_date(CAST(floor(unix_millis(storeTimestamp) / 86400000) AS INT))"
 
-# Runtime packages tested with this Spark line (scripts/test_lake.sh): Spark minor -> format -> coordinates.
+# Runtime packages tested with this Spark line: Spark minor -> format -> coordinates. scripts/test_lake.sh runs
+# 4.1 by default, 4.2 with RMQ_LAKE_PYSPARK=4.2.1.
 TESTED_RUNTIMES: Mapping[str, Mapping[str, str]] = {
     "4.1": {"delta": "io.delta:delta-spark_2.13:4.3.1",
             "iceberg": "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"},
+    "4.2": {"delta": "io.delta:delta-spark_2.13:4.4.0"},
 }
 # What was seen where no pair is tested (measured; the error below repeats it).
 UNTESTED_BECAUSE = {
-    "4.2": "no Iceberg runtime is built for Spark 4.2 (iceberg-spark-runtime-4.1 fails: SparkView cannot "
+    "4.2": "no Iceberg runtime is built for Spark 4.2; iceberg-spark-runtime-4.1 fails there (SparkView cannot "
            "implement Spark 4.2's View)",
     "4.3": "Delta 4.4.0 (built for Spark 4.2) writes but fails to read on Spark 4.3 (NoSuchMethodError "
            "LogicalRDD.<init>), and no Iceberg runtime is built for Spark 4.2+",
@@ -43,16 +45,20 @@ ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExte
 ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 
 
+def runtime_formats(spark_version: Optional[str] = None) -> list[str]:
+    """The formats with a tested runtime on this Spark (the installed pyspark)."""
+    return [f for f in FORMATS if f in TESTED_RUNTIMES.get(_line(spark_version or pyspark_version()), {})]
+
+
 def runtime_packages(formats: Iterable[str] = FORMATS, spark_version: Optional[str] = None) -> list[str]:
     """Maven coordinates of the tested runtimes for ``formats`` on this Spark (the installed pyspark)."""
     formats = _checked_formats(formats)
     version = spark_version or pyspark_version()
-    line = ".".join(version.split(".")[:2])
-    tested = TESTED_RUNTIMES.get(line, {})
+    tested = TESTED_RUNTIMES.get(_line(version), {})
     missing = [f for f in formats if f not in tested]
     if missing:
         pairs = "; ".join(f"Spark {s}: " + ", ".join(p.values()) for s, p in TESTED_RUNTIMES.items())
-        why = UNTESTED_BECAUSE.get(line, "not tested")
+        why = UNTESTED_BECAUSE.get(_line(version), "not tested")
         raise UnsupportedSparkError(f"no tested {'/'.join(missing)} runtime for pyspark {version} ({why}); "
                                     f"tested pairs: {pairs}; pass packages= to choose one yourself")
     return [tested[f] for f in formats]
@@ -140,6 +146,11 @@ def backfill(spark, store: str, table: str, *, format: str, checkpoint: str,
                            f"the next run resumes from {checkpoint})")
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
     return Backfill(rows=sum(p["numInputRows"] for p in progress), batches=len(progress), query=query)
+
+
+def _line(spark_version: str) -> str:
+    """``4.1.4`` -> ``4.1``: runtimes are built per Spark minor line."""
+    return ".".join(spark_version.split(".")[:2])
 
 
 def _checked_formats(formats: Iterable[str]) -> list[str]:

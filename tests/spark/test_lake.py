@@ -25,13 +25,16 @@ import pytest
 from golden import corpora
 from rmqsource.sample import sample_table
 from rmqsource.spark.jar import session_conf
-from rmqsource.spark.lake import backfill, lake_conf
+from rmqsource.spark.compat import UnsupportedSparkError
+from rmqsource.spark.lake import FORMATS, backfill, lake_conf, runtime_formats, runtime_packages
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.writer import MessageStoreWriter
 
 pytestmark = pytest.mark.lake
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "lake.ipynb"
+# The formats with a tested runtime on this pyspark (rmqsource.spark.lake.TESTED_RUNTIMES): both on 4.1, Delta on 4.2.
+HERE = runtime_formats()
 IVY = os.environ.get("RMQ_LAKE_IVY") or str(Path.home() / ".cache" / "rmqsource" / "ivy")
 ORDER_SCHEMA = "seq BIGINT, `order` BIGINT, event STRING, amount DOUBLE"
 MINUTE_MS = 60_000
@@ -39,8 +42,19 @@ FIRST, MORE = 1_500, 600          # messages before the first run, and written b
 SPACING_MS = 4 * MINUTE_MS        # 2,100 messages over about 6 days: several day partitions, runs share one
 
 
+def require(fmt: str) -> None:
+    """Skips, saying why, where no runtime of ``fmt`` is tested (Iceberg on 4.2)."""
+    if fmt not in HERE:
+        try:
+            runtime_packages([fmt])
+        except UnsupportedSparkError as e:
+            pytest.skip(str(e))
+
+
 def test_lake_notebook_runs(tmp_path, monkeypatch):
     """notebooks/lake.ipynb top to bottom in a fresh kernel (first here: before this module's own session)."""
+    for fmt in FORMATS:
+        require(fmt)
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     from test_notebooks import noisy_lines
@@ -65,7 +79,8 @@ def lake(tmp_path_factory):
         "the lake tests start a session with the lake runtimes: run them in a pytest process of their own"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = tmp_path_factory.mktemp("lake")
-    conf = lake_conf(warehouse=str(work / "iceberg"), ivy=IVY, base=session_conf())
+    # On a pyspark without any tested runtime this raises the error saying so: the tier runs on the wrong Spark.
+    conf = lake_conf(HERE or FORMATS, warehouse=str(work / "iceberg"), ivy=IVY, base=session_conf())
     session = (SparkSession.builder.master("local[2]").appName("rmqsource-lake-tests")
                .config(map=conf)
                .config("spark.sql.warehouse.dir", str(work / "warehouse"))
@@ -153,6 +168,7 @@ def iceberg_rows_per_day(spark, table) -> Counter:
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
 def test_backfill_appends_each_message_once_into_day_partitions(lake, fmt, tmp_path):
+    require(fmt)
     store = tmp_path / "store"
     append_sample(store, FIRST)
     table = str(tmp_path / "delta-orders") if fmt == "delta" else f"lake.shop.orders_{os.getpid()}"
@@ -203,6 +219,8 @@ def test_golden_corpus_backfill_equals_its_direct_read(lake, corpus, tmp_path):
     iceberg = f"lake.golden.{corpus.name.replace('-', '_')}_{os.getpid()}"
     for fmt, table, read in (("delta", delta_path, lambda: lake.read.format("delta").load(delta_path)),
                              ("iceberg", iceberg, lambda: lake.table(iceberg))):
+        if fmt not in HERE:
+            continue
         done = backfill(lake, store, table, format=fmt, checkpoint=str(tmp_path / f"checkpoint-{fmt}"))
         assert done.rows == sum(want.values()), fmt
         assert multiset(read(), expected.columns) == want, fmt

@@ -7,7 +7,7 @@ import pytest
 from rmqsource.errors import OptionError
 from rmqsource.spark.compat import UnsupportedSparkError
 from rmqsource.spark.lake import (DELTA_CATALOG, DELTA_EXTENSION, ICEBERG_CATALOG, ICEBERG_EXTENSION, backfill,
-                                  lake_conf, runtime_packages)
+                                  lake_conf, runtime_packages, runtime_formats)
 
 
 def test_runtime_packages_of_the_tested_pair():
@@ -17,13 +17,20 @@ def test_runtime_packages_of_the_tested_pair():
         "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"]
 
 
-@pytest.mark.parametrize("version, why", [("4.3.0", "NoSuchMethodError"), ("4.2.1", "View"),
-                                          ("3.5.9", "not tested")])
-def test_runtime_packages_refuse_a_spark_without_a_tested_pair(version, why):
+    assert runtime_packages(["delta"], spark_version="4.2.1") == ["io.delta:delta-spark_2.13:4.4.0"]
+    assert runtime_formats("4.1.4") == ["delta", "iceberg"] and runtime_formats("4.2.1") == ["delta"]
+    assert runtime_formats("4.3.0") == [] == runtime_formats("3.5.9")
+
+
+@pytest.mark.parametrize("version, missing, why", [("4.3.0", "delta/iceberg", "NoSuchMethodError"),
+                                                   ("4.2.1", "iceberg", "View"),
+                                                   ("3.5.9", "delta/iceberg", "not tested")])
+def test_runtime_packages_refuse_a_spark_without_a_tested_pair(version, missing, why):
     with pytest.raises(UnsupportedSparkError) as e:
         runtime_packages(spark_version=version)
     said = str(e.value)
-    assert f"pyspark {version}" in said and why in said and "Spark 4.1: io.delta:delta-spark_2.13:4.3.1" in said
+    assert f"no tested {missing} runtime for pyspark {version}" in said and why in said
+    assert "Spark 4.1: io.delta:delta-spark_2.13:4.3.1" in said
 
 
 def test_lake_conf_adds_to_the_rmq_session_settings():
