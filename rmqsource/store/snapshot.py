@@ -578,6 +578,11 @@ def snapshot_store(store: str | os.PathLike, dest: str, config: Optional[StoreCo
                    dest_options: Optional[Mapping[str, str]] = None,
                    progress: Optional[Callable[[str], None]] = None) -> dict:
     """Copy ``store`` into ``dest`` (a path or a pyarrow.fs URI) consistently; returns the manifest written."""
+    if "://" not in dest:
+        a, b = os.path.realpath(dest), os.path.realpath(store)
+        if a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep):
+            raise OptionError(f"DEST {dest} and STORE {os.fspath(store)} overlap: the snapshot goes elsewhere "
+                              f"(nothing is ever written into the store)")
     destination = open_destination(dest, dest_options)
     try:
         return Snapshot(store, destination, config or StoreConfig(), progress).run()

@@ -240,6 +240,9 @@ def test_dest_holding_something_else_is_refused(tmp_path):
         snapshot_store(b, str(dest), config)
     code, _ = run_cli(["snapshot", b, dest])
     assert code == 2
+    with pytest.raises(OptionError, match="overlap"):
+        snapshot_store(a, str(a / "snap"), config)
+    assert not (a / "snap").exists()
 
 
 @pytest.mark.parametrize("corpus", default_layout_corpora(), ids=case_id)
