@@ -101,15 +101,7 @@ class Snapshot:
         self.dest = dest
         self.config = config
         self.progress = progress or (lambda stage: None)
-        self.layout = StoreLayout.for_config(self.root, config)
-        self.layout.check_is_store()
-        if self.layout.dledger_dir is not None:
-            raise UnsupportedLayoutError("a DLedger store is not snapshotted: its CommitLog, DLedger index and "
-                                         "checkpoint would need trimming entry by entry", file=self.root)
-        if self.layout.rocksdb_queues:
-            raise UnsupportedLayoutError("RocksDB ConsumeQueues (storeType=defaultRocksDB) are not snapshotted: a "
-                                         "live database has no consistent copy by files",
-                                         file=str(self.layout.consumequeue_dir))
+        self.layout = snapshottable_layout(self.root, config)
         self.previous = self._previous_manifest()
         self.prev_files: dict = self.previous["files"] if self.previous else {}
         self.planned: dict[str, _Planned] = {}
@@ -574,6 +566,21 @@ class Snapshot:
         return out
 
 
+def snapshottable_layout(store: str | os.PathLike, config: StoreConfig) -> StoreLayout:
+    """The store's layout; NotAStoreError / UnsupportedLayoutError (naming the folder) for what is not
+    snapshotted."""
+    layout = StoreLayout.for_config(store, config)
+    layout.check_is_store()
+    if layout.dledger_dir is not None:
+        raise UnsupportedLayoutError("a DLedger store is not snapshotted: its CommitLog, DLedger index and "
+                                     "checkpoint would need trimming entry by entry", file=os.fspath(store))
+    if layout.rocksdb_queues:
+        raise UnsupportedLayoutError("RocksDB ConsumeQueues (storeType=defaultRocksDB) are not snapshotted: a "
+                                     "live database has no consistent copy by files",
+                                     file=str(layout.consumequeue_dir))
+    return layout
+
+
 def snapshot_store(store: str | os.PathLike, dest: str, config: Optional[StoreConfig] = None, *,
                    dest_options: Optional[Mapping[str, str]] = None,
                    progress: Optional[Callable[[str], None]] = None) -> dict:
@@ -583,9 +590,11 @@ def snapshot_store(store: str | os.PathLike, dest: str, config: Optional[StoreCo
         if a == b or a.startswith(b + os.sep) or b.startswith(a + os.sep):
             raise OptionError(f"DEST {dest} and STORE {os.fspath(store)} overlap: the snapshot goes elsewhere "
                               f"(nothing is ever written into the store)")
+    config = config or StoreConfig()
+    snapshottable_layout(store, config)          # refused before DEST is made
     destination = open_destination(dest, dest_options)
     try:
-        return Snapshot(store, destination, config or StoreConfig(), progress).run()
+        return Snapshot(store, destination, config, progress).run()
     finally:
         destination.close()
 
