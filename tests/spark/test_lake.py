@@ -192,6 +192,15 @@ def test_backfill_appends_each_message_once_into_day_partitions(lake, fmt, tmp_p
     third = backfill(lake, str(store), table, **run)        # nothing new: nothing appended
     assert third.rows == 0
     assert read().count() == FIRST + MORE
+    # A run that died after the table's commit but before Spark recorded its batch as done: the next run
+    # replays that batch (the same offsets), and the table's sink knows it has it already.
+    commits = tmp_path / "checkpoint" / "commits"
+    last = max(commits.glob("[0-9]*"), key=lambda p: int(p.name))
+    last.unlink()
+    (commits / f".{last.name}.crc").unlink(missing_ok=True)
+    backfill(lake, str(store), table, **run)
+    assert last.exists()                                    # the batch ran again ...
+    assert read().count() == FIRST + MORE                   # ... and appended nothing
 
     days = utc_days(expected)
     assert len(days) >= 5
