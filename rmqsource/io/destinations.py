@@ -51,6 +51,11 @@ class StagedFile:
         files.pwrite_all(self.fd, data, self.length)
         self.length += len(data)
 
+    def write_at(self, data, position: int) -> None:
+        """Write ``data`` at ``position`` (over what a cloned prefix holds there, or past the end)."""
+        files.pwrite_all(self.fd, data, position)
+        self.length = max(self.length, position + len(data))
+
     def pad_to(self, size: int) -> None:
         """Zeros up to ``size`` bytes (a hole where the file system has them: nothing is written)."""
         if size > self.length:

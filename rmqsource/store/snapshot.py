@@ -288,11 +288,18 @@ class Snapshot:
             p = _Planned(rel, "index", cut.file_size, valid, crc, sealed,
                          extra={"hashSlotNum": read.hash_slot_num, "indexCount": cut.count})
             p.staged = self.dest.stage(rel)
-            for part in (cut.header, cut.slots, cut.entries):
-                p.staged.write(part)
+            base = len(cut.header) + len(cut.slots)
+            # Entries are only ever appended: those the previous snapshot holds are taken from its copy.
+            kept = prev["validBytes"] if prev is not None and prev["validBytes"] <= valid else 0
+            if not (kept and zlib.crc32(cut.entries[:kept]) == prev["crc32"]
+                    and self.dest.clone_prefix(rel, p.staged, base + kept)):
+                kept = 0
+            p.staged.write_at(cut.header, 0)
+            p.staged.write_at(cut.slots, len(cut.header))
+            p.staged.write_at(cut.entries[kept:], base + kept)
             p.staged.pad_to(cut.file_size)
             p.staged.finish()
-            p.copied = len(cut.header) + len(cut.slots) + len(cut.entries)
+            p.copied = base + valid - kept
             self.planned[rel] = p
 
     # ------------------------------------------------------------------ ConsumeQueues
