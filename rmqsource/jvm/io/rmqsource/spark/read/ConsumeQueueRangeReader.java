@@ -49,8 +49,8 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
     private final Segments segments;
     private final long lastSegmentEnd;
     private final boolean commitLogOrder;
-    /** CommitLog bytes whose units are taken at once in CommitLog order. */
-    private final long sliceBytes;
+    /** CommitLog bytes whose units are taken at once in CommitLog order (halved where they hold too many units). */
+    private long sliceBytes;
     // per range: its queue, topic, tag hashes (null: exact check only) and next queue offset to read
     private final QueueUnits[] queues;
     private final Topic[] topics;
@@ -197,6 +197,23 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
             start = Math.min(start, peekPhy[0]);
         }
         if (start == Long.MAX_VALUE) return false;
+        long[] before = next.clone();
+        int n;
+        while (true) {
+            n = takeSlice(start);
+            // Cut by the cap, the slice may lack units of the ranges taken last: they would start the next
+            // slice back at this one's start and fetch its bytes again. A slice half as long is tried instead.
+            if (n < MAX_SLICE_UNITS || sliceBytes <= segments.files.windowBytes()) break;
+            System.arraycopy(before, 0, next, 0, next.length);
+            sliceBytes = Math.max(segments.files.windowBytes(), sliceBytes / 2);
+        }
+        sortByRecordOffset(n);
+        checkChunk(n);
+        return true;
+    }
+
+    /** Units of every range whose records start in [start, start + sliceBytes), at most {@link #MAX_SLICE_UNITS}. */
+    private int takeSlice(long start) {
         long sliceEnd = start > Long.MAX_VALUE - sliceBytes ? Long.MAX_VALUE : start + sliceBytes;
         int n = 0;
         for (int k = 0; k < ranges.size() && n < MAX_SLICE_UNITS; k++) {
@@ -218,9 +235,7 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
                 next[k] += taken;
             }
         }
-        sortByRecordOffset(n);
-        checkChunk(n);
-        return true;
+        return n;
     }
 
     /** Sorts units [0, n) of the chunk by record offset (each range's units are in order already). */
