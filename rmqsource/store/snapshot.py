@@ -9,10 +9,12 @@ The source is only read (files opened read-only, its lock never taken), in rever
 3. the ConsumeQueues' last units: the furthest record end any of them references is the snapshot's
    ``validEnd``; every record below it was dispatched (dispatch runs in CommitLog order), so
 4. the ConsumeQueue files, read after that, hold a unit for every record below ``validEnd`` of their queue;
-   their units at or past it are cut (zeros, as the broker's recovery truncates them).  A queue read while a
-   writer's batch was half-dispatched (its next unit, read again, is below the end) is read again;
-5. the CommitLog up to ``validEnd`` (sealed segments whole), and the IndexFiles cut to it
-   (:mod:`snapshot_index`).
+   their units at or past it are cut (zeros, as the broker's recovery truncates them); a record found
+   without its unit moves the end back to it (:mod:`snapshot_queues`);
+5. the CommitLog up to ``validEnd`` (its segments listed only now; sealed segments whole), and the
+   IndexFiles cut to it (:mod:`snapshot_index`).
+
+Config files are read as :mod:`snapshot_configs` says.
 
 DEST is written file by file, each replaced whole (:mod:`rmqsource.io.destinations`): ConsumeQueues, then
 the CommitLog, then IndexFiles, configs, the checkpoint and the manifest last.  Queues go before the
@@ -39,25 +41,18 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-import numpy as np
 from ..errors import FormatError, OptionError, StoreError, UnsupportedLayoutError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
-from ..format.configjson import loads_fastjson
-from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, units_from_bytes, valid_unit_mask
-from ..format.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind
+from ..format.record import Kind
 from ..io.destinations import Destination, StagedFile, open_destination
-from ..io.rocksdb import is_rocksdb
-from ..io.segments import list_segments, offset_to_file_name
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout
+from .snapshot_configs import ConfigCopy, read_whole
 from .snapshot_index import IndexRead, cut_index, read_index_file
 from .snapshot_manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, PENDING_NAME, manifest_bytes, parse_manifest
+from .snapshot_queues import COPY_BLOCK, CopiedQueue, QueueCopy
 
-COPY_BLOCK = 8 * 1024 * 1024
-CONFIG_READ_TRIES = 5           # a config file caught mid-write (the broker writes it in place) is read again
-QUEUE_READ_TRIES = 5            # a queue caught mid-dispatch is read again
-ROCKSDB_SKIPPED = ("LOCK",)
 KINDS = ("commitlog", "consumequeue", "index", "config", "checkpoint")
 
 
@@ -81,18 +76,7 @@ class _Planned:
         return out
 
 
-@dataclass
-class _Queue:
-    topic: str
-    queue_id: int
-    folder: str
-    files: list = field(default_factory=list)       # _Planned, in file order
-    max_offset: int = 0
-    units_per_file: int = 0
-    new_units: list = field(default_factory=list)   # (phy, size) arrays of the units copied this run
-
-
-class Snapshot:
+class Snapshot(ConfigCopy, QueueCopy):
     """One run of ``rmq snapshot`` (use :func:`snapshot_store`)."""
 
     def __init__(self, store: str | os.PathLike, dest: Destination, config: StoreConfig,
@@ -105,7 +89,7 @@ class Snapshot:
         self.previous = self._previous_manifest()
         self.prev_files: dict = self.previous["files"] if self.previous else {}
         self.planned: dict[str, _Planned] = {}
-        self.queues: dict[tuple[str, int], _Queue] = {}
+        self.queues: dict[tuple[str, int], CopiedQueue] = {}
 
     # ------------------------------------------------------------------ previous snapshot
     def _previous_manifest(self) -> Optional[dict]:
@@ -157,71 +141,9 @@ class Snapshot:
         self.progress("publish")
         return self._publish(time.monotonic() - started)
 
-    # ------------------------------------------------------------------ configs and checkpoint
-    def _read_configs(self) -> None:
-        folder = self.layout.config_dir
-        if not folder.is_dir():
-            return
-        for name in sorted(os.listdir(folder)):
-            path = os.path.join(folder, name)
-            if os.path.isdir(path):
-                if is_rocksdb(path):
-                    self._copy_rocksdb_folder(path, f"config/{name}")
-                continue
-            if name.endswith((".tmp", ".bak")) or not os.path.isfile(path):
-                continue
-            data = self._read_config_file(path) if name.endswith(".json") else _read_whole(path)
-            if data is not None:
-                self._stage_bytes(f"config/{name}", "config", data)
-
-    def _read_config_file(self, path: str) -> Optional[bytes]:
-        """The file's bytes once they parse (the broker rewrites it in place: read again), else its .bak."""
-        error: Optional[FormatError] = None
-        for attempt in range(CONFIG_READ_TRIES):
-            data = _read_whole(path)
-            if data is None:
-                break
-            try:
-                if data.strip():
-                    loads_fastjson(data, file=path)
-                return data
-            except FormatError as e:
-                error = e
-                time.sleep(0.02 * (attempt + 1))
-        bak = _read_whole(path + ".bak")
-        if bak is not None and bak.strip():
-            loads_fastjson(bak, file=path + ".bak")        # a bad .bak raises, naming itself
-            return bak
-        if error is not None:
-            raise error
-        return None
-
-    def _copy_rocksdb_folder(self, folder: str, rel: str) -> None:
-        """A RocksDB database's files: CURRENT first, then the rest (table files never change once written);
-        a file gone meanwhile (a compaction) makes the whole folder read again."""
-        for attempt in range(CONFIG_READ_TRIES):
-            try:
-                current = _read_whole(os.path.join(folder, "CURRENT"), missing_ok=False)
-                contents = {"CURRENT": current}
-                for name in sorted(os.listdir(folder)):
-                    if name in contents or name in ROCKSDB_SKIPPED or name.startswith("LOG"):
-                        continue
-                    if os.path.isfile(os.path.join(folder, name)):
-                        contents[name] = _read_whole(os.path.join(folder, name), missing_ok=False)
-                manifest = current.decode("ascii", "replace").strip()
-                if manifest and manifest not in contents:
-                    raise FileNotFoundError(manifest)
-            except FileNotFoundError:
-                time.sleep(0.05 * (attempt + 1))
-                continue
-            for name, data in contents.items():
-                self._stage_bytes(f"{rel}/{name}", "config", data)
-            return
-        raise StoreError(f"{folder}: the RocksDB database kept changing while it was copied "
-                         f"({CONFIG_READ_TRIES} tries)")
-
+    # ------------------------------------------------------------------ checkpoint
     def _read_checkpoint(self) -> None:
-        self.checkpoint = _read_whole(str(self.layout.checkpoint_path))
+        self.checkpoint = read_whole(str(self.layout.checkpoint_path))
 
     def _finish_checkpoint(self, cl: CommitLog, last_phy: Optional[int]) -> None:
         """The source's checkpoint, no later than the snapshot's last record (timestamps) and end (offsets)."""
@@ -301,152 +223,6 @@ class Snapshot:
             p.staged.finish()
             p.copied = base + valid - kept
             self.planned[rel] = p
-
-    # ------------------------------------------------------------------ ConsumeQueues
-    def _queue_folders(self) -> dict[tuple[str, int], str]:
-        return {key: str(self.layout.queue_dir(*key)) for key in self.layout.list_queues()}
-
-    def _find_valid_end(self, min_offset: int) -> tuple[int, Optional[int]]:
-        """The furthest end of a record a queue's last unit points at (and that record's offset)."""
-        end, last_phy = min_offset, None
-        for key, folder in self._queue_folders().items():
-            for seg in reversed(list_segments(folder)):
-                written = _units_written(seg.path, 0, seg.size_bytes // CQ_UNIT_SIZE)
-                units = units_from_bytes(_pread(seg.path, max(0, written - 8) * CQ_UNIT_SIZE, 8 * CQ_UNIT_SIZE))
-                units = units[:written - max(0, written - 8)]
-                ok = valid_unit_mask(units) & (units["size"] != PRE_BLANK_SIZE)
-                if ok.any():
-                    u = units[int(ok.nonzero()[0][-1])]
-                    if int(u["phy_offset"]) + int(u["size"]) > end:
-                        end, last_phy = int(u["phy_offset"]) + int(u["size"]), int(u["phy_offset"])
-                    break
-                if written:
-                    break                 # only pre-blank units: a queue with no message yet
-        if self.previous and end < self.previous["validEnd"]:
-            raise StoreError(f"the store's ConsumeQueues end at CommitLog offset {end}, before the snapshot in "
-                             f"{self.dest.uri} (validEnd {self.previous['validEnd']}): not the store it was taken of, "
-                             f"or it was truncated")
-        return end, last_phy
-
-    def _copy_queues(self) -> None:
-        for key, folder in self._queue_folders().items():
-            self.queues[key] = self._copy_queue(key, folder)
-        # A writer dispatches a batch queue by queue: one read before the batch reached it lacks units below
-        # the end.  Its next unit, read now, tells (a queue first seen now is copied too).
-        for attempt in range(QUEUE_READ_TRIES):
-            stale = [(key, folder) for key, folder in self._queue_folders().items()
-                     if key not in self.queues or self._next_unit_below_end(self.queues[key])]
-            if not stale:
-                return
-            for key, folder in stale:
-                old = self.queues.get(key)
-                for p in old.files if old else []:
-                    if p.staged is not None:
-                        p.staged.discard()
-                self.queues[key] = self._copy_queue(key, folder)
-            time.sleep(0.01 * (attempt + 1))
-        raise StoreError(f"ConsumeQueues kept missing units below CommitLog offset {self.valid_end} after "
-                         f"{QUEUE_READ_TRIES} reads: {', '.join(f'{t}/{q}' for (t, q), _ in stale[:5])}")
-
-    def _discard_queues(self) -> None:
-        for q in self.queues.values():
-            for p in q.files:
-                if p.staged is not None:
-                    p.staged.discard()
-                self.planned.pop(p.rel, None)
-        self.queues = {}
-
-    def _new_units(self) -> tuple[np.ndarray, np.ndarray]:
-        """(phy, size) of every unit copied this run, by phy, one per record (an LMQ copy shares its phy)."""
-        parts = [u for q in self.queues.values() for u in q.new_units]
-        if not parts:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        phy = np.concatenate([p for p, _ in parts])
-        size = np.concatenate([s for _, s in parts])
-        order = np.argsort(phy, kind="stable")
-        phy, size = phy[order], size[order]
-        first = np.ones(len(phy), dtype=bool)
-        first[1:] = phy[1:] != phy[:-1]
-        return phy[first], size[first]
-
-    def _last_unit_phy(self) -> Optional[int]:
-        phy, _ = self._new_units()
-        return int(phy[-1]) if len(phy) else None
-
-    def _first_record_without_unit(self, cl: CommitLog) -> Optional[int]:
-        """The first record below the end, and past the previous snapshot, that should have a ConsumeQueue unit
-        and has none (None: every one has).  The units copied this run tile the CommitLog from the previous
-        end; only the gaps between them (segment-end blanks, transaction records without units, or a batch
-        a writer left half-dispatched) are walked record by record."""
-        start = self.previous["validEnd"] if self.previous else cl.min_offset
-        phy, size = self._new_units()
-        ends = phy + size
-        gap_from = np.concatenate(([start], ends))
-        gap_to = np.concatenate((phy, [self.valid_end]))
-        for a, b in zip(gap_from[gap_from < gap_to].tolist(), gap_to[gap_from < gap_to].tolist()):
-            for step in cl.walk(a, stop_offset=b):
-                kind = step.decoded.kind
-                if kind is Kind.MESSAGE:
-                    if step.decoded.record.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE,
-                                                                           TRANSACTION_COMMIT_TYPE):
-                        return step.phy_offset
-                elif kind is not Kind.BLANK:
-                    raise FormatError(f"no valid record at CommitLog offset {step.phy_offset}, below the end "
-                                      f"{self.valid_end} the ConsumeQueues point at: {step.decoded.reason}",
-                                      file=step.segment.path, offset=step.phy_offset - step.segment.start_offset)
-        return None
-
-    def _next_unit_below_end(self, q: _Queue) -> bool:
-        if not q.units_per_file:
-            return False
-        m = q.max_offset
-        first = m - m % q.units_per_file
-        path = os.path.join(q.folder, offset_to_file_name(first * CQ_UNIT_SIZE))
-        try:
-            with open(path, "rb") as f:
-                f.seek((m - first) * CQ_UNIT_SIZE)
-                units = units_from_bytes(f.read(CQ_UNIT_SIZE))
-        except FileNotFoundError:
-            return False
-        return bool(len(units) and valid_unit_mask(units)[0] and units["phy_offset"][0] < self.valid_end)
-
-    def _copy_queue(self, key: tuple[str, int], folder: str) -> _Queue:
-        q = _Queue(key[0], key[1], folder)
-        segments = list_segments(folder)
-        if not segments:
-            return q
-        file_size = max(s.size_bytes for s in segments)     # files are created at full size
-        if file_size % CQ_UNIT_SIZE:
-            raise FormatError(f"ConsumeQueue file size {file_size} is not a multiple of {CQ_UNIT_SIZE}",
-                              file=segments[0].path, offset=0)
-        q.units_per_file = file_size // CQ_UNIT_SIZE
-        for seg in segments:
-            rel = f"consumequeue/{key[0]}/{key[1]}/{os.path.basename(seg.path)}"
-            prev = self._prev(rel, file_size)
-            if prev is not None and prev["sealed"]:
-                q.files.append(self._keep(rel, prev))
-                q.max_offset = (seg.start_offset + file_size) // CQ_UNIT_SIZE
-                continue
-            kept = prev["validBytes"] if prev is not None else 0
-            written = _units_written(seg.path, kept // CQ_UNIT_SIZE, file_size // CQ_UNIT_SIZE)
-            tail = _pread(seg.path, kept, written * CQ_UNIT_SIZE - kept)
-            units = units_from_bytes(tail)
-            bad = ~valid_unit_mask(units) | (units["phy_offset"] >= self.valid_end)
-            n = int(bad.nonzero()[0][0]) if bad.any() else len(units)
-            valid = kept + n * CQ_UNIT_SIZE
-            if valid == 0:
-                break                     # no unit below the end: neither here nor in later files
-            q.max_offset = seg.start_offset // CQ_UNIT_SIZE + valid // CQ_UNIT_SIZE
-            new = tail[:n * CQ_UNIT_SIZE]
-            messages = units[:n][units["size"][:n] != PRE_BLANK_SIZE]
-            q.new_units.append((messages["phy_offset"].astype(np.int64), messages["size"].astype(np.int64)))
-            if n == 0:
-                q.files.append(self._keep(rel, prev))
-            else:
-                q.files.append(self._stage_grown(rel, "consumequeue", seg.path, file_size, prev, kept, new))
-            if valid < file_size:
-                break
-        return q
 
     # ------------------------------------------------------------------ CommitLog
     def _copy_commitlog(self, cl: CommitLog) -> None:
@@ -607,58 +383,6 @@ def snapshot_store(store: str | os.PathLike, dest: str, config: Optional[StoreCo
 
 
 # ---------------------------------------------------------------------- helpers
-
-def _read_whole(path: str, missing_ok: bool = True) -> Optional[bytes]:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise
-
-
-def _pread(path: str, position: int, length: int) -> bytearray:
-    """Up to ``length`` bytes at ``position`` (fewer at the end of the file), read straight into one buffer."""
-    buf = bytearray(max(0, length))
-    view = memoryview(buf)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        done = 0
-        for _ in range(length // COPY_BLOCK + 2):
-            if done >= length:
-                break
-            n = os.preadv(fd, [view[done:done + COPY_BLOCK]], position + done)
-            if n <= 0:
-                break
-            done += n
-    finally:
-        os.close(fd)
-    del view
-    if done < len(buf):
-        del buf[done:]
-    return buf
-
-
-def _units_written(path: str, first: int, limit: int) -> int:
-    """How many units of the ConsumeQueue file precede its first invalid one, searching [first, limit) (units
-    are written in order: the valid ones are a prefix; a binary search reads ~20 of them, not the file)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        lo, hi = first, min(limit, os.fstat(fd).st_size // CQ_UNIT_SIZE)
-        for _ in range(64):
-            if lo >= hi:
-                break
-            mid = (lo + hi) // 2
-            unit = units_from_bytes(os.pread(fd, CQ_UNIT_SIZE, mid * CQ_UNIT_SIZE))
-            if len(unit) and valid_unit_mask(unit)[0]:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-    finally:
-        os.close(fd)
-
 
 def _copy_from(src_path: str, staged: StagedFile, start: int, end: int, crc: int) -> int:
     """Append the source file's bytes [start, end) to ``staged``; returns the CRC-32 continued over them.
