@@ -82,6 +82,11 @@ def lake_conf(formats: Iterable[str] = FORMATS, *, warehouse: Optional[str] = No
         conf["spark.jars.ivy"] = ivy
     extensions = []
     if "delta" in formats:
+        session_catalog = conf.get("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        if session_catalog != DELTA_CATALOG:
+            # Spark 3.5 with the rmq jar: its session catalog serves USING rmq tables; one catalog only.
+            raise OptionError(f"spark.sql.catalog.spark_catalog is {session_catalog} in base; Delta's session "
+                              f"catalog ({DELTA_CATALOG}) would replace it")
         extensions.append(DELTA_EXTENSION)
         conf["spark.sql.catalog.spark_catalog"] = DELTA_CATALOG
     if "iceberg" in formats:

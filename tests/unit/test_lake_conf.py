@@ -55,3 +55,8 @@ def test_refusals():
         lake_conf(["parquet"], packages=[])
     with pytest.raises(OptionError, match="/t/x: an Iceberg table is named in its catalog"):
         backfill(None, "/store", "/t/x", format="iceberg", checkpoint="/c")
+    rmq_catalog = {"spark.sql.catalog.spark_catalog": "io.rmqsource.spark.RmqSessionCatalog"}     # Spark 3.5's
+    with pytest.raises(OptionError, match="RmqSessionCatalog in base; Delta's session catalog"):
+        lake_conf(["delta"], packages=[], base=rmq_catalog)
+    assert lake_conf(["iceberg"], warehouse="/w", packages=[], base=rmq_catalog)[
+        "spark.sql.catalog.spark_catalog"] == "io.rmqsource.spark.RmqSessionCatalog"
