@@ -201,6 +201,39 @@ def test_tag_filter_records_come_by_vectored_reads_of_merged_ranges(s3_spark, s3
     assert s3.requests().get("GetObject", 0) - gets < n / 10, (n, s3.requests())
 
 
+def test_a_dense_tag_filter_fetches_each_commitlog_byte_once(s3_spark, s3, tmp_path):
+    """600,000 small records in 4 queues: a task's CommitLog span holds more units than the topic reader
+    takes at once (262,144), yet its slices are whole spans, so the tag query fetches the CommitLog once
+    (slices cut by the cap fetched it twice). Read from a bucket of its own through S3A's classic stream,
+    whose GETs are the query's own (the default stream keeps blocks in a per-JVM cache)."""
+    from rmqsource.store.config import StoreConfig
+    from rmqsource.store.reader import MessageStoreReader
+    from rmqsource.store.writer import Message, MessageStoreWriter
+    bucket, segment = "rmq-dense", 16 << 20
+    store, props = tmp_path / "store", tmp_path / "store.properties"
+    props.write_text(f"mappedFileSizeCommitLog={segment}\n")
+    with MessageStoreWriter(store, StoreConfig().with_overrides({"mappedFileSizeCommitLog": str(segment)})) as w:
+        for start in range(0, 600_000, 10_000):
+            w.put_messages([Message(topic="Dense", queue_id=i % 4, body=b"x", tags=f"t{i % 10}")
+                            for i in range(start, start + 10_000)])
+    with MessageStoreReader(store) as r:
+        commit_log_bytes = r.commit_log_max_offset
+    s3.client.create_bucket(Bucket=bucket)
+    s3_spark.sparkContext._jsc.hadoopConfiguration().set(f"fs.s3a.bucket.{bucket}.input.stream.type", "classic")
+    uri = s3.upload_dir(store, "dense/store", bucket)
+
+    def tagged(path):
+        return s3_spark.read.format("rmq").option("config", str(props)).load(str(path)).where("tags = 't3'") \
+            .selectExpr("count(*)", "sum(commitLogOffset)", "sum(queueOffset)", "sum(hash(body))").collect()
+
+    sent = s3.bytes_sent()
+    remote = tagged(uri)
+    sent = s3.bytes_sent() - sent
+    assert remote == tagged(store) and remote[0][0] == 60_000
+    consume_queues = 600_000 * 20
+    assert sent < 1.4 * commit_log_bytes + consume_queues, (sent, commit_log_bytes)
+
+
 @pytest.mark.parametrize("corpus", CORPORA, ids=case_id)
 def test_msgid_and_uniqkey_lookups_equal_local(s3_spark, s3, corpus):
     uri = uri_of(s3, corpus / "store")

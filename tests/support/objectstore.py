@@ -119,20 +119,20 @@ class S3Server:
         log = (self._dir / "s3proxy.log").read_text(errors="replace")[-3000:]
         raise RuntimeError(f"s3proxy did not start on {self.endpoint} (exit code {self._proc.poll()}):\n{log}")
 
-    def uri(self, key: str) -> str:
-        return f"s3a://{self.bucket}/{key.strip('/')}"
+    def uri(self, key: str, bucket: str | None = None) -> str:
+        return f"s3a://{bucket or self.bucket}/{key.strip('/')}"
 
-    def upload_dir(self, local: Path, prefix: str) -> str:
+    def upload_dir(self, local: Path, prefix: str, bucket: str | None = None) -> str:
         """Every file under ``local`` as an object under ``prefix`` (as a sync job copies it: empty
-        folders have no object); returns the prefix's s3a:// URI."""
+        folders have no object), in ``bucket`` (default: the server's); returns the prefix's s3a:// URI."""
         local = Path(local)
         for path in sorted(local.rglob("*")):
             if path.is_file():
-                self.upload_file(path, f"{prefix.strip('/')}/{path.relative_to(local).as_posix()}")
-        return self.uri(prefix)
+                self.upload_file(path, f"{prefix.strip('/')}/{path.relative_to(local).as_posix()}", bucket)
+        return self.uri(prefix, bucket)
 
-    def upload_file(self, path: Path, key: str) -> None:
-        self.client.upload_file(str(path), self.bucket, key)
+    def upload_file(self, path: Path, key: str, bucket: str | None = None) -> None:
+        self.client.upload_file(str(path), bucket or self.bucket, key)
 
     def put_bytes(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
