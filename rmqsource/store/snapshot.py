@@ -25,10 +25,10 @@ only from the furthest unit on).  Files a snapshot already holds and the source 
 copied again; a file that grew (the active CommitLog segment, a queue's last file) keeps its copied
 prefix (locally cloned from DEST's own copy, ``copy_file_range``) and gets only the new bytes.
 
-Not snapshotted (an :class:`UnsupportedLayoutError`): DLedger stores (their CommitLog, index and
-checkpoint are a Raft log that would need trimming entry by entry) and RocksDB ConsumeQueues (a live
-database has no consistent copy by files; a RocksDB checkpoint would need a writable open of the broker's
-database).
+RocksDB ConsumeQueues (``storeType=defaultRocksDB``) take the place of steps 3-4: the database is copied
+by files, then ``validEnd`` is where the CommitLog's records end past its dispatch checkpoint
+(:mod:`snapshot_rocksdb`).  Not snapshotted (an :class:`UnsupportedLayoutError`): DLedger stores (their
+CommitLog, index and checkpoint are a Raft log that would need trimming entry by entry).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from .snapshot_configs import ConfigCopy, read_whole
 from .snapshot_index import IndexRead, cut_index, read_index_file
 from .snapshot_manifest import FORMAT, FORMAT_VERSION, MANIFEST_NAME, PENDING_NAME, manifest_bytes, parse_manifest
 from .snapshot_queues import COPY_BLOCK, CopiedQueue, QueueCopy
+from .snapshot_rocksdb import RocksDbQueueCopy
 
 KINDS = ("commitlog", "consumequeue", "index", "config", "checkpoint")
 
@@ -76,7 +77,7 @@ class _Planned:
         return out
 
 
-class Snapshot(ConfigCopy, QueueCopy):
+class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
     """One run of ``rmq snapshot`` (use :func:`snapshot_store`)."""
 
     def __init__(self, store: str | os.PathLike, dest: Destination, config: StoreConfig,
@@ -117,15 +118,19 @@ class Snapshot(ConfigCopy, QueueCopy):
         self.progress("index")
         index_reads = self._read_index_files()
         self.progress("queues")
-        listed_before = CommitLog(self.layout)
-        listed_before.close()
-        self.valid_end, last_phy = self._find_valid_end(listed_before.min_offset)
-        self._copy_queues()
+        rocksdb = self.layout.rocksdb_queues
+        if rocksdb:
+            last_phy = self._copy_rocksdb_queues()
+        else:
+            listed_before = CommitLog(self.layout)
+            listed_before.close()
+            self.valid_end, last_phy = self._find_valid_end(listed_before.min_offset)
+            self._copy_queues()
         # Segments listed now, after the queues: the ones holding what they point at exist by now.
         cl = CommitLog(self.layout)
         try:
             self.segment_bytes = cl.segment_size
-            missing = self._first_record_without_unit(cl)
+            missing = None if rocksdb else self._first_record_without_unit(cl)
             if missing is not None:
                 # A writer stopped between two queues of a batch: the snapshot ends before that record.
                 self.valid_end = missing
@@ -300,8 +305,9 @@ class Snapshot(ConfigCopy, QueueCopy):
     def _publish(self, seconds_reading: float) -> dict:
         started = time.monotonic()
         order = {"consumequeue": 0, "commitlog": 1, "index": 2, "config": 3, "checkpoint": 4}
+        # A RocksDB folder's CURRENT goes after the files it names (its MANIFEST, that one's table files).
         to_publish = sorted((p for p in self.planned.values() if p.staged is not None),
-                            key=lambda p: (order[p.kind], p.rel))
+                            key=lambda p: (order[p.kind], p.rel.endswith("/CURRENT"), p.rel))
         if to_publish:
             self.dest.put_bytes(PENDING_NAME, manifest_bytes({"format": FORMAT, "startedAt": _now_iso(),
                                                              "validEnd": self.valid_end}))
@@ -325,8 +331,7 @@ class Snapshot(ConfigCopy, QueueCopy):
                 default=self.valid_end),
             "segmentBytes": self.segment_bytes,
             "source": self._identity(),
-            "queues": [{"topic": t, "queueId": qid, "maxOffset": q.max_offset}
-                       for (t, qid), q in sorted(self.queues.items()) if q.files],
+            "queues": [{"topic": t, "queueId": qid, "maxOffset": m} for (t, qid), m in self._max_offsets()],
             "files": {rel: p.entry() for rel, p in sorted(self.planned.items())},
             "counts": counts,
             "bytesCopied": sum(c["bytes"] for c in counts.values()),
@@ -339,9 +344,16 @@ class Snapshot(ConfigCopy, QueueCopy):
             self.dest.delete(PENDING_NAME)
         return doc
 
+    def _max_offsets(self) -> list[tuple[tuple[str, int], int]]:
+        """Each queue's max offset as the snapshot serves it."""
+        if self.rocksdb_max_offsets is not None:
+            return sorted(self.rocksdb_max_offsets.items())
+        return [(key, q.max_offset) for key, q in sorted(self.queues.items()) if q.files]
+
     def _identity(self) -> dict:
         extra = self.config.extra
-        out = {"path": self.root, "host": socket.gethostname(), "storeType": "file",
+        out = {"path": self.root, "host": socket.gethostname(),
+               "storeType": "defaultRocksDB" if self.layout.rocksdb_queues else "file",
                "engineVersion": self.config.engine_version, "live": _lock_held(self.root)}
         for key in ("brokerName", "brokerClusterName", "brokerId"):
             if key in extra:
@@ -357,10 +369,6 @@ def snapshottable_layout(store: str | os.PathLike, config: StoreConfig) -> Store
     if layout.dledger_dir is not None:
         raise UnsupportedLayoutError("a DLedger store is not snapshotted: its CommitLog, DLedger index and "
                                      "checkpoint would need trimming entry by entry", file=os.fspath(store))
-    if layout.rocksdb_queues:
-        raise UnsupportedLayoutError("RocksDB ConsumeQueues (storeType=defaultRocksDB) are not snapshotted: a "
-                                     "live database has no consistent copy by files",
-                                     file=str(layout.consumequeue_dir))
     return layout
 
 

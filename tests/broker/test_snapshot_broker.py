@@ -25,9 +25,6 @@ from rmqsource.store.snapshot import snapshot_store
 
 pytestmark = pytest.mark.broker
 
-DEFAULT = [p for p in broker_params() if p.values[0][1] == "default"]
-
-
 def sent_seqs_in(store: Path, cfg) -> list[int]:
     """rb_seq of every message of TOPICS a snapshot's queues serve."""
     from rmqsource.store.reader import MessageStoreReader
@@ -36,7 +33,7 @@ def sent_seqs_in(store: Path, cfg) -> list[int]:
         return sorted(int(r.properties["rb_seq"]) for t in TOPICS for r in topic_records(reader, t))
 
 
-@pytest.mark.parametrize("broker", DEFAULT)
+@pytest.mark.parametrize("broker", broker_params())
 def test_snapshots_of_a_sending_broker_read_as_its_store_at_their_end(broker, broker_classpath, tmp_path):
     version, variant = broker
     run, dest = tmp_path / "run", tmp_path / "snapshot"

@@ -1,6 +1,7 @@
 """``rmq snapshot``: a snapshot of a stopped store, written by the project's writer or by a real engine
 (the golden corpora, read in place), verifies clean and reads equal to its source up to the manifest's end;
-a second run copies exactly the new bytes; DLedger and RocksDB-queue stores are refused by name.
+a second run copies exactly the new bytes; RocksDB ConsumeQueues are copied with their database;
+DLedger stores are refused by name.
 The live-writer and killed-run tests are in test_snapshot_live.py and tests/crash/test_snapshot_kill.py."""
 
 from __future__ import annotations
@@ -9,12 +10,15 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from rmqsource import cli
-from rmqsource.errors import OptionError, UnsupportedLayoutError
+from rmqsource.errors import OptionError, StoreError, UnsupportedLayoutError
 from rmqsource.format.consumequeue import CQ_UNIT_SIZE
 from rmqsource.format.indexfile import HASH_SLOT_SIZE, INDEX_HEADER_SIZE
 from rmqsource.store.config import StoreConfig
@@ -285,13 +289,95 @@ def test_real_broker_store_snapshot_names_its_broker(tmp_path):
     assert_snapshot_matches(corpus / "store", dest, config, manifest, strict_verify=False)
 
 
-def test_rocksdb_queue_store_is_refused(tmp_path):
+def rocksdb_corpus() -> tuple[Path, StoreConfig]:
+    pytest.importorskip("rocksdict")
     corpus = broker_corpus("rmq550-b2-rocksdb-v2-lmq")
-    config = StoreConfig.from_properties_file(corpus / "broker.properties")
-    with pytest.raises(UnsupportedLayoutError, match="RocksDB ConsumeQueues") as e:
-        snapshot_store(corpus / "store", str(tmp_path / "snap"), config)
-    assert e.value.file.endswith("consumequeue")
-    assert not (tmp_path / "snap").exists()
+    return corpus, StoreConfig.from_properties_file(corpus / "broker.properties")
+
+
+def database_records(folder) -> dict:
+    from rmqsource.io.rocksdb import ReadOnlyRocksDb
+    with ReadOnlyRocksDb(folder) as db:
+        return {cf: list(db.items(cf)) for cf in db.column_families}
+
+
+def test_rocksdb_queue_store_snapshot_equals_source(tmp_path):
+    """ConsumeQueues in RocksDB (storeType=defaultRocksDB, LMQ copies): the database is copied file by file and
+    opens with the source's records; the snapshot reads as the source; a second run copies nothing."""
+    corpus, config = rocksdb_corpus()
+    dest = tmp_path / "snap"
+    manifest = snapshot_store(corpus / "store", str(dest), config)
+    assert manifest["source"]["storeType"] == "defaultRocksDB"
+    assert manifest["validEnd"] == store_view(corpus / "store", config)["end"]
+    assert not (dest / "consumequeue" / "LOCK").exists()
+    assert database_records(dest / "consumequeue") == database_records(corpus / "store" / "consumequeue")
+    got = assert_snapshot_matches(corpus / "store", dest, config, manifest, strict_verify=False)
+    assert any(t.startswith("%LMQ%") for t, _ in got["queues"])
+    again = snapshot_store(corpus / "store", str(dest), config)
+    assert again["bytesCopied"] == 0 and again["queues"] == manifest["queues"]
+
+
+def test_rocksdb_manifest_copied_while_appended_loses_its_last_edits(tmp_path):
+    """Why the copy waits for a MANIFEST that did not grow while it was read: RocksDB opens a copy whose
+    MANIFEST ends in a torn record, without that record's edits (here: every table file, so no unit)."""
+    corpus, _ = rocksdb_corpus()
+    copy = tmp_path / "db"
+    shutil.copytree(corpus / "store" / "consumequeue", copy, ignore=shutil.ignore_patterns("LOCK"))
+    manifest = copy / (copy / "CURRENT").read_text().strip()
+    os.chmod(copy, 0o755)
+    for p in copy.iterdir():
+        os.chmod(p, 0o644)
+    whole = database_records(copy)
+    manifest.write_bytes(manifest.read_bytes()[:-1])
+    torn = database_records(copy)
+    assert sum(map(len, whole.values())) > 0 and sum(map(len, torn.values())) == 0
+
+
+def writable_copy(corpus: Path, store: Path) -> None:
+    shutil.copytree(corpus / "store", store, ignore=shutil.ignore_patterns("LOCK"))
+    for p in [store, *store.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+
+
+def test_rocksdb_database_without_a_whole_copy_is_refused_naming_it(tmp_path):
+    """CURRENT naming a MANIFEST that is not there (RocksDB rolling its MANIFEST, seen half-way) on every try:
+    a StoreError naming the folder, nothing written into DEST."""
+    corpus, config = rocksdb_corpus()
+    store = tmp_path / "store"
+    writable_copy(corpus, store)
+    (store / "consumequeue" / "CURRENT").write_text("MANIFEST-000099\n")
+    with pytest.raises(StoreError, match=r"consumequeue: no consistent copy .* tries: MANIFEST-000099 vanished"):
+        snapshot_store(store, str(tmp_path / "refused"), config)
+    assert not (tmp_path / "refused" / MANIFEST_NAME).exists()
+
+
+def test_rocksdb_manifest_growing_while_copied(tmp_path):
+    """Another process appends to the MANIFEST without a pause (as RocksDB does at each flush, more slowly): the
+    copy is taken in a moment it held still (else refused, naming the folder), and it opens with the records
+    of the source as it was then and reads as the source."""
+    corpus, config = rocksdb_corpus()
+    store = tmp_path / "store"
+    writable_copy(corpus, store)
+    manifest = store / "consumequeue" / (store / "consumequeue" / "CURRENT").read_text().strip()
+    original = manifest.read_bytes()
+    grower = subprocess.Popen([sys.executable, "-c", "import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | "
+                               "os.O_APPEND)\nwhile True: os.write(fd, b'\\0')", str(manifest)])
+    try:
+        while manifest.stat().st_size == len(original):
+            time.sleep(0.01)
+        try:
+            doc = snapshot_store(store, str(tmp_path / "snap"), config)
+        except StoreError as e:
+            assert "consumequeue: no consistent copy" in str(e) and "MANIFEST grew" in str(e)
+            return
+    finally:
+        grower.kill()
+        grower.wait()
+    copied = (tmp_path / "snap" / "consumequeue" / manifest.name).read_bytes()
+    assert copied.startswith(original) and not copied[len(original):].strip(b"\0")
+    manifest.write_bytes(original)
+    assert database_records(tmp_path / "snap" / "consumequeue") == database_records(store / "consumequeue")
+    assert_snapshot_matches(store, tmp_path / "snap", config, doc, strict_verify=False)
 
 
 @pytest.mark.parametrize("corpus", dledger_corpora(), ids=case_id)
