@@ -325,7 +325,7 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
     }
 
     /**
-     * Starts the ranged reads of the wanted records from {@link #fetchedTo} on, as {@link #coalescedEnd}
+     * Starts the ranged reads of the wanted records from {@link #fetchedTo} on, as {@link #groupEnd}
      * cuts them, while fewer than {@link #FETCH_AHEAD_WINDOWS} windows of bytes are started and not
      * decoded; one vectored read per run of reads in one segment in file order. A record the reads do
      * not cover (no segment, too long, past the file's end) stops the starts: it is read as without them.
@@ -382,7 +382,11 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         }
     }
 
-    /** The wanted index after the last record that the ranged read of wanted record k takes in ({@link #coalescedEnd}). */
+    /**
+     * The wanted index after the last record that one ranged read of wanted record k (in {@code seg})
+     * takes in: the wanted records after it in this chunk join while each is in the same segment, after
+     * the previous one and at most {@link #maxGap} past it; the read stays within the window size.
+     */
     private int groupEnd(int k, Segment seg) {
         int first = wantedUnits[k];
         long start = phy[first];
@@ -516,22 +520,10 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         return gapReads > windows ? windowBytes : MERGE_GAP;
     }
 
-    /**
-     * The end of one ranged read of the record [start, end): the wanted records after it in this
-     * chunk join while each is in the same segment, after the previous one and at most
-     * {@link #maxGap} past it; the read stays within the window size.
-     */
-    private long coalescedEnd(Segment seg, long start, long end) {
-        long segEnd = seg.startOffset + segments.lengthOf(seg);
-        long limit = start + Math.max(end - start, segments.files.windowBytes());
-        for (int k = wantedPos; k < wantedLen; k++) {
-            int j = wantedUnits[k];
-            long nextStart = phy[j];
-            long nextEnd = nextStart + size[j];
-            if (nextStart < end || nextEnd > segEnd || nextEnd > limit || nextStart - end > maxGap) break;
-            end = nextEnd;
-        }
-        return end;
+    /** The end of the ranged read of the record being read (wanted record wantedPos - 1): see {@link #groupEnd}. */
+    private long coalescedEnd(Segment seg) {
+        int last = wantedUnits[groupEnd(wantedPos - 1, seg) - 1];
+        return phy[last] + size[last];
     }
 
     private void readRecord(long p, int s, long unitCode) {
@@ -544,7 +536,7 @@ public final class ConsumeQueueRangeReader extends RecordBatchReader {
         if (s > segments.files.maxRecordBytes()) throw Segments.tooLong(seg, pos, s, segments.files);
         if (w == null || !w.covers(pos, s)) {
             w = segments.files.mapped() ? segments.window(seg, pos, s) : vectored ? fetched(seg, pos) : null;
-            if (w == null) w = segments.readWindow(seg, pos, coalescedEnd(seg, p, p + s) - p);
+            if (w == null) w = segments.readWindow(seg, pos, coalescedEnd(seg) - p);
             window = w;
             windowSeg = seg;
         }
