@@ -25,6 +25,26 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+READ_BLOCK_BYTES = 8 * 1024 * 1024
+
+
+def pread_full(fd: int, position: int, length: int) -> bytearray:
+    """``length`` bytes of ``fd`` at ``position`` read straight into one buffer, a block at a time (a pread may
+    return less than asked); shorter only where the file ends."""
+    buf = bytearray(max(0, length))
+    view = memoryview(buf)
+    done = 0
+    while done < length:
+        n = os.preadv(fd, [view[done:done + READ_BLOCK_BYTES]], position + done)
+        if n <= 0:
+            break
+        done += n
+    view.release()
+    if done < len(buf):
+        del buf[done:]
+    return buf
+
+
 @dataclass(frozen=True)
 class Segment:
     start_offset: int

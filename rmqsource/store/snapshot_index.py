@@ -23,10 +23,10 @@ import numpy as np
 
 from ..errors import CorruptRecordError
 from ..format.indexfile import HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, IndexHeader, index_file_size
+from ..io.segments import pread_full
 
 ENTRY_DTYPE = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
 assert ENTRY_DTYPE.itemsize == INDEX_ENTRY_SIZE
-READ_BLOCK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -121,15 +121,9 @@ def cut_index(read: IndexRead, end: int, store_time_at: Callable[[int], Optional
 
 
 def _pread_exact(fd: int, path: str, length: int, position: int) -> bytearray:
-    """``length`` bytes at ``position``, read straight into one buffer."""
-    buf = bytearray(length)
-    view = memoryview(buf)
-    done = 0
-    for _ in range(length // READ_BLOCK_BYTES + 2):
-        if done >= length:
-            break
-        n = os.preadv(fd, [view[done:done + READ_BLOCK_BYTES]], position + done)
-        if n <= 0:
-            raise CorruptRecordError(f"IndexFile ends {length - done} bytes early", file=path, offset=position + done)
-        done += n
+    """``length`` bytes at ``position``; an IndexFile shorter than that is corrupt."""
+    buf = pread_full(fd, position, length)
+    if len(buf) < length:
+        raise CorruptRecordError(f"IndexFile ends {length - len(buf)} bytes early", file=path,
+                                 offset=position + len(buf))
     return buf

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import FormatError, StoreError
 from ..format.consumequeue import CQ_UNIT_SIZE, PRE_BLANK_SIZE, units_from_bytes, valid_unit_mask
 from ..format.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, Kind
-from ..io.segments import list_segments, offset_to_file_name
+from ..io.segments import list_segments, offset_to_file_name, pread_full
 from .commitlog import CommitLog
 
 COPY_BLOCK = 8 * 1024 * 1024
@@ -190,25 +190,12 @@ class QueueCopy:
 
 
 def _pread(path: str, position: int, length: int) -> bytearray:
-    """Up to ``length`` bytes at ``position`` (fewer at the end of the file), read straight into one buffer."""
-    buf = bytearray(max(0, length))
-    view = memoryview(buf)
+    """Up to ``length`` bytes at ``position`` (fewer at the end of the file)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        done = 0
-        for _ in range(length // COPY_BLOCK + 2):
-            if done >= length:
-                break
-            n = os.preadv(fd, [view[done:done + COPY_BLOCK]], position + done)
-            if n <= 0:
-                break
-            done += n
+        return pread_full(fd, position, length)
     finally:
         os.close(fd)
-    del view
-    if done < len(buf):
-        del buf[done:]
-    return buf
 
 
 def _units_written(path: str, first: int, limit: int) -> int:
