@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from objectstore import PROJECT_ROOT, java_command
+from objectstore import PROJECT_ROOT, java_command, stop_server
 
 START_TIMEOUT_S = 180          # a loaded 2-core machine takes 20-60 s
 
@@ -81,12 +80,4 @@ class HdfsCluster:
         return self.uri(path)
 
     def stop(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._log.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        stop_server(self._proc, self._log, self._dir)

@@ -68,6 +68,19 @@ def java_command() -> str:
     return str(Path(home) / "bin" / "java") if home else (shutil.which("java") or "java")
 
 
+def stop_server(proc: subprocess.Popen, log, folder) -> None:
+    """Stop a server's child JVM (SIGTERM, then SIGKILL after 30 s), close its log, remove its folder."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    log.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 class S3Server:
     """s3proxy (a real S3 API server, Java) on 127.0.0.1 over a temp folder, with one bucket, and boto3 to fill it.
 
@@ -158,15 +171,7 @@ class S3Server:
             return int(next(line for line in f if line.startswith("wchar:")).split()[1])
 
     def stop(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._log.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        stop_server(self._proc, self._log, self._dir)
 
 
 def spark_session(endpoint: str, app_name: str, rmq_jar: str, **conf):
