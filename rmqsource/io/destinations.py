@@ -23,10 +23,11 @@ import errno
 import os
 import shutil
 import tempfile
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Mapping, Optional
 
-from ..errors import OptionError, StoreError
+from ..errors import FormatError, OptionError, StoreError
 from . import files
 from .durable import fsync_dir
 
@@ -99,6 +100,34 @@ class StagedFile:
             pass
 
 
+class SourceSpan:
+    """A destination file that is the first ``valid`` bytes of a source file, then zeros up to ``size``, sent
+    straight from the source when it is published (a remote DEST: no local copy written and read back); its
+    CRC-32 (of the ``valid`` bytes) is taken on the way, in ``crc32``.  The source is opened now, so a file
+    deleted meanwhile (retention) still reads."""
+
+    def __init__(self, rel: str, src_path: str, valid: int, size: int):
+        self.rel = rel
+        self.src_path = src_path
+        self.valid = valid
+        self.size = size
+        self.crc32: Optional[int] = None
+        self.fd: Optional[int] = os.open(src_path, os.O_RDONLY)
+        length = os.fstat(self.fd).st_size
+        if length < valid:
+            self.discard()
+            raise FormatError(f"file ends at {length}, before the {valid} bytes the snapshot copies",
+                              file=src_path, offset=length)
+
+    def wait(self) -> None:
+        pass
+
+    def discard(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 class Destination:
     """Base: a place holding one snapshot, addressed by ``/``-separated relative names."""
 
@@ -110,6 +139,11 @@ class Destination:
 
     def stage(self, rel: str) -> StagedFile:
         raise NotImplementedError
+
+    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
+        """A :class:`SourceSpan` where this destination publishes one without a local copy (remote ones);
+        None here: the caller stages a copy (a local DEST renames a durable copy in)."""
+        return None
 
     def publish(self, staged: StagedFile, *, sync_dir: bool = True) -> None:
         """Make ``staged`` visible under its name; ``sync_dir=False`` leaves the directory's fsync to
@@ -285,19 +319,26 @@ class ArrowDestination(Destination):
         self._count += 1
         return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"), durable=False)
 
-    def publish(self, staged: StagedFile, *, sync_dir: bool = True) -> None:
+    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
+        return SourceSpan(rel, src_path, valid, size)
+
+    def publish(self, staged: StagedFile | SourceSpan, *, sync_dir: bool = True) -> None:
         staged.wait()
         target = self._path(staged.rel)
         parent = target.rsplit("/", 1)[0] if "/" in target else ""
         try:
             if parent and self.fs.type_name not in OBJECT_STORES:      # object stores have no folders to make
                 self.fs.create_dir(parent, recursive=True)
-            with open(staged.path, "rb") as src, self.fs.open_output_stream(target) as out:
-                for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
-                    chunk = src.read(COPY_CHUNK_BYTES)
-                    if not chunk:
-                        break
-                    out.write(chunk)
+            with self.fs.open_output_stream(target) as out:
+                if isinstance(staged, SourceSpan):
+                    _send_span(staged, out)
+                else:
+                    with open(staged.path, "rb") as src:
+                        for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
+                            chunk = src.read(COPY_CHUNK_BYTES)
+                            if not chunk:
+                                break
+                            out.write(chunk)
         except OSError as e:
             raise StoreError(f"{self.uri}: writing {staged.rel} failed: {' '.join(str(e).split())}") from e
         finally:
@@ -318,6 +359,27 @@ class ArrowDestination(Destination):
 
     def close(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _send_span(span: SourceSpan, out) -> None:
+    """The span's source bytes (CRC-32 taken on the way), then its zeros, into ``out``."""
+    crc, pos = 0, 0
+    for _ in range(span.size // COPY_CHUNK_BYTES + 2):
+        if pos >= span.valid:
+            break
+        chunk = os.pread(span.fd, min(COPY_CHUNK_BYTES, span.valid - pos), pos)
+        if not chunk:
+            raise FormatError(f"file ends at {pos}, before the {span.valid} bytes the snapshot copies",
+                              file=span.src_path, offset=pos)
+        crc = zlib.crc32(chunk, crc)
+        out.write(chunk)
+        pos += len(chunk)
+    zeros = bytes(min(COPY_CHUNK_BYTES, span.size - span.valid))
+    while pos < span.size:
+        n = min(len(zeros), span.size - pos)
+        out.write(zeros if n == len(zeros) else zeros[:n])
+        pos += n
+    span.crc32 = crc
 
 
 def _typed_options(options: Mapping[str, str]) -> dict:

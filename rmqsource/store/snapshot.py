@@ -44,7 +44,7 @@ from typing import Callable, Mapping, Optional
 from ..errors import FormatError, OptionError, StoreError, UnsupportedLayoutError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
 from ..format.record import Kind
-from ..io.destinations import Destination, StagedFile, open_destination
+from ..io.destinations import Destination, SourceSpan, StagedFile, open_destination
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout
@@ -64,9 +64,9 @@ class _Planned:
     kind: str
     size: int
     valid_bytes: int
-    crc32: int
+    crc32: Optional[int]                 # None until a SourceSpan is published
     sealed: bool
-    staged: Optional[StagedFile] = None
+    staged: Optional[StagedFile | SourceSpan] = None
     copied: int = 0                      # bytes read from the source into it
     extra: dict = field(default_factory=dict)
 
@@ -273,6 +273,9 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
 
     def _stage_copy(self, rel: str, kind: str, src_path: str, size: int, prev: Optional[dict], kept: int,
                     valid: int) -> _Planned:
+        span = self.dest.stage_source(rel, src_path, valid, size)
+        if span is not None:            # sent from the source at publish, its CRC-32 taken then
+            return _Planned(rel, kind, size, valid, None, valid == size, span, valid)
         staged, crc, copied = self._start_staged(rel, src_path, prev, kept)
         crc = _copy_from(src_path, staged, kept, valid, crc)
         staged.pad_to(size)
@@ -316,6 +319,8 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
             # past a gap); the files of the other kinds in any order, their directories synced once per kind.
             last_of_kind = i + 1 == len(to_publish) or to_publish[i + 1].kind != p.kind
             self.dest.publish(p.staged, sync_dir=p.kind == "commitlog" or last_of_kind)
+            if p.crc32 is None:
+                p.crc32 = p.staged.crc32
             p.staged = None
         counts = {k: {"files": 0, "copied": 0, "bytes": 0} for k in KINDS}
         for p in self.planned.values():
