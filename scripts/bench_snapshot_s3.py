@@ -88,6 +88,8 @@ def main() -> int:
                             destination_filesystem=s3, use_threads=True)
             peer_times.append(time.perf_counter() - t)
             shutil.rmtree(farm, ignore_errors=True)
+            for prefix in (f"snap-{i}", f"peer-{i}"):          # the server's disk holds one run at a time
+                s3.delete_dir_contents(f"{bucket}/{prefix}")
             print(f"  run {i}: snapshot {snap_times[-1]:.2f} s, copy_files {peer_times[-1]:.2f} s", flush=True)
         sizes = sum(e["size"] for e in manifest["files"].values())
         objects = len(manifest["files"])
@@ -107,24 +109,27 @@ def main() -> int:
             prof.enable()
             snapshot_store(store, f"s3://{bucket}/snap-profile", config, dest_options=options)
             prof.disable()
+            s3.delete_dir_contents(f"{bucket}/snap-profile")
             pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
 
         # Incremental: 1 % more messages, then a second run into the same prefix (a copy of the store, so the
         # snapshot's source path is that copy's: the first snapshot of it is taken before it grows).
         grown = store.with_name(store.name + "-s3-grown")
         shutil.rmtree(grown, ignore_errors=True)
-        shutil.copytree(store, grown)
-        snapshot_store(grown, f"s3://{bucket}/incremental", config, dest_options=options)
-        extra = max(1, args.messages // 100)
-        write_sample_store(str(grown), extra, config=config, seed=9)
-        t = time.perf_counter()
-        again = snapshot_store(grown, f"s3://{bucket}/incremental", config, dest_options=options)
-        inc_s = time.perf_counter() - t
+        try:
+            shutil.copytree(store, grown)
+            snapshot_store(grown, f"s3://{bucket}/incremental", config, dest_options=options)
+            extra = max(1, args.messages // 100)
+            write_sample_store(str(grown), extra, config=config, seed=9)
+            t = time.perf_counter()
+            again = snapshot_store(grown, f"s3://{bucket}/incremental", config, dest_options=options)
+            inc_s = time.perf_counter() - t
+        finally:
+            shutil.rmtree(grown, ignore_errors=True)
         c = again["counts"]
         print(f"incremental after {extra:,} more messages: {inc_s:.2f} s, {again['bytesCopied'] / MIB:.1f} MiB "
               f"uploaded ({c['commitlog']['copied']} segments, {c['consumequeue']['copied']} queue files, "
               f"{c['index']['copied']} IndexFiles)")
-        shutil.rmtree(grown, ignore_errors=True)
     finally:
         server.stop()
     return 0

@@ -133,6 +133,7 @@ class Destination:
 
     uri: str
     local_root: Optional[str] = None     # set for a local directory
+    parallel_publish = 1                 # files of a kind published at once (publish() from that many threads)
 
     def read_bytes(self, rel: str) -> Optional[bytes]:
         raise NotImplementedError
@@ -279,7 +280,10 @@ def _copy_range(src_fd: int, dst_fd: int, position: int, length: int) -> None:
 
 
 class ArrowDestination(Destination):
-    """A folder of any ``pyarrow.fs`` file system: every file is one whole PUT of a locally staged copy."""
+    """A folder of any ``pyarrow.fs`` file system: every file is one whole upload (of a locally staged copy,
+    or of a :class:`SourceSpan`), several at once where the order does not matter (the snapshot says)."""
+
+    parallel_publish = 4
 
     def __init__(self, uri: str, options: Optional[Mapping[str, str]] = None):
         try:

@@ -34,10 +34,13 @@ CommitLog, index and checkpoint are a Raft log that would need trimming entry by
 from __future__ import annotations
 
 import datetime
+import functools
+import itertools
 import os
 import socket
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
@@ -314,14 +317,20 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
         if to_publish:
             self.dest.put_bytes(PENDING_NAME, manifest_bytes({"format": FORMAT, "startedAt": _now_iso(),
                                                              "validEnd": self.valid_end}))
-        for i, p in enumerate(to_publish):
+        for kind, group in itertools.groupby(to_publish, key=lambda p: p.kind):
             # CommitLog segments become visible oldest first, each durably (a later one alone would be walked
-            # past a gap); the files of the other kinds in any order, their directories synced once per kind.
-            last_of_kind = i + 1 == len(to_publish) or to_publish[i + 1].kind != p.kind
-            self.dest.publish(p.staged, sync_dir=p.kind == "commitlog" or last_of_kind)
-            if p.crc32 is None:
-                p.crc32 = p.staged.crc32
-            p.staged = None
+            # past a gap); the files of the other kinds in any order (side by side where the destination
+            # uploads several at once), their directories synced once per kind.
+            group = list(group)
+            workers = 1 if kind == "commitlog" else min(self.dest.parallel_publish, len(group))
+            publish = functools.partial(self._publish_one, sync_dir=kind == "commitlog")
+            if workers > 1:
+                with ThreadPoolExecutor(workers, thread_name_prefix="rmq-snapshot-publish") as pool:
+                    list(pool.map(publish, group))
+            else:
+                for p in group:
+                    publish(p)
+            self.dest.sync_dirs()
         counts = {k: {"files": 0, "copied": 0, "bytes": 0} for k in KINDS}
         for p in self.planned.values():
             c = counts[p.kind]
@@ -354,6 +363,12 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
         if self.rocksdb_max_offsets is not None:
             return sorted(self.rocksdb_max_offsets.items())
         return [(key, q.max_offset) for key, q in sorted(self.queues.items()) if q.files]
+
+    def _publish_one(self, p: _Planned, *, sync_dir: bool) -> None:
+        self.dest.publish(p.staged, sync_dir=sync_dir)
+        if p.crc32 is None:
+            p.crc32 = p.staged.crc32
+        p.staged = None
 
     def _identity(self) -> dict:
         extra = self.config.extra
