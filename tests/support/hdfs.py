@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from objectstore import PROJECT_ROOT, java_command, stop_server
+from objectstore import PROJECT_ROOT, free_port, java_command, stop_server
 
 START_TIMEOUT_S = 180          # a loaded 2-core machine takes 20-60 s
 
@@ -29,7 +29,8 @@ def minicluster_jars() -> list[str]:
 
 
 class HdfsCluster:
-    """The mini cluster, started on construction; ``uri(path)`` names a path on it, ``stop()`` ends it."""
+    """The mini cluster, started on construction; ``uri(path)`` names a path on it, ``stop()`` ends it.
+    ``http_port`` is its NameNode's HTTP port, where WebHDFS (``webhdfs://127.0.0.1:<http_port>/...``) answers."""
 
     def __init__(self):
         import pyspark
@@ -38,10 +39,11 @@ class HdfsCluster:
         details = self._dir / "details.json"
         classpath = os.pathsep.join([*minicluster_jars(), str(spark_jars / "*")])
         self._log = open(self._dir / "cluster.log", "wb")
+        self.http_port = free_port()          # chosen here: the details file names the RPC port only
         self._proc = subprocess.Popen(
             [java_command(), "-Xmx512m", f"-Dtest.build.data={self._dir / 'data'}", "-cp", classpath,
              "org.apache.hadoop.mapreduce.MiniHadoopClusterManager", "-nomr", "-format", "-datanodes", "1",
-             "-nnport", "0", "-nnhttpport", "0", "-writeDetails", str(details),
+             "-nnport", "0", "-nnhttpport", str(self.http_port), "-writeDetails", str(details),
              # loopback only, no web UIs to bind
              "-D", "dfs.datanode.address=127.0.0.1:0", "-D", "dfs.datanode.http.address=127.0.0.1:0",
              "-D", "dfs.datanode.ipc.address=127.0.0.1:0"],
