@@ -2,8 +2,9 @@
 
 WebHDFS is served by every NameNode (``dfs.namenode.http-address``, 9870 by default) and needs nothing on
 this side but HTTP (the standard library here); pyarrow's ``hdfs://`` needs the native libhdfs and a Hadoop
-client instead.  The URI is the one Hadoop's own ``WebHdfsFileSystem`` takes, so a Spark job reads the same
-folder as ``webhdfs://host:httpPort/path`` or ``hdfs://host:rpcPort/path``.
+client instead.  The URI is the one Hadoop's own ``WebHdfsFileSystem`` takes; a Spark job reads the folder
+as ``hdfs://host:rpcPort/path`` (pyspark's shaded Hadoop client cannot read ``webhdfs://``: it lacks the
+Jersey runtime WebHdfsFileSystem needs).
 
 Operations (Hadoop's WebHDFS REST API): ``CREATE`` (a PUT to the NameNode answered by a 307 to a DataNode,
 which takes the bytes; ``overwrite=true``), ``OPEN``, ``GETFILESTATUS``, ``LISTSTATUS``, ``MKDIRS``,
