@@ -4,7 +4,8 @@
 # JVM started by the tests) and read by the JVM scan through Hadoop's S3A connector, judged by the engines'
 # answers and by the same reads from disk. tests/spark/test_snapshot_objectstore.py: `rmq snapshot` into a
 # bucket of that server. tests/spark/test_hdfs.py: the golden stores on a real HDFS (Hadoop's
-# mini cluster, a child JVM) read through hdfs:// URIs, and their partitions' preferred hosts. And the batch
+# mini cluster, a child JVM) read through hdfs:// URIs, and their partitions' preferred hosts.
+# tests/spark/test_snapshot_hdfs.py: `rmq snapshot` into that HDFS over WebHDFS (webhdfs://). And the batch
 # and stream tests run again on local files through the positioned reader that object stores take (the
 # copies in tests/spark/test_positioned_reader.py). Needs the jar (a JDK).
 # Test-only dependency, installed here into the project's .venv rather than by the package's `test` extra,
@@ -22,6 +23,7 @@ rc=0
 # In this order: test_objectstore.py starts its own Spark session (the S3A jars on spark.jars) and stops it
 # before the others take the tests' shared one.
 RMQ_SPARK_MODE=jvm python -m pytest -m objectstore tests/spark/test_objectstore.py \
-  tests/spark/test_snapshot_objectstore.py tests/spark/test_hdfs.py tests/spark/test_positioned_reader.py "$@" || rc=$?
+  tests/spark/test_snapshot_objectstore.py tests/spark/test_hdfs.py tests/spark/test_snapshot_hdfs.py \
+  tests/spark/test_positioned_reader.py "$@" || rc=$?
 echo "== object-store tier ($(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s)"
 exit "$rc"
