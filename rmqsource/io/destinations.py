@@ -23,6 +23,7 @@ import errno
 import os
 import shutil
 import tempfile
+import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Mapping, Optional
@@ -106,8 +107,9 @@ class SourceSpan:
     CRC-32 (of the ``valid`` bytes) is taken on the way, in ``crc32``.  The source is opened now, so a file
     deleted meanwhile (retention) still reads."""
 
-    def __init__(self, rel: str, src_path: str, valid: int, size: int):
+    def __init__(self, rel: str, src_path: str, valid: int, size: int, on_discard=None):
         self.rel = rel
+        self._on_discard = on_discard
         self.src_path = src_path
         self.valid = valid
         self.size = size
@@ -126,6 +128,8 @@ class SourceSpan:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+            if self._on_discard is not None:
+                self._on_discard()
 
 
 class Destination:
@@ -308,6 +312,8 @@ class ArrowDestination(Destination):
             raise OptionError(f"DEST {uri!r}: cannot open it with pyarrow.fs: {' '.join(str(e).split())}") from e
         self.staging = tempfile.mkdtemp(prefix="rmq-snapshot-")
         self._count = 0
+        self._open_spans = 0
+        self._lock = threading.Lock()
 
     def _path(self, rel: str) -> str:
         return f"{self.base}/{rel}" if self.base else rel
@@ -324,7 +330,21 @@ class ArrowDestination(Destination):
         return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"), durable=False)
 
     def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
-        return SourceSpan(rel, src_path, valid, size)
+        # Each span holds its source open until it is published: past a share of the process's file
+        # descriptors (a first snapshot of thousands of segments), the rest are staged as copies.
+        with self._lock:
+            if self._open_spans >= _span_budget():
+                return None
+            self._open_spans += 1
+        try:
+            return SourceSpan(rel, src_path, valid, size, on_discard=self._span_closed)
+        except BaseException:
+            self._span_closed()
+            raise
+
+    def _span_closed(self) -> None:
+        with self._lock:
+            self._open_spans -= 1
 
     def publish(self, staged: StagedFile | SourceSpan, *, sync_dir: bool = True) -> None:
         staged.wait()
@@ -363,6 +383,16 @@ class ArrowDestination(Destination):
 
     def close(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _span_budget() -> int:
+    """Source files a remote destination keeps open at once: a quarter of the soft descriptor limit."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        soft = 1024
+    return max(16, min(soft, 1 << 16) // 4)
 
 
 def _send_span(span: SourceSpan, out) -> None:

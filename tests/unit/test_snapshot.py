@@ -132,6 +132,34 @@ def test_file_uri_destination_goes_through_pyarrow_fs(tmp_path):
     assert second["counts"]["commitlog"]["bytes"] > second["validEnd"] - first["validEnd"]
 
 
+@pytest.mark.parametrize("open_sources", [3, None], ids=["some-staged", "all-sent-from-source"])
+def test_uri_destination_sends_segments_from_the_source(tmp_path, monkeypatch, open_sources):
+    """A URI destination sends CommitLog segments straight from the source files (each held open until it is
+    uploaded, its CRC-32 taken on the way); past the open-file budget the rest are staged copies. Either way
+    the snapshot verifies and its manifest's checksums match, and a segment deleted from the source after it
+    was read (retention) still uploads."""
+    from rmqsource.io import destinations
+    if open_sources is not None:
+        monkeypatch.setattr(destinations, "_span_budget", lambda: open_sources)
+    config = small_config()
+    store, dest = tmp_path / "store", tmp_path / "snap"
+    write(store, 0, 1000, config)
+    oldest = sorted((store / "commitlog").iterdir())[0]
+    data = oldest.read_bytes()
+    real_publish = destinations.ArrowDestination.publish
+
+    def publish_after_retention(self, staged, **kw):
+        if oldest.exists():
+            oldest.unlink()                  # read already: gone before any upload
+        return real_publish(self, staged, **kw)
+    monkeypatch.setattr(destinations.ArrowDestination, "publish", publish_after_retention)
+    manifest = snapshot_store(store, dest.as_uri(), config)
+    oldest.write_bytes(data)
+    assert len([r for r in manifest["files"] if r.startswith("commitlog/")]) > 3
+    assert (dest / "commitlog" / oldest.name).read_bytes() == data
+    assert_snapshot_matches(store, dest, config, manifest)
+
+
 def test_every_record_is_the_workload_message(tmp_path):
     config = small_config()
     store, dest = tmp_path / "store", tmp_path / "snap"
