@@ -12,10 +12,12 @@ Marker ``objectstore``: run by scripts/test_objectstore.sh.
 
 from __future__ import annotations
 
+import getpass
 import io
 import json
 import os
 import shutil
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,46 @@ def test_webhdfs_refusals_name_the_uri(hdfs, tmp_path, capsys):
     with pytest.raises(StoreError) as e:
         snapshot_store(source, f"{file_uri}/snap", config)
     assert file_uri in str(e.value) and "Exception" in str(e.value), str(e.value)
+
+
+def test_user_name_comes_from_the_uri_then_the_environment(hdfs, tmp_path, monkeypatch):
+    """WebHDFS's simple authentication: the user named is the one the NameNode checks permissions for (its
+    root belongs to the user that started it; another user may not write there)."""
+    config = StoreConfig.from_mapping(CONFIG)
+    source = tmp_path / "store"
+    write_sample_store(str(source), 50, config=config)
+    monkeypatch.setenv("HADOOP_USER_NAME", "mallory")
+    for uri, user in ((f"webhdfs://alice@127.0.0.1:{hdfs.http_port}/users/alice", "alice"),
+                      (webhdfs(hdfs, "users/mallory"), "mallory")):
+        with pytest.raises(StoreError) as e:
+            snapshot_store(source, uri, config)
+        assert uri in str(e.value) and "AccessControlException" in str(e.value), str(e.value)
+        assert f"user={user}" in str(e.value), str(e.value)
+    monkeypatch.delenv("HADOOP_USER_NAME")
+    dest = open_destination(webhdfs(hdfs, "users/me"))
+    try:
+        dest.put_bytes("f", b"x")
+        assert dest.status("f")["owner"] == getpass.getuser()
+    finally:
+        dest.close()
+
+
+def test_namenode_renames_over_a_file_in_one_step(hdfs):
+    """What publishing rests on: the NameNode's RENAME with ``renameoptions=OVERWRITE`` (its rename2) replaces
+    an existing file and answers with an empty body, where a plain RENAME answers ``false``."""
+    base = f"http://127.0.0.1:{hdfs.http_port}/webhdfs/v1/rename"
+    user = f"user.name={getpass.getuser()}"
+    dest = open_destination(webhdfs(hdfs, "rename"))
+    try:
+        dest.put_bytes("old", b"old bytes")
+        dest.put_bytes("new", b"new bytes")
+        plain = urllib.request.Request(f"{base}/new?op=RENAME&destination=/rename/old&{user}", method="PUT")
+        with urllib.request.urlopen(plain) as resp:
+            assert json.loads(resp.read()) == {"boolean": False}
+        over = urllib.request.Request(f"{base}/new?op=RENAME&destination=/rename/old&renameoptions=OVERWRITE&"
+                                      f"{user}", method="PUT")
+        with urllib.request.urlopen(over) as resp:
+            assert resp.status == 200 and resp.read().strip() == b""
+        assert dest.read_bytes("old") == b"new bytes" and dest.read_bytes("new") is None
+    finally:
+        dest.close()
