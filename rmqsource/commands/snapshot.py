@@ -10,8 +10,8 @@ from .output import EXIT_OK, EXIT_STORE_ERROR, Output, format_table, load_config
 
 def add_parser(sub, common) -> None:
     p = sub.add_parser("snapshot", parents=[common], help="copy a store, live or stopped, consistently and incrementally",
-                       description="Copy STORE into DEST (a folder, or a s3:// gs:// hdfs:// file:// URI through "
-                                   "pyarrow.fs) as a store every reader accepts, up to a CommitLog end every copied "
+                       description="Copy STORE into DEST (a folder, a webhdfs:// or swebhdfs:// URI (HDFS over "
+                                   "HTTP), or a s3:// gs:// hdfs:// file:// URI through pyarrow.fs) as a store every reader accepts, up to a CommitLog end every copied "
                                    "ConsumeQueue unit and IndexFile entry lies below. Run again into the same DEST, "
                                    "only what changed is copied. STORE is only read (a running broker is not "
                                    "disturbed); DEST/rmq-snapshot.json describes the copy.")
@@ -19,7 +19,8 @@ def add_parser(sub, common) -> None:
     p.add_argument("dest", metavar="DEST")
     p.add_argument("-O", dest="dest_options", metavar="KEY=VALUE", action="append", default=[],
                    help="a pyarrow S3FileSystem setting for an s3:// DEST (repeatable), e.g. "
-                        "-O endpoint_override=127.0.0.1:9000 -O scheme=http")
+                        "-O endpoint_override=127.0.0.1:9000 -O scheme=http; for a webhdfs:// DEST "
+                        "user.name=NAME or timeout=SECONDS")
     p.add_argument("--check", action="store_true",
                    help="then read DEST back and compare it with its manifest (a local DEST)")
     p.set_defaults(func=cmd_snapshot)
