@@ -86,6 +86,7 @@ class WebHdfsDestination(Destination):
         self.local_staging = tempfile.mkdtemp(prefix="rmq-snapshot-")
         self._count = 0
         self._count_lock = threading.Lock()
+        self._made_dirs: set[str] = set()            # folders made by this run (one MKDIRS each)
 
     # -- HTTP -------------------------------------------------------------------------------------------
 
@@ -144,8 +145,8 @@ class WebHdfsDestination(Destination):
 
     def _unreachable(self, op: str, path: str, e: BaseException) -> StoreError:
         reason = " ".join(str(e).split()) or type(e).__name__
-        return StoreError(f"{self.uri}: WebHDFS {op} {path} on {self.scheme}://{self.host}:{self.port} failed: "
-                          f"{reason}")
+        return StoreError(f"{self.uri}: WebHDFS {op} {path} at {self.scheme}://{self.host}:{self.port} got no "
+                          f"answer: {reason}")
 
     def _error(self, op: str, path: str, status: int, body: bytes) -> WebHdfsError:
         """The server's RemoteException ({"RemoteException": {"exception", "message", ...}}), else the status."""
@@ -163,7 +164,8 @@ class WebHdfsDestination(Destination):
         if where.scheme not in ("http", "https") or not where.hostname:
             raise WebHdfsError(f"{self.uri}: WebHDFS {op} {path}: the NameNode redirected to {location!r}")
         target = where.path + (f"?{where.query}" if where.query else "")
-        return self._connection(where.scheme, where.hostname, where.port or 80), target
+        port = where.port or (443 if where.scheme == "https" else 80)
+        return self._connection(where.scheme, where.hostname, port), target
 
     # -- Destination ------------------------------------------------------------------------------------
 
@@ -251,7 +253,9 @@ class WebHdfsDestination(Destination):
         """Rename ``temp_rel`` over ``rel`` in one step (module doc: OVERWRITE, else delete then rename)."""
         source, target = self._path(temp_rel), self._path(rel)
         parent = target.rsplit("/", 1)[0] or "/"
-        self._call("PUT", parent, "MKDIRS")
+        if parent not in self._made_dirs:
+            self._call("PUT", parent, "MKDIRS")
+            self._made_dirs.add(parent)
         answer = self._call("PUT", source, "RENAME", destination=target, renameoptions="OVERWRITE")
         if answer is None:                       # rename2 answers with an empty body
             return
