@@ -132,6 +132,23 @@ class SourceSpan:
                 self._on_discard()
 
 
+class MemorySpan:
+    """A destination file that is ``parts`` (bytes-like, in memory already) then zeros up to ``size``, sent as
+    it is when published (a remote DEST: no local copy)."""
+
+    def __init__(self, rel: str, parts: list, size: int):
+        self.rel = rel
+        self.parts = parts
+        self.size = size
+        self.crc32: Optional[int] = None       # the caller's, as for a staged file
+
+    def wait(self) -> None:
+        pass
+
+    def discard(self) -> None:
+        self.parts = []
+
+
 class Destination:
     """Base: a place holding one snapshot, addressed by ``/``-separated relative names."""
 
@@ -144,6 +161,10 @@ class Destination:
 
     def stage(self, rel: str) -> StagedFile:
         raise NotImplementedError
+
+    def stage_memory(self, rel: str, parts: list, size: int) -> Optional[MemorySpan]:
+        """A :class:`MemorySpan` where this destination publishes one without a local copy (remote ones)."""
+        return None
 
     def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
         """A :class:`SourceSpan` where this destination publishes one without a local copy (remote ones);
@@ -329,6 +350,9 @@ class ArrowDestination(Destination):
         self._count += 1
         return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"), durable=False)
 
+    def stage_memory(self, rel: str, parts: list, size: int) -> Optional[MemorySpan]:
+        return MemorySpan(rel, parts, size)
+
     def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
         # Each span holds its source open until it is published: past a share of the process's file
         # descriptors (a first snapshot of thousands of segments), the rest are staged as copies.
@@ -346,7 +370,7 @@ class ArrowDestination(Destination):
         with self._lock:
             self._open_spans -= 1
 
-    def publish(self, staged: StagedFile | SourceSpan, *, sync_dir: bool = True) -> None:
+    def publish(self, staged: StagedFile | SourceSpan | MemorySpan, *, sync_dir: bool = True) -> None:
         staged.wait()
         target = self._path(staged.rel)
         parent = target.rsplit("/", 1)[0] if "/" in target else ""
@@ -356,6 +380,10 @@ class ArrowDestination(Destination):
             with self.fs.open_output_stream(target) as out:
                 if isinstance(staged, SourceSpan):
                     _send_span(staged, out)
+                elif isinstance(staged, MemorySpan):
+                    for part in staged.parts:
+                        out.write(part)
+                    _send_zeros(out, staged.size - sum(len(part) for part in staged.parts))
                 else:
                     with open(staged.path, "rb") as src:
                         for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
@@ -408,12 +436,18 @@ def _send_span(span: SourceSpan, out) -> None:
         crc = zlib.crc32(chunk, crc)
         out.write(chunk)
         pos += len(chunk)
-    zeros = bytes(min(COPY_CHUNK_BYTES, span.size - span.valid))
-    while pos < span.size:
-        n = min(len(zeros), span.size - pos)
-        out.write(zeros if n == len(zeros) else zeros[:n])
-        pos += n
+    _send_zeros(out, span.size - span.valid)
     span.crc32 = crc
+
+
+def _send_zeros(out, count: int) -> None:
+    zeros = bytes(min(COPY_CHUNK_BYTES, max(0, count)))
+    for _ in range(count // COPY_CHUNK_BYTES + 1):
+        n = min(len(zeros), count)
+        if n <= 0:
+            break
+        out.write(zeros if n == len(zeros) else memoryview(zeros)[:n])
+        count -= n
 
 
 def _typed_options(options: Mapping[str, str]) -> dict:

@@ -47,7 +47,7 @@ from typing import Callable, Mapping, Optional
 from ..errors import FormatError, OptionError, StoreError, UnsupportedLayoutError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
 from ..format.record import Kind
-from ..io.destinations import Destination, SourceSpan, StagedFile, open_destination
+from ..io.destinations import Destination, MemorySpan, SourceSpan, StagedFile, open_destination
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout
@@ -69,7 +69,7 @@ class _Planned:
     valid_bytes: int
     crc32: Optional[int]                 # None until a SourceSpan is published
     sealed: bool
-    staged: Optional[StagedFile | SourceSpan] = None
+    staged: Optional[StagedFile | SourceSpan | MemorySpan] = None
     copied: int = 0                      # bytes read from the source into it
     extra: dict = field(default_factory=dict)
 
@@ -217,8 +217,13 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
             sealed = read.path != self.newest_index and not cut.dropped
             p = _Planned(rel, "index", cut.file_size, valid, crc, sealed,
                          extra={"hashSlotNum": read.hash_slot_num, "indexCount": cut.count})
-            p.staged = self.dest.stage(rel)
+            self.planned[rel] = p
             base = len(cut.header) + len(cut.slots)
+            p.staged = self.dest.stage_memory(rel, [cut.header, cut.slots, cut.entries], cut.file_size)
+            if p.staged is not None:         # a remote DEST sends it as it is (it cannot clone a prefix)
+                p.copied = base + valid
+                continue
+            p.staged = self.dest.stage(rel)
             # Entries are only ever appended: those the previous snapshot holds are taken from its copy.
             kept = prev["validBytes"] if prev is not None and prev["validBytes"] <= valid else 0
             if not (kept and zlib.crc32(cut.entries[:kept]) == prev["crc32"]
@@ -230,7 +235,6 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
             p.staged.pad_to(cut.file_size)
             p.staged.finish()
             p.copied = base + valid - kept
-            self.planned[rel] = p
 
     # ------------------------------------------------------------------ CommitLog
     def _copy_commitlog(self, cl: CommitLog) -> None:
