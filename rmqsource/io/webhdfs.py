@@ -34,8 +34,8 @@ import urllib.parse
 from typing import Iterator, Mapping, Optional
 
 from ..errors import OptionError, StoreError
-from .destinations import (COPY_CHUNK_BYTES, STAGING_DIR, Destination, SourceSpan, StagedFile,
-                           _send_span)
+from .destinations import (COPY_CHUNK_BYTES, STAGING_DIR, Destination, MemorySpan, SourceSpan, StagedFile,
+                           _send_span, _send_zeros, _span_budget)
 
 SCHEMES = {"webhdfs": "http", "swebhdfs": "https"}
 DEFAULT_PORT = {"webhdfs": 9870, "swebhdfs": 9871}       # Hadoop 3's dfs.namenode.http(s)-address
@@ -87,6 +87,7 @@ class WebHdfsDestination(Destination):
         self._count = 0
         self._count_lock = threading.Lock()
         self._made_dirs: set[str] = set()            # folders made by this run (one MKDIRS each)
+        self._open_spans = 0
 
     # -- HTTP -------------------------------------------------------------------------------------------
 
@@ -200,22 +201,38 @@ class WebHdfsDestination(Destination):
             name = f"{self._count:08d}"
         return StagedFile(rel, os.path.join(self.local_staging, name), durable=False)
 
-    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
-        return SourceSpan(rel, src_path, valid, size)
+    def stage_memory(self, rel: str, parts: list, size: int) -> Optional[MemorySpan]:
+        return MemorySpan(rel, parts, size)
 
-    def publish(self, staged: StagedFile | SourceSpan, *, sync_dir: bool = True) -> None:
+    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
+        # As ArrowDestination: past a share of the file descriptors, the rest are staged as copies.
+        with self._count_lock:
+            if self._open_spans >= _span_budget():
+                return None
+            self._open_spans += 1
+        try:
+            return SourceSpan(rel, src_path, valid, size, on_discard=self._span_closed)
+        except BaseException:
+            self._span_closed()
+            raise
+
+    def _span_closed(self) -> None:
+        with self._count_lock:
+            self._open_spans -= 1
+
+    def publish(self, staged: StagedFile | SourceSpan | MemorySpan, *, sync_dir: bool = True) -> None:
         staged.wait()
         try:
             with self._count_lock:
                 self._count += 1
                 temp = f"{self.staging_rel}/{self._count:08d}"
-            size = staged.size if isinstance(staged, SourceSpan) else os.path.getsize(staged.path)
+            size = staged.size if isinstance(staged, (SourceSpan, MemorySpan)) else os.path.getsize(staged.path)
             self._upload(self._path(temp), size, staged)
             self._replace(temp, staged.rel)
         finally:
             staged.discard()
 
-    def _upload(self, path: str, size: int, staged: StagedFile | SourceSpan) -> None:
+    def _upload(self, path: str, size: int, staged: StagedFile | SourceSpan | MemorySpan) -> None:
         """CREATE ``path`` (overwrite) with ``size`` bytes of ``staged``, streamed to the DataNode."""
         location = self._call("PUT", path, "CREATE", overwrite="true")
         if not isinstance(location, str):        # noredirect-style answer: {"Location": ...}
@@ -231,6 +248,10 @@ class WebHdfsDestination(Destination):
             sink = _Sink(conn)
             if isinstance(staged, SourceSpan):
                 _send_span(staged, sink)
+            elif isinstance(staged, MemorySpan):
+                for part in staged.parts:
+                    sink.write(part)
+                _send_zeros(sink, size - sink.sent)
             else:
                 with open(staged.path, "rb") as src:
                     for _ in range(size // COPY_CHUNK_BYTES + 2):

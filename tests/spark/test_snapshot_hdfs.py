@@ -112,7 +112,7 @@ def test_snapshot_into_hdfs_over_webhdfs(jvm_spark, hdfs, tmp_path):
     write_sample_store(str(source), 3000, config=config)
     dest = webhdfs(hdfs, "snapshots/a")
     first = snapshot_store(source, dest, config)
-    assert first["counts"]["commitlog"]["files"] > 1
+    assert first["counts"]["commitlog"]["files"] > 1 and first["counts"]["index"]["files"] >= 1
     assert_snapshot_in_hdfs(jvm_spark, hdfs, source, "snapshots/a", first, config, tmp_path / "got1")
 
     write_sample_store(str(source), 1500, config=config, seed=3)
