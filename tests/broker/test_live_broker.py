@@ -15,6 +15,8 @@ ordered, batch and compressed big messages, each with user property ``rb_seq``) 
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import time
 import zlib
@@ -64,11 +66,13 @@ def export_rows(run: Path, topic: str, out: Path) -> list[tuple]:
     """The export of one topic; none while the broker has dispatched no message of it yet (a named topic that
     does not exist is an error, and the first sends may not have reached every topic)."""
     present = has_topic(run, topic)          # before the export: once there, a topic stays
-    code, text = run_cli("export", "--config", run / "broker.properties", run / "store", out, "--topic", topic,
-                         "--format", "jsonl")
-    if code != 0 and not present and f"topic {topic!r} does not exist" in text:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):    # the refusal is an error line on stderr
+        code, text = run_cli("export", "--config", run / "broker.properties", run / "store", out, "--topic", topic,
+                             "--format", "jsonl")
+    if code != 0 and not present and f"topic {topic!r} does not exist" in err.getvalue():
         return []
-    assert code == 0, text
+    assert code == 0, text + err.getvalue()
     rows = []
     for line in out.read_text(encoding="utf-8").splitlines():
         d = json.loads(line)
