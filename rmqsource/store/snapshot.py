@@ -315,17 +315,21 @@ class Snapshot(ConfigCopy, QueueCopy, RocksDbQueueCopy):
     def _publish(self, seconds_reading: float) -> dict:
         started = time.monotonic()
         order = {"consumequeue": 0, "commitlog": 1, "index": 2, "config": 3, "checkpoint": 4}
-        # A RocksDB folder's CURRENT goes after the files it names (its MANIFEST, that one's table files).
+
+        def step(p: _Planned) -> tuple[int, bool]:
+            # A RocksDB folder's CURRENT goes after the files it names (its MANIFEST, that one's table files).
+            return order[p.kind], p.rel.endswith("/CURRENT")
         to_publish = sorted((p for p in self.planned.values() if p.staged is not None),
-                            key=lambda p: (order[p.kind], p.rel.endswith("/CURRENT"), p.rel))
+                            key=lambda p: (step(p), p.rel))
         if to_publish:
             self.dest.put_bytes(PENDING_NAME, manifest_bytes({"format": FORMAT, "startedAt": _now_iso(),
                                                              "validEnd": self.valid_end}))
-        for kind, group in itertools.groupby(to_publish, key=lambda p: p.kind):
+        for _, group in itertools.groupby(to_publish, key=step):
             # CommitLog segments become visible oldest first, each durably (a later one alone would be walked
             # past a gap); the files of the other kinds in any order (side by side where the destination
             # uploads several at once), their directories synced once per kind.
             group = list(group)
+            kind = group[0].kind
             workers = 1 if kind == "commitlog" else min(self.dest.parallel_publish, len(group))
             publish = functools.partial(self._publish_one, sync_dir=kind == "commitlog")
             if workers > 1:
