@@ -22,12 +22,12 @@ import tempfile
 from typing import Optional
 
 from ..errors import StoreError
-from ..io.rocksdb import ReadOnlyRocksDb
+from ..format.record import Kind
+from ..io.rocksdb import NEEDS_ROCKSDICT, ReadOnlyRocksDb, RocksDbOpenError, rocksdict_available
 from .commitlog import CommitLog
 from .rocksdb_queue import RocksDbQueueStore
 from .rocksdb_tail import CommitLogTail
 from .snapshot_configs import TABLE_SUFFIXES, copy_rocksdb_database, read_whole
-
 
 
 class RocksDbQueueCopy:
@@ -38,6 +38,8 @@ class RocksDbQueueCopy:
     def _copy_rocksdb_queues(self) -> Optional[int]:
         """Copy the database, set ``valid_end`` and the served max offsets; returns the last record's offset."""
         folder = str(self.layout.consumequeue_dir)
+        if not rocksdict_available():       # as every reader of the database: an UnsupportedLayoutError
+            raise RocksDbOpenError(NEEDS_ROCKSDICT, file=folder, status="rocksdict is not installed")
         rel_dir = os.path.relpath(folder, self.root).replace(os.sep, "/")
         with tempfile.TemporaryDirectory(prefix="rmq-snapshot-rocksdb-") as copy:
             copy_rocksdb_database(folder, copy, what="ConsumeQueues")
@@ -51,21 +53,26 @@ class RocksDbQueueCopy:
         start = store.dispatch_end
         next_offsets = {key: queue_offset + 1 for key, (_, queue_offset) in store.max_entries.items()}
         tail = CommitLogTail(start, next_offsets, self.config.message_delay_levels_ms, check_crc=True)
+        last_phy = max((phy for phy, _ in store.max_entries.values()), default=None)
         cl = CommitLog(self.layout)
         try:
             tail.extend(cl)
+            self.valid_end = end = tail.end
+            # The database's furthest unit must point at a whole record below the end (the walk starts past it).
+            reach = start
+            if last_phy is not None:
+                decoded, _ = cl.decode_at(last_phy, check_crc=True)
+                reach = max(reach, last_phy + decoded.size if decoded.kind is Kind.MESSAGE else end + 1)
+            if cl.segments and reach > end:
+                raise StoreError(f"{folder}: the RocksDB ConsumeQueues reach CommitLog offset {reach}, past its valid "
+                                 f"end {end}: not this store's database, or the CommitLog was truncated")
         finally:
             cl.close()
-        self.valid_end = end = tail.end
-        if cl.segments and start > end:
-            raise StoreError(f"{folder}: the RocksDB ConsumeQueues' dispatch checkpoint {start} is past the "
-                             f"CommitLog's valid end {end}: not this store's database, or the CommitLog was truncated")
         if self.previous and end < self.previous["validEnd"]:
             raise StoreError(f"the store's CommitLog ends at {end}, before the snapshot in {self.dest.uri} "
                              f"(validEnd {self.previous['validEnd']}): not the store it was taken of, or it was "
                              f"truncated")
         self.rocksdb_max_offsets = offsets = {key: q + 1 for key, (_, q) in store.max_entries.items()}
-        last_phy = max((phy for phy, _ in store.max_entries.values()), default=None)
         for key, t in tail.view().items():
             offsets[key] = max(offsets.get(key, 0), t.end_offset)
             if len(t.units):

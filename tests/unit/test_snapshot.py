@@ -379,6 +379,23 @@ def test_rocksdb_database_without_a_whole_copy_is_refused_naming_it(tmp_path):
     assert not (tmp_path / "refused" / MANIFEST_NAME).exists()
 
 
+def test_rocksdb_units_past_the_commitlog_are_refused(tmp_path):
+    """A database whose units reach past the CommitLog's valid end (its tail zeroed: not the CommitLog they
+    were written with) is a StoreError naming the database, before DEST holds a manifest."""
+    corpus, config = rocksdb_corpus()
+    store = tmp_path / "store"
+    writable_copy(corpus, store)
+    segment = sorted((store / "commitlog").iterdir())[-1]
+    end = store_view(corpus / "store", config)["end"] - int(segment.name)
+    with open(segment, "r+b") as f:
+        f.seek(end - 50_000)
+        f.write(bytes(50_000))
+    with pytest.raises(StoreError, match=r"consumequeue: the RocksDB ConsumeQueues reach CommitLog offset \d+, past "
+                                         r"its valid end"):
+        snapshot_store(store, str(tmp_path / "refused"), config)
+    assert not (tmp_path / "refused" / MANIFEST_NAME).exists()
+
+
 def test_rocksdb_manifest_growing_while_copied(tmp_path):
     """Another process appends to the MANIFEST without a pause (as RocksDB does at each flush, more slowly): the
     copy is taken in a moment it held still (else refused, naming the folder), and it opens with the records
