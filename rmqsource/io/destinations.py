@@ -15,6 +15,7 @@ file is extended without reading those bytes from the source again; remote ones 
 Libraries: local paths need nothing; URIs go through ``pyarrow.fs.FileSystem.from_uri`` (S3 settings from
 the usual AWS environment, ``AWS_ENDPOINT_URL`` among them, or ``options`` given to ``S3FileSystem``; HDFS
 needs libhdfs and a Hadoop client, as pyarrow documents); ``webhdfs://`` needs only HTTP (:mod:`.webhdfs`).
+:func:`rmqsource.io.destination_uri.open_destination` picks one for a DEST.
 """
 
 from __future__ import annotations
@@ -457,16 +458,3 @@ def _typed_options(options: Mapping[str, str]) -> dict:
         lowered = v.lower()
         out[k] = True if lowered == "true" else False if lowered == "false" else v
     return out
-
-
-def open_destination(dest: str, options: Optional[Mapping[str, str]] = None) -> Destination:
-    """A local directory (a path), a WebHDFS folder (``webhdfs://``, ``swebhdfs://``: :mod:`.webhdfs`) or a
-    ``pyarrow.fs`` folder (any other ``scheme://`` URI)."""
-    if "://" in dest:
-        from .webhdfs import WebHdfsDestination, is_webhdfs_uri
-        if is_webhdfs_uri(dest):
-            return WebHdfsDestination(dest, options)
-        return ArrowDestination(dest, options)
-    if options:
-        raise OptionError(f"DEST {dest!r}: options (-O) are read for s3:// destinations only")
-    return LocalDestination(dest)

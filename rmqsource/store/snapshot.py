@@ -47,7 +47,8 @@ from typing import Callable, Mapping, Optional
 from ..errors import FormatError, OptionError, StoreError, UnsupportedLayoutError
 from ..format.checkpoint import CHECKPOINT_FILE_SIZE, Checkpoint
 from ..format.record import Kind
-from ..io.destinations import Destination, MemorySpan, SourceSpan, StagedFile, open_destination
+from ..io.destination_uri import open_destination
+from ..io.destinations import Destination, MemorySpan, SourceSpan, StagedFile
 from .commitlog import CommitLog
 from .config import StoreConfig
 from .layout import StoreLayout

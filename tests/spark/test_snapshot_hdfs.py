@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from rmqsource import cli
 from rmqsource.commands.output import EXIT_STORE_ERROR
 from rmqsource.errors import StoreError
-from rmqsource.io.destinations import open_destination
+from rmqsource.io.destination_uri import open_destination
 from rmqsource.sample import write_sample_store
 from rmqsource.store.config import StoreConfig
 from rmqsource.store.snapshot import snapshot_store
