@@ -305,13 +305,43 @@ def _copy_range(src_fd: int, dst_fd: int, position: int, length: int) -> None:
         raise OSError(errno.EIO, f"copy stopped {length - done} bytes short")
 
 
-class ArrowDestination(Destination):
+class RemoteDestination(Destination):
+    """A destination off this machine (an object store, HDFS): files go up whole, sent from memory or straight
+    from their source file where they can be (no local copy written and read back)."""
+
+    def __init__(self) -> None:
+        self._open_spans = 0
+        self._spans_lock = threading.Lock()
+
+    def stage_memory(self, rel: str, parts: list, size: int) -> Optional[MemorySpan]:
+        return MemorySpan(rel, parts, size)
+
+    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
+        # Each span holds its source open until it is published: past a share of the process's file
+        # descriptors (a first snapshot of thousands of segments), the rest are staged as copies.
+        with self._spans_lock:
+            if self._open_spans >= _span_budget():
+                return None
+            self._open_spans += 1
+        try:
+            return SourceSpan(rel, src_path, valid, size, on_discard=self._span_closed)
+        except BaseException:
+            self._span_closed()
+            raise
+
+    def _span_closed(self) -> None:
+        with self._spans_lock:
+            self._open_spans -= 1
+
+
+class ArrowDestination(RemoteDestination):
     """A folder of any ``pyarrow.fs`` file system: every file is one whole upload (of a locally staged copy,
     or of a :class:`SourceSpan`), several at once where the order does not matter (the snapshot says)."""
 
     parallel_publish = 4
 
     def __init__(self, uri: str, options: Optional[Mapping[str, str]] = None):
+        super().__init__()
         try:
             import pyarrow.fs as pafs
         except ImportError as e:       # pragma: no cover - pyarrow is a dependency
@@ -334,8 +364,6 @@ class ArrowDestination(Destination):
             raise OptionError(f"DEST {uri!r}: cannot open it with pyarrow.fs: {' '.join(str(e).split())}") from e
         self.staging = tempfile.mkdtemp(prefix="rmq-snapshot-")
         self._count = 0
-        self._open_spans = 0
-        self._lock = threading.Lock()
 
     def _path(self, rel: str) -> str:
         return f"{self.base}/{rel}" if self.base else rel
@@ -350,26 +378,6 @@ class ArrowDestination(Destination):
     def stage(self, rel: str) -> StagedFile:
         self._count += 1
         return StagedFile(rel, os.path.join(self.staging, f"{self._count:08d}"), durable=False)
-
-    def stage_memory(self, rel: str, parts: list, size: int) -> Optional[MemorySpan]:
-        return MemorySpan(rel, parts, size)
-
-    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
-        # Each span holds its source open until it is published: past a share of the process's file
-        # descriptors (a first snapshot of thousands of segments), the rest are staged as copies.
-        with self._lock:
-            if self._open_spans >= _span_budget():
-                return None
-            self._open_spans += 1
-        try:
-            return SourceSpan(rel, src_path, valid, size, on_discard=self._span_closed)
-        except BaseException:
-            self._span_closed()
-            raise
-
-    def _span_closed(self) -> None:
-        with self._lock:
-            self._open_spans -= 1
 
     def publish(self, staged: StagedFile | SourceSpan | MemorySpan, *, sync_dir: bool = True) -> None:
         staged.wait()

@@ -34,8 +34,8 @@ import urllib.parse
 from typing import Iterator, Mapping, Optional
 
 from ..errors import OptionError, StoreError
-from .destinations import (COPY_CHUNK_BYTES, STAGING_DIR, Destination, MemorySpan, SourceSpan, StagedFile,
-                           _send_span, _send_zeros, _span_budget)
+from .destinations import (COPY_CHUNK_BYTES, STAGING_DIR, MemorySpan, RemoteDestination, SourceSpan, StagedFile,
+                           _send_span, _send_zeros)
 
 SCHEMES = {"webhdfs": "http", "swebhdfs": "https"}
 DEFAULT_PORT = {"webhdfs": 9870, "swebhdfs": 9871}       # Hadoop 3's dfs.namenode.http(s)-address
@@ -52,12 +52,13 @@ class WebHdfsError(StoreError):
         self.exception = exception
 
 
-class WebHdfsDestination(Destination):
+class WebHdfsDestination(RemoteDestination):
     """A folder on HDFS, written file by file over WebHDFS (module doc)."""
 
     parallel_publish = 4                 # uploads are independent HTTP requests
 
     def __init__(self, uri: str, options: Optional[Mapping[str, str]] = None):
+        super().__init__()
         parts = urllib.parse.urlsplit(uri)
         if parts.scheme not in SCHEMES or not parts.hostname:
             raise OptionError(f"DEST {uri!r}: expected webhdfs://host[:port]/path or swebhdfs://...")
@@ -87,7 +88,6 @@ class WebHdfsDestination(Destination):
         self._count = 0
         self._count_lock = threading.Lock()
         self._made_dirs: set[str] = set()            # folders made by this run (one MKDIRS each)
-        self._open_spans = 0
 
     # -- HTTP -------------------------------------------------------------------------------------------
 
@@ -200,25 +200,6 @@ class WebHdfsDestination(Destination):
             self._count += 1
             name = f"{self._count:08d}"
         return StagedFile(rel, os.path.join(self.local_staging, name), durable=False)
-
-    def stage_memory(self, rel: str, parts: list, size: int) -> Optional[MemorySpan]:
-        return MemorySpan(rel, parts, size)
-
-    def stage_source(self, rel: str, src_path: str, valid: int, size: int) -> Optional[SourceSpan]:
-        # As ArrowDestination: past a share of the file descriptors, the rest are staged as copies.
-        with self._count_lock:
-            if self._open_spans >= _span_budget():
-                return None
-            self._open_spans += 1
-        try:
-            return SourceSpan(rel, src_path, valid, size, on_discard=self._span_closed)
-        except BaseException:
-            self._span_closed()
-            raise
-
-    def _span_closed(self) -> None:
-        with self._count_lock:
-            self._open_spans -= 1
 
     def publish(self, staged: StagedFile | SourceSpan | MemorySpan, *, sync_dir: bool = True) -> None:
         staged.wait()
