@@ -10,13 +10,12 @@ not in the default run; scripts/test_objectstore.sh runs this tier.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections import Counter
 
 import pytest
 
 from golden import case_id, corpora
+from hdfs import jvm_session_or_skip, started_cluster
 from test_spark_batch import assert_rows_equal_engine_get, expected_messages, rmq, rows_of
 
 pytestmark = [pytest.mark.objectstore, pytest.mark.spark]
@@ -26,25 +25,15 @@ CORPORA = corpora()
 
 @pytest.fixture(scope="module")
 def jvm_spark(spark):
-    """The tests' session, reading through the JVM scan (the Python source reads local paths only)."""
-    from rmqsource.spark.jar import session_jar
-    if session_jar() is None:
-        pytest.skip("RMQ_SPARK_MODE=python: the pure Python source reads local paths only")
-    return spark
+    return jvm_session_or_skip(spark)
 
 
 @pytest.fixture(scope="module")
 def hdfs(jvm_spark):
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java runtime: the HDFS mini cluster cannot start")
-    from hdfs import HdfsCluster
-    cluster = HdfsCluster()
-    try:
+    with started_cluster() as cluster:
         for corpus in CORPORA:
             cluster.upload_dir(jvm_spark, corpus / "store", f"golden/{corpus.name}/store")
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def uri_of(hdfs, corpus) -> str:

@@ -15,8 +15,6 @@ from __future__ import annotations
 import getpass
 import io
 import json
-import os
-import shutil
 import urllib.request
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from rmqsource.store.config import StoreConfig
 from rmqsource.store.snapshot import snapshot_store
 from rmqsource.store.snapshot_manifest import MANIFEST_NAME, manifest_bytes
 
+from hdfs import jvm_session_or_skip, started_cluster
 from objectstore import free_port
 from snapshot_checks import assert_snapshot_matches
 
@@ -43,22 +42,13 @@ COLUMNS = ["topic", "queueId", "queueOffset", "commitLogOffset", "msgId"]
 
 @pytest.fixture(scope="module")
 def jvm_spark(spark):
-    from rmqsource.spark.jar import session_jar
-    if session_jar() is None:
-        pytest.skip("RMQ_SPARK_MODE=python: the pure Python source reads local paths only")
-    return spark
+    return jvm_session_or_skip(spark)
 
 
 @pytest.fixture(scope="module")
 def hdfs(jvm_spark):
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java runtime: the HDFS mini cluster cannot start")
-    from hdfs import HdfsCluster
-    cluster = HdfsCluster()
-    try:
+    with started_cluster() as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def webhdfs(hdfs, path: str) -> str:

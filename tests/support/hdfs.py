@@ -9,8 +9,10 @@ else is needed. Used by tests/spark/test_hdfs.py (marker ``objectstore``, script
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,3 +85,25 @@ class HdfsCluster:
 
     def stop(self) -> None:
         stop_server(self._proc, self._log, self._dir)
+
+
+def jvm_session_or_skip(spark):
+    """The tests' session when it reads through the JVM scan (the pure Python source reads local paths only)."""
+    from rmqsource.spark.jar import session_jar
+    if session_jar() is None:
+        import pytest
+        pytest.skip("RMQ_SPARK_MODE=python: the pure Python source reads local paths only")
+    return spark
+
+
+@contextlib.contextmanager
+def started_cluster():
+    """A mini cluster for the test's span (skips without a Java runtime), stopped after it."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        import pytest
+        pytest.skip("no Java runtime: the HDFS mini cluster cannot start")
+    cluster = HdfsCluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
