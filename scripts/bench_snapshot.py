@@ -79,6 +79,20 @@ def best(repeat: int, fn, reset) -> tuple[float, object]:
     return min(times), result
 
 
+def sample_store(base: Path, messages: int, segment_mb: int):
+    """(store, config): a sample store of ``messages`` in ``segment_mb`` MiB segments under ``base``, written
+    once and reused by later runs (and by bench_snapshot_s3.py)."""
+    from rmqsource.sample import write_sample_store
+    from rmqsource.store.config import StoreConfig
+    store = base / f"store-{messages}-{segment_mb}"
+    config = StoreConfig.from_mapping({"mappedFileSizeCommitLog": segment_mb << 20})
+    if not (store / "commitlog").is_dir():
+        t = time.perf_counter()
+        write_sample_store(str(store), messages, config=config)
+        print(f"wrote {messages:,} messages in {time.perf_counter() - t:.1f} s: {store}", flush=True)
+    return store, config
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--messages", type=int, default=2_000_000)
@@ -88,16 +102,10 @@ def main() -> int:
     args = ap.parse_args()
 
     from rmqsource.sample import write_sample_store
-    from rmqsource.store.config import StoreConfig
     from rmqsource.store.snapshot import snapshot_store
 
     base = Path(args.dir)
-    store = base / f"store-{args.messages}-{args.segment_mb}"
-    config = StoreConfig.from_mapping({"mappedFileSizeCommitLog": args.segment_mb << 20})
-    if not (store / "commitlog").is_dir():
-        t = time.perf_counter()
-        write_sample_store(str(store), args.messages, config=config)
-        print(f"wrote {args.messages:,} messages in {time.perf_counter() - t:.1f} s: {store}")
+    store, config = sample_store(base, args.messages, args.segment_mb)
     dest, peer = base / "dest", base / "peer"
 
     def reset(*folders):

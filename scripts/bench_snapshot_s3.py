@@ -35,6 +35,8 @@ sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 from objectstore import ACCESS_KEY, REGION, SECRET_KEY, S3Server  # noqa: E402
 
+from bench_snapshot import sample_store  # noqa: E402
+
 MIB = 1 << 20
 
 
@@ -58,16 +60,10 @@ def main() -> int:
 
     import pyarrow.fs as pafs
     from rmqsource.sample import write_sample_store
-    from rmqsource.store.config import StoreConfig
     from rmqsource.store.snapshot import snapshot_store
 
     base = Path(args.dir)
-    store = base / f"store-{args.messages}-{args.segment_mb}"
-    config = StoreConfig.from_mapping({"mappedFileSizeCommitLog": args.segment_mb << 20})
-    if not (store / "commitlog").is_dir():
-        t = time.perf_counter()
-        write_sample_store(str(store), args.messages, config=config)
-        print(f"wrote {args.messages:,} messages in {time.perf_counter() - t:.1f} s: {store}", flush=True)
+    store, config = sample_store(base, args.messages, args.segment_mb)
 
     server = S3Server()
     try:
