@@ -387,19 +387,7 @@ class ArrowDestination(RemoteDestination):
             if parent and self.fs.type_name not in OBJECT_STORES:      # object stores have no folders to make
                 self.fs.create_dir(parent, recursive=True)
             with self.fs.open_output_stream(target) as out:
-                if isinstance(staged, SourceSpan):
-                    _send_span(staged, out)
-                elif isinstance(staged, MemorySpan):
-                    for part in staged.parts:
-                        out.write(part)
-                    _send_zeros(out, staged.size - sum(len(part) for part in staged.parts))
-                else:
-                    with open(staged.path, "rb") as src:
-                        for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
-                            chunk = src.read(COPY_CHUNK_BYTES)
-                            if not chunk:
-                                break
-                            out.write(chunk)
+                send_staged(staged, out)
         except OSError as e:
             raise StoreError(f"{self.uri}: writing {staged.rel} failed: {' '.join(str(e).split())}") from e
         finally:
@@ -430,6 +418,23 @@ def _span_budget() -> int:
     except (ImportError, OSError, ValueError):
         soft = 1024
     return max(16, min(soft, 1 << 16) // 4)
+
+
+def send_staged(staged: StagedFile | SourceSpan | MemorySpan, out) -> None:
+    """Every byte of a staged file, a source span or a memory span into ``out`` (anything with ``write``)."""
+    if isinstance(staged, SourceSpan):
+        _send_span(staged, out)
+    elif isinstance(staged, MemorySpan):
+        for part in staged.parts:
+            out.write(part)
+        _send_zeros(out, staged.size - sum(len(part) for part in staged.parts))
+    else:
+        with open(staged.path, "rb") as src:
+            for _ in range(os.fstat(src.fileno()).st_size // COPY_CHUNK_BYTES + 2):
+                chunk = src.read(COPY_CHUNK_BYTES)
+                if not chunk:
+                    break
+                out.write(chunk)
 
 
 def _send_span(span: SourceSpan, out) -> None:

@@ -34,8 +34,7 @@ import urllib.parse
 from typing import Iterator, Mapping, Optional
 
 from ..errors import OptionError, StoreError
-from .destinations import (COPY_CHUNK_BYTES, STAGING_DIR, MemorySpan, RemoteDestination, SourceSpan, StagedFile,
-                           _send_span, _send_zeros)
+from .destinations import STAGING_DIR, MemorySpan, RemoteDestination, SourceSpan, StagedFile, send_staged
 
 SCHEMES = {"webhdfs": "http", "swebhdfs": "https"}
 DEFAULT_PORT = {"webhdfs": 9870, "swebhdfs": 9871}       # Hadoop 3's dfs.namenode.http(s)-address
@@ -227,19 +226,7 @@ class WebHdfsDestination(RemoteDestination):
             conn.putheader("Content-Length", str(size))
             conn.endheaders()
             sink = _Sink(conn)
-            if isinstance(staged, SourceSpan):
-                _send_span(staged, sink)
-            elif isinstance(staged, MemorySpan):
-                for part in staged.parts:
-                    sink.write(part)
-                _send_zeros(sink, size - sink.sent)
-            else:
-                with open(staged.path, "rb") as src:
-                    for _ in range(size // COPY_CHUNK_BYTES + 2):
-                        chunk = src.read(COPY_CHUNK_BYTES)
-                        if not chunk:
-                            break
-                        sink.write(chunk)
+            send_staged(staged, sink)
             if sink.sent != size:
                 raise WebHdfsError(f"{self.uri}: WebHDFS CREATE {path}: sent {sink.sent} of {size} bytes")
             resp = conn.getresponse()
