@@ -16,7 +16,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
-cache="${RMQ_COMPAT_CACHE:-$HOME/.cache/rmqsource/compat}"
 versions="${RMQ_COMPAT_VERSIONS:-3.5.9 4.0.5 4.1.4 4.2.1}"
 modes="${RMQ_COMPAT_MODES:-jvm python}"
 py="${PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -36,13 +35,7 @@ mapfile -t files < <(grep -rl --include="test_*.py" "pytest.mark.compat" tests |
 summary=()
 failed=0
 for v in $versions; do
-  venv="$cache/pyspark-$v"
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "== creating $venv"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet "pyspark==$v" "pyarrow>=18" py4j "numpy>=1.26" "tqdm>=4.60" pytest \
-      "pandas>=2.2,<3"
-  fi
+  venv="$(bash "$root/scripts/pyspark_env.sh" "$v")"
   "$venv/bin/python" -m pip install --quiet "fastavro>=1.9"     # the typed-body tests write Avro bodies
   echo "== pyspark $v: installing the wheel into $venv"
   "$venv/bin/python" -m pip uninstall --quiet --yes rmqsource >/dev/null 2>&1 || true

@@ -17,7 +17,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 versions="${RMQ_LAKE_PYSPARK:-4.1.4}"
-cache="${RMQ_COMPAT_CACHE:-$HOME/.cache/rmqsource/compat}"
 modes="${RMQ_LAKE_MODES:-jvm python}"
 export RMQ_LAKE_IVY="${RMQ_LAKE_IVY:-$HOME/.cache/rmqsource/ivy}"
 py="${PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -32,13 +31,7 @@ wheel="$(ls "$work"/dist/rmqsource-*.whl)"
 summary=()
 failed=0
 for version in $versions; do
-  venv="$cache/pyspark-$version"
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "== creating $venv"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet "pyspark==$version" "pyarrow>=18" py4j "numpy>=1.26" "tqdm>=4.60" \
-      pytest "pandas>=2.2,<3"
-  fi
+  venv="$(bash "$root/scripts/pyspark_env.sh" "$version")"
   echo "== pyspark $version: installing the wheel and the notebook packages into $venv"
   "$venv/bin/python" -m pip install --quiet nbformat nbclient ipykernel matplotlib
   "$venv/bin/python" -m pip uninstall --quiet --yes rmqsource >/dev/null 2>&1 || true
