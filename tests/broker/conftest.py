@@ -187,7 +187,7 @@ def _shared_runs_dir(tmp_path_factory) -> Path | None:
     return None
 
 
-def _run_once(tmp_path_factory, name: str, make, complete: str) -> Path:
+def run_once(tmp_path_factory, name: str, make, complete: str) -> Path:
     """The run folder ``name``, made by ``make(folder)``; where runs are shared (``_shared_runs_dir``) the first
     process makes it and the others reuse it once it holds ``complete``; else a fresh temporary folder."""
     root = _shared_runs_dir(tmp_path_factory)
@@ -223,7 +223,7 @@ def broker_run(request, broker_classpath, tmp_path_factory):
     def make(run_dir: Path) -> None:
         run_broker(broker_classpath(version), run_dir, settings=VARIANTS[variant])
         _write_checksums(run_dir)
-    return _run_once(tmp_path_factory, f"broker-{version}-{variant}", make, "checksums.txt")
+    return run_once(tmp_path_factory, f"broker-{version}-{variant}", make, "checksums.txt")
 
 
 @pytest.fixture(scope="session", params=broker_params())
@@ -233,7 +233,7 @@ def killed_broker_run(request, broker_classpath, tmp_path_factory):
     run_dir = _reused_run("RMQ_BROKER_KILLED_RUN", variant)
     if run_dir is not None:
         return run_dir
-    return _run_once(tmp_path_factory, f"broker-killed-{version}-{variant}",
+    return run_once(tmp_path_factory, f"broker-killed-{version}-{variant}",
                      lambda d: run_broker(broker_classpath(version), d, kill=True, settings=VARIANTS[variant]),
                      "expected/KILLED")
 

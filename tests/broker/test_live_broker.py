@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (VARIANTS, broker_params, finish_live_broker, release_live_broker, start_live_broker,
+from conftest import (VARIANTS, broker_params, finish_live_broker, release_live_broker, run_once, start_live_broker,
                       stop_live_broker, store_state)
 from test_real_broker import assert_queue_layout, config, read_jsonl, run_cli, topic_records
 
@@ -175,8 +175,9 @@ def test_stream_beside_a_sending_broker_gets_every_send_once(broker, broker_clas
     topic = TOPICS[1]
     run = tmp_path / "run"
     # The stream starts on the running broker's store before the first send (its first micro-batch, query
-    # planning and Python workers, takes 10-40 s on a loaded 2-core machine), then the broker sends for 40 s.
-    proc = start_live_broker(broker_classpath(version), run, send_for=40, rate=20, hold=True,
+    # planning and Python workers, takes 10-40 s on a loaded 2-core machine), then the broker sends for 20 s
+    # (one-second triggers: many micro-batches while it sends).
+    proc = start_live_broker(broker_classpath(version), run, send_for=20, rate=40, hold=True,
                              settings=VARIANTS[variant])
     name = f"live_{version.replace('.', '_')}_{variant.replace('-', '_')}"
     query = None
@@ -220,10 +221,14 @@ def test_stream_beside_a_sending_broker_gets_every_send_once(broker, broker_clas
 
 @pytest.fixture(scope="module", params=broker_params())
 def stopped_live_run(request, broker_classpath, tmp_path_factory):
+    """A live broker's run once it stopped: made once for both passes of scripts/test.sh (conftest.run_once),
+    since each test takes the store's state itself before it reads."""
     version, variant = request.param
-    run = tmp_path_factory.mktemp(f"live-stopped-{version}-{variant}") / "run"
-    return finish_live_broker(start_live_broker(broker_classpath(version), run, send_for=6, rate=40,
-                                                settings=VARIANTS[variant]), run)
+
+    def make(run: Path) -> None:
+        finish_live_broker(start_live_broker(broker_classpath(version), run, send_for=6, rate=40,
+                                             settings=VARIANTS[variant]), run)
+    return run_once(tmp_path_factory, f"live-stopped-{version}-{variant}", make, "expected/DONE")
 
 
 def test_reads_never_change_a_broker_file(stopped_live_run, spark, tmp_path):

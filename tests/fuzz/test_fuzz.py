@@ -3,8 +3,9 @@
 Every case must end ``ok`` or with a typed RmqError; an untyped exception, a
 hang (per-case deadline), a crashed worker, or a JVM-scan case whose rows differ
 from the Python path's on the same store (``differ``) fails the run.  The
-full-disk tiers run the cases on a small full tmpfs, each with a sparse
-CommitLog tail (root only).  The seed is
+full-disk cases (test_fuzz_full_disk.py: a file of its own, so that the
+test runners run it beside the long run here) use a small full tmpfs, each
+with a sparse CommitLog tail (root only).  The seed is
 fixed per tier and printed; ``RMQ_FUZZ_SEED`` (a number, or ``random``), ``RMQ_FUZZ_CASES``, ``RMQ_FUZZ_ONLY`` (one case
 index) and ``RMQ_FUZZ_PATHS`` (read paths, comma-separated) reproduce or aim a run.
 """
@@ -23,8 +24,6 @@ pytestmark = pytest.mark.skipif(not corpora(), reason="no golden corpus")
 
 SHORT_CASES = 200
 LONG_CASES = 20_000
-SHORT_FULL_DISK_CASES = 30
-LONG_FULL_DISK_CASES = 1_000
 
 
 # Fixed seeds keep CI's verdict about the code, not the draw; RMQ_FUZZ_SEED=random explores.
@@ -39,7 +38,7 @@ def _seed(default: int) -> int:
     return int(env) if env else default
 
 
-def _fuzz(tmp_path, default_cases: int, workers: int, default_seed: int, full_disk: bool = False):
+def fuzz(tmp_path, default_cases: int, workers: int, default_seed: int, full_disk: bool = False):
     seed = _seed(default_seed)
     cases = int(os.environ.get("RMQ_FUZZ_CASES", default_cases))
     only = os.environ.get("RMQ_FUZZ_ONLY")
@@ -54,22 +53,12 @@ def _fuzz(tmp_path, default_cases: int, workers: int, default_seed: int, full_di
 
 @pytest.mark.unit
 def test_fuzz_short(tmp_path):
-    _fuzz(tmp_path, SHORT_CASES, workers=1, default_seed=SHORT_SEED)
+    fuzz(tmp_path, SHORT_CASES, workers=1, default_seed=SHORT_SEED)
 
 
 @pytest.mark.slow
 def test_fuzz_long(tmp_path):
-    _fuzz(tmp_path, LONG_CASES, workers=2, default_seed=LONG_SEED)
-
-
-@pytest.mark.unit
-def test_fuzz_full_disk_short(small_tmpfs):
-    _fuzz(small_tmpfs, SHORT_FULL_DISK_CASES, workers=1, default_seed=SHORT_SEED, full_disk=True)
-
-
-@pytest.mark.slow
-def test_fuzz_full_disk_long(small_tmpfs):
-    _fuzz(small_tmpfs, LONG_FULL_DISK_CASES, workers=1, default_seed=LONG_SEED, full_disk=True)
+    fuzz(tmp_path, LONG_CASES, workers=2, default_seed=LONG_SEED)
 
 
 @pytest.mark.unit
