@@ -4,9 +4,11 @@
 #   scripts/test.sh --unit     the inner loop: tests/unit and tests/golden less what starts a JVM or Spark
 #   scripts/test.sh --e2e      the end-to-end tier: Spark applications of their own with killed tasks and
 #                              drivers, full disks and restarts; a standalone cluster, Spark Connect, notebooks
+#   scripts/test.sh --slow     the slow tier: long fuzz runs, the 1M-message kill, 1,000 disk faults per corpus,
+#                              200k-message streams, ... in one run so that its two workers share the cores
 #   scripts/test.sh --broker   the broker tier: Apache RocketMQ's own NameServer and Broker on loopback
 #                              (Maven fetches them once into ~/.cache/rmqsource/broker), checked against rmq
-#   scripts/test.sh ARGS...    pytest with ARGS: a -m or a path picks the tests (e.g. -m slow for the slow tier,
+#   scripts/test.sh ARGS...    pytest with ARGS: a -m or a path picks the tests (e.g. -m slow tests/spark: the slow Spark tests,
 #                              tests/spark/test_x.py -k y); options alone (--durations=20, -x) keep the default run
 # With the jar built, pytest runs twice: everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm),
 # then, on the pure Python data source (RMQ_SPARK_MODE=python), the selected Spark tests whose answer
@@ -27,6 +29,13 @@ fi
 if [ "${1:-}" = "--e2e" ]; then
   shift
   set -- -m "e2e and not slow and not objectstore" "$@"
+elif [ "${1:-}" = "--slow" ]; then
+  shift
+  # The long fuzz run first (the longest file: one worker runs it while the other takes the rest), then
+  # every other folder of tests.
+  dirs=(tests/fuzz)
+  for d in tests/*/; do d=${d%/}; case $d in tests/fuzz|tests/support) ;; *) dirs+=("$d") ;; esac; done
+  set -- -m "slow and not broker and not objectstore and not lake" "${dirs[@]}" "$@"
 elif [ "${1:-}" = "--broker" ]; then
   shift
   set -- -m "broker and not slow" "$@"
