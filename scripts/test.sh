@@ -8,7 +8,7 @@
 #                              200k-message streams, ... in one run so that its two workers share the cores
 #   scripts/test.sh --broker   the broker tier: Apache RocketMQ's own NameServer and Broker on loopback
 #                              (Maven fetches them once into ~/.cache/rmqsource/broker), checked against rmq
-#   scripts/test.sh ARGS...    pytest with ARGS: a -m or a path picks the tests (e.g. -m slow tests/spark: the slow Spark tests,
+#   scripts/test.sh ARGS...    pytest with ARGS: a -m or a path picks the tests (e.g. -m slow tests/spark,
 #                              tests/spark/test_x.py -k y); options alone (--durations=20, -x) keep the default run
 # With the jar built, pytest runs twice: everything with the jar on spark.jars (RMQ_SPARK_MODE=jvm),
 # then, on the pure Python data source (RMQ_SPARK_MODE=python), the selected Spark tests whose answer
