@@ -234,8 +234,8 @@ def killed_broker_run(request, broker_classpath, tmp_path_factory):
     if run_dir is not None:
         return run_dir
     return run_once(tmp_path_factory, f"broker-killed-{version}-{variant}",
-                     lambda d: run_broker(broker_classpath(version), d, kill=True, settings=VARIANTS[variant]),
-                     "expected/KILLED")
+                    lambda d: run_broker(broker_classpath(version), d, kill=True, settings=VARIANTS[variant]),
+                    "expected/KILLED")
 
 
 # The store settings of every harness broker (RealBroker.run): a store handed to a broker must use the same.
